@@ -1,0 +1,1 @@
+"""Views over toycompiler artifacts: notebook widgets that read the recorded stages."""
