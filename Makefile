@@ -40,6 +40,7 @@ lab: $(STAMP)
 	if [ -n "$${CI:-}" ] || { [ -z "$${DISPLAY:-}$${WAYLAND_DISPLAY:-}" ] && [ "$$(uname -s)" != Darwin ]; }; then \
 	    flags=--no-browser; \
 	fi; \
+	[ "$$(id -u)" != 0 ] || flags="$$flags --allow-root"; \
 	echo "JupyterLab on http://127.0.0.1:$(PORT)/lab (serving $$root/; Ctrl-C to stop)"; \
 	exec $(BIN)/jupyter lab --ServerApp.root_dir=$$root --ip=127.0.0.1 --port=$(PORT) $$flags
 
