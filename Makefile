@@ -58,7 +58,7 @@ test: $(STAMP)
 	fi; \
 	set -- lessons/*.ipynb; \
 	if [ -e "$$1" ]; then \
-	    PYTHONPATH=.ci $(BIN)/pytest -p lesson_times $(NBVAL) --nbval-current-env \
+	    PYTHONPATH=.ci$${PYTHONPATH:+:$$PYTHONPATH} $(BIN)/pytest -p lesson_times $(NBVAL) --nbval-current-env \
 	        --nbval-sanitize-with lessons/nbval_sanitize.cfg "$$@" || status=1; \
 	else \
 	    echo "lessons/: no notebooks yet, nbval skipped"; \
@@ -72,7 +72,7 @@ $(STAMP):
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
 	    echo "toycompiler needs Python 3.11 or newer; '$(PYTHON)' is older or missing."; \
 	    echo "Name another interpreter: make $(MAKECMDGOALS) PYTHON=python3.11"; exit 1; }
-	@echo "Setting up $(VENV)/ from requirements.lock (first run takes a few minutes)"
+	@echo "Setting up $(VENV)/ from requirements.lock and pyproject.toml (the first time takes a few minutes)"
 	@[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet $(PIP_ARGS) -r requirements.lock
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
