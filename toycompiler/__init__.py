@@ -1,0 +1,38 @@
+"""toycompiler: a small, readable compiler that works like torch.compile.
+
+    import torch, toycompiler
+
+    @toycompiler.compile(backend="cpp")
+    def f(x, y):
+        return torch.sin(x) + torch.cos(y) * 2
+
+    report = toycompiler.explain(f)(torch.randn(1000), torch.randn(1000))
+    print(report)
+
+The stages, in order, are listed in :mod:`toycompiler.pipeline`.
+"""
+
+import os as _os
+import sys as _sys
+
+import torch as _torch
+
+# Without a GPU, Triton kernels run in Triton's CPU interpreter. That must be
+# chosen before triton is first imported (torch._dynamo imports it).
+if not _torch.cuda.is_available() and "triton" not in _sys.modules:
+    _os.environ.setdefault("TRITON_INTERPRET", "1")
+
+from .api import CompileError, compile, explain, reset  # noqa: E402
+from .backends import get_backend, list_backends, register_backend  # noqa: E402
+from .config import config  # noqa: E402
+
+__version__ = "0.1.0"
+__all__ = ["CompileError", "compile", "config", "explain", "get_backend", "list_backends", "register_backend",
+           "reset"]
+
+try:
+    from .backends import register_with_torch
+
+    register_with_torch()
+except Exception:  # an older torch without the registry: toycompiler.compile still works
+    pass

@@ -1,0 +1,481 @@
+"""What each stage returns: plain, frozen data.
+
+Every stage of the pipeline is a function from one artifact to the next. An
+artifact holds no closures and no live compiler objects, only text, numbers
+and tuples, so views (``toycompiler.widgets``), ``explain()`` and tests can
+read it without knowing how the compiler works inside.
+
+Each artifact prints as readable text (``str(artifact)``). In a notebook,
+``_repr_html_`` asks the renderer registered for its type (the widgets package
+registers them when imported) and otherwise shows the text.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from typing import Callable
+
+# Views register ``type -> (artifact -> html)`` here; the compiler never imports them.
+html_renderers: dict[type, Callable[[object], str]] = {}
+
+
+class Artifact:
+    """Mixin: text by default, HTML from a registered renderer when there is one."""
+
+    def _repr_html_(self) -> str:
+        render = html_renderers.get(type(self))
+        if render is not None:
+            return render(self)
+        return f"<pre>{html.escape(str(self))}</pre>"
+
+
+def _numbered(lines: tuple[str, ...], first: int) -> str:
+    return "\n".join(f"{first + i:4d}  {line}" for i, line in enumerate(lines))
+
+
+# -- stage 0: the user's source -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SourceArtifact(Artifact):
+    """The function as written: where it lives and its lines."""
+
+    name: str
+    filename: str
+    firstlineno: int
+    lines: tuple[str, ...]
+
+    def line(self, lineno: int) -> str:
+        i = lineno - self.firstlineno
+        return self.lines[i].strip() if 0 <= i < len(self.lines) else ""
+
+    def __str__(self) -> str:
+        return f"# {self.filename}:{self.firstlineno}\n" + _numbered(self.lines, self.firstlineno)
+
+
+# -- stage 1: bytecode ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class InstructionRow:
+    """One bytecode instruction, like ``dis.Instruction`` but plain and normalised."""
+
+    offset: int
+    opname: str
+    arg: int | None
+    argrepr: str
+    line: int | None
+    is_jump_target: bool = False
+
+    def __str__(self) -> str:
+        target = ">>" if self.is_jump_target else "  "
+        line = f"{self.line:4d}" if self.line is not None else "    "
+        return f"{line} {target} {self.offset:4d} {self.opname:<24} {self.argrepr}".rstrip()
+
+
+@dataclass(frozen=True)
+class BytecodeArtifact(Artifact):
+    """A code object's instructions, printable like ``dis.dis``."""
+
+    name: str
+    instructions: tuple[InstructionRow, ...]
+
+    def __str__(self) -> str:
+        return f"# bytecode of {self.name}\n" + "\n".join(map(str, self.instructions))
+
+
+# -- stage 2: symbolic execution ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TranslationStep:
+    """What the translator did at one instruction, with its symbolic state."""
+
+    offset: int
+    opname: str
+    argrepr: str
+    line: int | None
+    stack_before: tuple[str, ...]
+    stack_after: tuple[str, ...]
+    locals_after: tuple[tuple[str, str], ...]
+    events: tuple[str, ...]  # "node added: sin_1", "constant folded: 2 * 3 = 6", "guard added: ..."
+
+    def __str__(self) -> str:
+        events = "; ".join(self.events)
+        return f"{self.offset:4d} {self.opname:<20} {self.argrepr:<18} [{', '.join(self.stack_after)}]  {events}"
+
+
+@dataclass(frozen=True)
+class GraphBreak:
+    """Why tracing stopped, and where in the user's code."""
+
+    reason: str
+    filename: str
+    line: int
+    source: str  # the source text of that line
+    offset: int  # instruction offset where the break happened
+    opname: str
+    kind: str = "unsupported"  # print, item, data-dependent-branch, unsupported, explicit ...
+    frame: str = ""  # "[0/0]"-style label of the frame entry it happened in
+
+    def __str__(self) -> str:
+        return f"{self.filename}:{self.line}: {self.reason}\n    {self.source}"
+
+
+@dataclass(frozen=True)
+class TranslationArtifact(Artifact):
+    """The translator's log: every instruction it ran, and the break if it stopped early."""
+
+    name: str
+    steps: tuple[TranslationStep, ...]
+    graph_break: GraphBreak | None = None
+
+    def __str__(self) -> str:
+        out = [f"# symbolic execution of {self.name}"] + [str(s) for s in self.steps]
+        if self.graph_break:
+            out.append(f"graph break: {self.graph_break}")
+        return "\n".join(out)
+
+
+# -- stage 3: guards ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Guard:
+    """One runtime check, as a Python expression over the function's arguments."""
+
+    expr: str
+    kind: str  # TYPE_MATCH, TENSOR_MATCH, CONSTANT_MATCH, ID_MATCH, LENGTH_MATCH, ...
+    reason: str  # why the trace depends on it
+    line: int | None = None
+    actual: str | None = None  # expression whose value is shown when the guard fails
+    expected: str | None = None  # that value at compile time, as text
+
+    def __str__(self) -> str:
+        return f"{self.expr:<60}  # {self.reason}"
+
+
+@dataclass(frozen=True)
+class GuardsArtifact(Artifact):
+    """All guards of one cache entry and the check function compiled from them."""
+
+    guards: tuple[Guard, ...]
+    code: str  # source of the generated check function
+
+    def __str__(self) -> str:
+        return "\n".join(str(g) for g in self.guards) or "(no guards)"
+
+
+@dataclass(frozen=True)
+class GuardFailure:
+    """Why a cache entry was not reused: the first guard that failed on a call."""
+
+    entry: str  # "[0/1]"
+    expr: str
+    expected: str
+    actual: str
+
+    def __str__(self) -> str:
+        return f"{self.entry} guard failed: {self.expr}  (expected {self.expected}, got {self.actual})"
+
+
+# -- stage 4: the FX graph ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NodeRow:
+    """One FX node, with the source line and instruction it came from."""
+
+    name: str
+    op: str
+    target: str
+    args: str
+    shape: str
+    dtype: str
+    line: int | None = None
+    offset: int | None = None
+
+
+@dataclass(frozen=True)
+class GraphArtifact(Artifact):
+    """An FX graph as readable Python plus a table of nodes."""
+
+    name: str
+    code: str
+    nodes: tuple[NodeRow, ...]
+
+    @property
+    def op_count(self) -> int:
+        return sum(n.op in ("call_function", "call_method", "call_module") for n in self.nodes)
+
+    def __str__(self) -> str:
+        return self.code.strip()
+
+
+@dataclass(frozen=True)
+class PassResult(Artifact):
+    """One FX pass: what it changed, and the graph after it."""
+
+    name: str
+    changes: tuple[str, ...]
+    graph: GraphArtifact
+
+    def __str__(self) -> str:
+        head = f"# pass {self.name}: " + (f"{len(self.changes)} change(s)" if self.changes else "no change")
+        return "\n".join([head] + [f"#   {c}" for c in self.changes])
+
+
+@dataclass(frozen=True)
+class PassesArtifact(Artifact):
+    passes: tuple[PassResult, ...]
+
+    @property
+    def final(self) -> GraphArtifact:
+        return self.passes[-1].graph
+
+    def __str__(self) -> str:
+        return "\n".join(str(p) for p in self.passes)
+
+
+# -- stage 5: loop-level IR -----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BufferRow:
+    """One IR buffer: its name, kind, iteration ranges and body as text."""
+
+    name: str
+    kind: str  # input, pointwise, reduction, extern, view
+    size: str
+    dtype: str
+    body: str
+    origins: tuple[str, ...]  # FX node names it was lowered from
+    lines: tuple[int, ...] = ()  # user source lines
+
+
+@dataclass(frozen=True)
+class IRArtifact(Artifact):
+    buffers: tuple[BufferRow, ...]
+    outputs: tuple[str, ...]
+
+    def __str__(self) -> str:
+        out = []
+        for b in self.buffers:
+            out.append(f"{b.name}: {b.kind} {b.dtype}{b.size}  # from {', '.join(b.origins) or '-'}")
+            out.extend("    " + line for line in b.body.splitlines())
+        out.append(f"outputs: {', '.join(self.outputs)}")
+        return "\n".join(out)
+
+
+# -- stage 6: scheduling and fusion --------------------------------------------
+
+
+@dataclass(frozen=True)
+class FusionDecision:
+    """Whether two nodes share a kernel, and why."""
+
+    first: str
+    second: str
+    fused: bool
+    reason: str
+
+    def __str__(self) -> str:
+        verb = "fused" if self.fused else "cannot fuse"
+        return f"{verb} {self.first} with {self.second}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class FusionGroup:
+    """The nodes that become one kernel."""
+
+    name: str
+    nodes: tuple[str, ...]
+    ranges: str  # iteration space, e.g. "[s0] x [1024]"
+    stores: tuple[str, ...]  # buffers the kernel writes to memory
+    kind: str  # pointwise, reduction, extern
+    bytes_read: int = 0
+    bytes_written: int = 0
+
+
+@dataclass(frozen=True)
+class ScheduleArtifact(Artifact):
+    groups: tuple[FusionGroup, ...]
+    decisions: tuple[FusionDecision, ...]
+    memory_plan: tuple[str, ...]  # "buf3 reuses buf1 (buf1 is dead after kernel1)"
+    unfused_bytes: int = 0  # traffic if every node were its own kernel
+
+    @property
+    def fused_bytes(self) -> int:
+        return sum(g.bytes_read + g.bytes_written for g in self.groups)
+
+    def __str__(self) -> str:
+        out = []
+        for g in self.groups:
+            moved = g.bytes_read + g.bytes_written
+            out.append(f"{g.name} ({g.kind}, {g.ranges}): {', '.join(g.nodes)} -> stores {', '.join(g.stores) or '-'}; {moved} bytes")
+        out += [str(d) for d in self.decisions]
+        out += self.memory_plan
+        out.append(f"memory traffic: {self.fused_bytes} bytes fused vs {self.unfused_bytes} unfused")
+        return "\n".join(out)
+
+
+# -- stage 7: kernels and the wrapper -------------------------------------------
+
+
+@dataclass(frozen=True)
+class KernelArtifact(Artifact):
+    """One generated kernel's source and where it was written."""
+
+    name: str
+    language: str  # "triton" or "cpp"
+    source: str
+    path: str
+    nodes: tuple[str, ...] = ()  # IR buffers it computes
+    lines: tuple[int, ...] = ()  # user source lines it came from
+
+    def __str__(self) -> str:
+        return self.source
+
+
+@dataclass(frozen=True)
+class OutputCodeArtifact(Artifact):
+    """The Python module that allocates buffers and calls the kernels."""
+
+    source: str
+    path: str
+
+    def __str__(self) -> str:
+        return self.source
+
+
+@dataclass(frozen=True)
+class StageTime:
+    stage: str
+    seconds: float
+
+
+@dataclass(frozen=True)
+class BackendArtifacts(Artifact):
+    """Everything a toy backend produced for one FX graph."""
+
+    backend: str
+    graph: GraphArtifact
+    passes: PassesArtifact | None = None
+    ir: IRArtifact | None = None
+    schedule: ScheduleArtifact | None = None
+    kernels: tuple[KernelArtifact, ...] = ()
+    output_code: OutputCodeArtifact | None = None
+    times: tuple[StageTime, ...] = ()
+    fallback_reason: str | None = None  # set when the backend failed and eager ran instead
+
+    def __str__(self) -> str:
+        parts = [f"== backend: {self.backend}"]
+        if self.fallback_reason:
+            parts.append(f"fell back to eager: {self.fallback_reason}")
+        for title, value in (("passes", self.passes), ("lowered IR", self.ir), ("fusion groups", self.schedule)):
+            if value is not None:
+                parts += [f"== {title}", str(value)]
+        for k in self.kernels:
+            parts += [f"== kernel {k.name} ({k.language})", k.source.rstrip()]
+        if self.output_code is not None:
+            parts += ["== output code", self.output_code.source.rstrip()]
+        return "\n".join(parts)
+
+
+# -- one compiled frame, and the whole report -----------------------------------
+
+
+@dataclass(frozen=True)
+class FrameCompilation(Artifact):
+    """One cache entry: a frame (the user's function or a resume function) compiled once."""
+
+    label: str  # "[frame/entry]", e.g. "[0/1]"
+    source: SourceArtifact
+    bytecode: BytecodeArtifact
+    translation: TranslationArtifact
+    guards: GuardsArtifact
+    graph: GraphArtifact | None
+    backend: BackendArtifacts | None
+    transformed_bytecode: BytecodeArtifact | None = None
+    resume_functions: tuple[BytecodeArtifact, ...] = ()
+    times: tuple[StageTime, ...] = ()
+    recompile_reason: GuardFailure | None = None
+
+    def __str__(self) -> str:
+        parts = [f"==== frame {self.label} {self.source.name}"]
+        if self.recompile_reason:
+            parts.append(f"recompiled because {self.recompile_reason}")
+        parts += ["== source", str(self.source), "== bytecode", str(self.bytecode)]
+        parts += ["== guards", str(self.guards)]
+        if self.graph is not None:
+            parts += ["== FX graph", str(self.graph)]
+        if self.translation.graph_break:
+            parts += ["== graph break", str(self.translation.graph_break)]
+        if self.backend is not None:
+            parts.append(str(self.backend))
+        if self.transformed_bytecode is not None:
+            parts += ["== transformed bytecode", str(self.transformed_bytecode)]
+        for r in self.resume_functions:
+            parts += [f"== resume function {r.name}", str(r)]
+        if self.times:
+            parts.append("== compile time: " + ", ".join(f"{t.stage} {t.seconds * 1e3:.1f} ms" for t in self.times))
+        return "\n".join(parts)
+
+
+@dataclass(frozen=True)
+class Report(Artifact):
+    """What ``toycompiler.explain(fn)(*args)`` returns."""
+
+    frames: tuple[FrameCompilation, ...]
+    fallback_reasons: tuple[str, ...] = ()
+    recompiles: tuple[GuardFailure, ...] = ()
+
+    @property
+    def graphs(self) -> tuple[GraphArtifact, ...]:
+        return tuple(f.graph for f in self.frames if f.graph is not None)
+
+    @property
+    def graph_count(self) -> int:
+        return len(self.graphs)
+
+    @property
+    def breaks(self) -> tuple[GraphBreak, ...]:
+        return tuple(f.translation.graph_break for f in self.frames if f.translation.graph_break)
+
+    @property
+    def graph_break_count(self) -> int:
+        return len(self.breaks)
+
+    @property
+    def break_reasons(self) -> tuple[GraphBreak, ...]:
+        return self.breaks
+
+    @property
+    def ops_per_graph(self) -> tuple[int, ...]:
+        return tuple(g.op_count for g in self.graphs)
+
+    @property
+    def guards(self) -> tuple[Guard, ...]:
+        return tuple(g for f in self.frames for g in f.guards.guards)
+
+    @property
+    def kernels(self) -> tuple[KernelArtifact, ...]:
+        return tuple(k for f in self.frames if f.backend for k in f.backend.kernels)
+
+    @property
+    def output_code(self) -> str:
+        return "\n\n".join(
+            f.backend.output_code.source for f in self.frames if f.backend and f.backend.output_code
+        )
+
+    def __str__(self) -> str:
+        head = [
+            f"graphs: {self.graph_count}, graph breaks: {self.graph_break_count}, "
+            f"ops per graph: {list(self.ops_per_graph)}",
+        ]
+        head += [f"break: {b.filename}:{b.line}: {b.reason}" for b in self.breaks]
+        head += [f"fallback: {r}" for r in self.fallback_reasons]
+        head += [f"recompile: {r}" for r in self.recompiles]
+        return "\n".join(head + [str(f) for f in self.frames])
+

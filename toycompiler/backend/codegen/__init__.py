@@ -1,0 +1,52 @@
+"""Codegen driver: render each scheduled kernel, build it, and write the output code.
+
+``generate`` returns the callable that runs the graph, plus the kernel and
+output-code artifacts. The per-target spelling lives in :mod:`.cpp` and
+:mod:`.triton`, the shared rendering in :mod:`.common`.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Callable
+
+from ...artifacts import KernelArtifact, OutputCodeArtifact, SourceArtifact
+from ...config import Config
+from .. import codecache
+from ..ir import GraphIR
+from ..scheduler import Schedule
+from ..wrapper import wrapper_source
+from .common import RenderedKernel
+from .cpp import CppRenderer
+from .triton import TritonRenderer
+
+RENDERERS = {"cpp": CppRenderer, "triton": TritonRenderer}
+
+
+def generate(ir: GraphIR, plan: Schedule, target: str, config: Config,
+             source: SourceArtifact | None) -> tuple[Callable, tuple[KernelArtifact, ...], OutputCodeArtifact]:
+    renderer = RENDERERS[target](ir)
+    rendered: list[RenderedKernel] = [renderer.render(k, i) for i, k in enumerate(plan.kernels)]
+    kernel_arts, loads = [], []
+    for k in rendered:
+        if target == "cpp":
+            path, _ = codecache.cpp_library(k.source, config)
+            nargs = len(k.inputs) + len(k.outputs) + len(k.sizes)
+            loads.append(f"{k.name} = codecache.load_cpp_kernel({path!r}, {k.name!r}, {nargs})")
+        else:
+            _ensure_triton_can_run()
+            module, path = codecache.python_module(k.source, config, k.name)
+            loads.append(f"{k.name} = codecache.python_module_at({path!r}).{k.name}")
+        kernel_arts.append(KernelArtifact(k.name, target, k.source, path, k.nodes, k.lines))
+    src = wrapper_source(ir, rendered, loads, target, source)
+    module, path = codecache.python_module(src, config, "output_code")
+    return module.call, tuple(kernel_arts), OutputCodeArtifact(src, path)
+
+
+def _ensure_triton_can_run() -> None:
+    """Without a GPU, Triton kernels run in its interpreter, which must be chosen before triton is imported."""
+    import torch
+
+    if not torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1":
+        raise RuntimeError("no CUDA GPU, and Triton's CPU interpreter is off: set TRITON_INTERPRET=1 "
+                           "before anything imports triton (importing toycompiler first does it)")

@@ -1,0 +1,46 @@
+"""``libdevice`` for generated Triton kernels, also under ``TRITON_INTERPRET=1``.
+
+On a GPU this is Triton's own ``libdevice`` (CUDA's math library). Triton's
+CPU interpreter does not implement libdevice, so there the few functions our
+kernels use are written with ``tl`` operations, carefully enough to match
+torch in float32.
+"""
+
+from __future__ import annotations
+
+import os
+import types
+
+import triton
+import triton.language as tl
+
+if os.environ.get("TRITON_INTERPRET", "0") != "1":
+    from triton.language.extra import libdevice  # noqa: F401
+else:
+
+    @triton.jit
+    def tanh(x):
+        # tanh(x) = sign(x) (1 - e) / (1 + e), e = exp(-2|x|); a Taylor series near 0 avoids cancellation
+        ax = tl.abs(x)
+        e = tl.exp(-2.0 * ax)
+        t = (1.0 - e) / (1.0 + e)
+        x2 = x * x
+        small = x * (1.0 + x2 * (-1.0 / 3.0 + x2 * (2.0 / 15.0 + x2 * (-17.0 / 315.0))))
+        return tl.where(ax < 0.125, small, tl.where(x < 0, -t, t))
+
+    @triton.jit
+    def tan(x):
+        return tl.sin(x) / tl.cos(x)
+
+    @triton.jit
+    def pow(x, y):
+        # x ** y for x >= 0, and for x < 0 with integer y (as torch.pow does)
+        mag = tl.exp(y * tl.log(tl.abs(x)))
+        y_int = y == tl.floor(y)
+        odd = y_int & ((tl.abs(y) % 2.0) == 1.0)
+        signed = tl.where((x < 0) & odd, -mag, mag)
+        nan = signed * float("nan")
+        return tl.where(x == 0, tl.where(y == 0, 1.0, tl.where(y < 0, float("inf"), 0.0)),
+                        tl.where((x < 0) & ~y_int, nan, signed))
+
+    libdevice = types.SimpleNamespace(tanh=tanh, tan=tan, pow=pow)

@@ -1,0 +1,81 @@
+"""One configuration object for the whole compiler, passed explicitly.
+
+Mirrors ``torch._dynamo.config`` / ``torch._inductor.config`` but as a single
+dataclass: every field has a default and a comment that says why.
+``config.patch(...)`` works as a context manager and as a decorator.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Config:
+    # -- frontend ----------------------------------------------------------
+    # Entries kept per code object before giving up and running eagerly
+    # (torch._dynamo.config.recompile_limit is 8 too).
+    recompile_limit: int = 8
+    # After a recompile caused by a size change, mark that dimension dynamic
+    # (torch's "automatic dynamic shapes").
+    automatic_dynamic_shapes: bool = True
+    # Sizes 0 and 1 are never made symbolic: broadcasting depends on them.
+    specialize_zero_one: bool = True
+    # Inline calls to user-defined Python functions instead of breaking.
+    inline_user_functions: bool = True
+
+    # -- passes ------------------------------------------------------------
+    decompose: bool = True
+    cse: bool = True
+    constant_folding: bool = True
+    simplify: bool = True
+
+    # -- backend -----------------------------------------------------------
+    # Turn fusion off to see one kernel per operation (lesson 9).
+    fusion: bool = True
+    # Let pointwise work after a reduction join the reduction's kernel.
+    epilogue_fusion: bool = True
+    # Largest Triton block; rows longer than this use a looped reduction.
+    max_block: int = 4096
+    # C++ compiler and flags; the cache key includes both.
+    cxx: str = field(default_factory=lambda: os.environ.get("CXX", "g++"))
+    cxx_flags: tuple[str, ...] = ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC")
+    # Where generated code and shared libraries are kept between processes.
+    cache_dir: str = field(
+        default_factory=lambda: os.environ.get(
+            "TOYCOMPILER_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "toycompiler")
+        )
+    )
+    # Check every IR at stage boundaries (tests turn this on).
+    verify_ir: bool = False
+
+    def patch(self, **changes: object) -> "_Patch":
+        """Temporarily change settings: ``with config.patch(fusion=False): ...``."""
+        unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
+        if unknown:
+            raise AttributeError(f"unknown config option(s): {', '.join(sorted(unknown))}")
+        return _Patch(self, changes)
+
+    def to_dict(self) -> dict[str, object]:
+        return dataclasses.asdict(self)
+
+
+class _Patch(contextlib.ContextDecorator):
+    def __init__(self, cfg: Config, changes: dict[str, object]):
+        self.cfg, self.changes, self.saved = cfg, changes, []
+
+    def __enter__(self) -> Config:
+        self.saved.append({k: getattr(self.cfg, k) for k in self.changes})
+        for k, v in self.changes.items():
+            setattr(self.cfg, k, v)
+        return self.cfg
+
+    def __exit__(self, *exc: object) -> None:
+        for k, v in self.saved.pop().items():
+            setattr(self.cfg, k, v)
+
+
+config = Config()

@@ -1,0 +1,139 @@
+"""Guards: the checks that decide whether a compiled entry can be reused.
+
+While tracing, every fact the graph depends on (a tensor's dtype and shape, the
+value of a global constant, which module object was called) becomes a
+:class:`~toycompiler.artifacts.Guard`: a Python expression over the function's
+arguments. The expressions are joined into one generated function with the
+*same signature as the user's function*, so CPython binds the arguments for
+free and the check costs one call.
+
+Mirrors: torch/_dynamo/guards.py (GuardBuilder, the generated ``___check``
+function). Leaves out: the C++ guard manager tree and weakref-based ID guards.
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+from ..artifacts import Guard, GuardFailure, GuardsArtifact
+
+# Names the guard expressions may use; the user's argument names come first.
+GUARD_GLOBALS = {"torch": torch, "Tensor": torch.Tensor}
+
+
+@dataclass
+class GuardBuilder:
+    """Collects guards while the translator runs (one per cache entry)."""
+
+    guards: list[Guard] = field(default_factory=list)
+    seen: set[str] = field(default_factory=set)
+
+    def add(self, expr: str, kind: str, reason: str, line: int | None = None,
+            actual: str | None = None, expected: str | None = None) -> bool:
+        if expr in self.seen:
+            return False
+        self.seen.add(expr)
+        self.guards.append(Guard(expr, kind, reason, line, actual, expected))
+        return True
+
+    def tensor(self, source: str, t: torch.Tensor, line: int | None, dynamic_dims: frozenset[int] = frozenset()) -> None:
+        """TENSOR_MATCH: type, dtype, device, sizes, strides, requires_grad."""
+        why = f"{source} is a graph input"
+        self.add(f"isinstance({source}, Tensor)", "TYPE_MATCH", why, line, f"type({source}).__name__", "Tensor")
+        self.add(f"{source}.dtype == {t.dtype}", "TENSOR_MATCH", why, line, f"{source}.dtype", str(t.dtype))
+        self.add(f"{source}.device == torch.device({str(t.device)!r})", "TENSOR_MATCH", why, line,
+                 f"{source}.device", repr(t.device))
+        if dynamic_dims:
+            self.add(f"{source}.dim() == {t.dim()}", "TENSOR_MATCH", why, line, f"{source}.dim()", str(t.dim()))
+            for d, size in enumerate(t.shape):
+                if d not in dynamic_dims:
+                    self.add(f"{source}.shape[{d}] == {size}", "TENSOR_MATCH", why, line,
+                             f"{source}.shape[{d}]", str(size))
+        else:
+            shape = tuple(int(s) for s in t.shape)
+            self.add(f"{source}.shape == {shape}", "TENSOR_MATCH", why, line, f"tuple({source}.shape)", str(shape))
+            stride = tuple(int(s) for s in t.stride())
+            self.add(f"{source}.stride() == {stride}", "TENSOR_MATCH", why, line, f"{source}.stride()", str(stride))
+        rg = bool(t.requires_grad)
+        self.add(f"{source}.requires_grad == {rg}", "TENSOR_MATCH", why, line, f"{source}.requires_grad", str(rg))
+
+    def constant(self, source: str, value: Any, line: int | None) -> None:
+        """CONSTANT_MATCH: a Python value that was baked into the graph."""
+        self.add(f"{source} == {value!r}", "CONSTANT_MATCH", f"{source} was read as a constant", line,
+                 source, repr(value))
+        if isinstance(value, bool | int | float):  # True == 1 == 1.0: also pin the type
+            self.add(f"type({source}) is {type(value).__name__}", "TYPE_MATCH", f"{source} was read as a constant",
+                     line, f"type({source}).__name__", type(value).__name__)
+
+    def identity(self, source: str, value: Any, line: int | None, name: str) -> None:
+        """ID_MATCH: an object (module, function) whose identity the trace relied on."""
+        self.add(f"{source} is {name}", "ID_MATCH", f"{source} was called or read as an object", line,
+                 source, name)
+
+    def artifact(self, params: str, objects: dict[str, Any]) -> GuardsArtifact:
+        return GuardsArtifact(tuple(self.guards), check_function_source(params, self.guards))
+
+
+def signature_params(code: types.CodeType) -> str:
+    """The parameter list of ``code`` as source, without defaults: ``x, y, *args, k, **kw``."""
+    names = code.co_varnames
+    pos = code.co_posonlyargcount
+    n = code.co_argcount
+    kwonly = code.co_kwonlyargcount
+    parts = list(names[:pos]) + (["/"] if pos else []) + list(names[pos:n])
+    i = n + kwonly
+    if code.co_flags & inspect.CO_VARARGS:
+        parts.append("*" + names[i])
+        i += 1
+    elif kwonly:
+        parts.append("*")
+    parts += list(names[n:n + kwonly])
+    if code.co_flags & inspect.CO_VARKEYWORDS:
+        parts.append("**" + names[i])
+    return ", ".join(parts)
+
+
+def check_function_source(params: str, guards: list[Guard] | tuple[Guard, ...]) -> str:
+    body = "\n        and ".join(g.expr for g in guards) or "True"
+    return f"def check({params}):\n    return (\n        {body}\n    )\n"
+
+
+def compile_check(artifact: GuardsArtifact, objects: dict[str, Any], like: Callable) -> Callable[..., bool]:
+    """Turn the guard source into a function with the same signature (and defaults) as ``like``."""
+    namespace = dict(GUARD_GLOBALS, **objects)
+    exec(compile(artifact.code, "<guards>", "exec"), namespace)
+    check = namespace["check"]
+    check.__defaults__ = getattr(like, "__defaults__", None)
+    check.__kwdefaults__ = getattr(like, "__kwdefaults__", None)
+    return check
+
+
+def first_failure(artifact: GuardsArtifact, objects: dict[str, Any], params: str, like: Callable,
+                  args: tuple, kwargs: dict, entry: str) -> GuardFailure:
+    """Evaluate guards one by one to say which failed and what the value was (only on a miss)."""
+    namespace = dict(GUARD_GLOBALS, **objects)
+    src = f"def frame_locals({params}):\n    return locals()\n"
+    exec(src, namespace)
+    bind = namespace["frame_locals"]
+    bind.__defaults__, bind.__kwdefaults__ = like.__defaults__, getattr(like, "__kwdefaults__", None)
+    scope = dict(namespace, **bind(*args, **kwargs))
+    for g in artifact.guards:
+        try:
+            ok = eval(g.expr, scope)
+        except Exception as e:  # a failing guard may raise (e.g. .shape of a non-tensor)
+            ok, actual = False, f"{type(e).__name__}: {e}"
+        else:
+            actual = None
+        if not ok:
+            if actual is None:
+                try:
+                    actual = repr(eval(g.actual, scope)) if g.actual else "False"
+                except Exception as e:
+                    actual = f"{type(e).__name__}: {e}"
+            return GuardFailure(entry, g.expr, g.expected or "True", actual)
+    return GuardFailure(entry, "(all guards passed)", "", "")

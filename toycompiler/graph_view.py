@@ -1,0 +1,27 @@
+"""FX GraphModule -> GraphArtifact (readable code plus a node table with provenance)."""
+
+from __future__ import annotations
+
+import torch
+import torch.fx
+
+from .artifacts import GraphArtifact, NodeRow
+from .provenance import line_of, offset_of
+
+
+def graph_artifact(gm: torch.fx.GraphModule, name: str) -> GraphArtifact:
+    rows = []
+    for n in gm.graph.nodes:
+        val = n.meta.get("val", n.meta.get("example_value"))
+        shape = str(list(val.shape)) if isinstance(val, torch.Tensor) else ""
+        dtype = str(val.dtype).replace("torch.", "") if isinstance(val, torch.Tensor) else ""
+        target = n.target if isinstance(n.target, str) else getattr(n.target, "__name__", str(n.target))
+        rows.append(NodeRow(n.name, n.op, str(target), _args(n), shape, dtype, line_of(n), offset_of(n)))
+    code = gm.code.strip()
+    code = "\n".join(line for line in code.splitlines() if line.strip())  # FX leaves blank lines
+    return GraphArtifact(name, code, tuple(rows))
+
+
+def _args(n: torch.fx.Node) -> str:
+    parts = [str(a) for a in n.args] + [f"{k}={v}" for k, v in n.kwargs.items()]
+    return ", ".join(parts)

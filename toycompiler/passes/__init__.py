@@ -1,0 +1,38 @@
+"""FX passes, run in order before lowering; each reports what it changed.
+
+``run_passes`` is the table of contents: decompose to ATen, then clean up.
+Each pass is a function ``GraphModule -> list of change descriptions`` (it
+edits the graph in place), kept in its own module.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+import torch.fx
+
+from ..artifacts import PassesArtifact, PassResult
+from ..config import Config
+from ..graph_view import graph_artifact
+from .cse import cse
+from .dce import dce
+from .decompose import decompose
+from .fold import constant_fold
+
+
+def run_passes(gm: torch.fx.GraphModule, example_inputs: list, config: Config) -> tuple[torch.fx.GraphModule, PassesArtifact]:
+    results: list[PassResult] = []
+    gm, changes = decompose(gm, example_inputs)
+    results.append(PassResult("decompose", tuple(changes), graph_artifact(gm, "after decompose")))
+    cleanups: list[tuple[str, bool, Callable[[torch.fx.GraphModule], list[str]]]] = [
+        ("constant_fold", config.constant_folding, constant_fold),
+        ("cse", config.cse, cse),
+        ("dce", True, dce),
+    ]
+    for name, enabled, fn in cleanups:
+        if enabled:
+            changes = fn(gm)
+            gm.recompile()
+            results.append(PassResult(name, tuple(changes), graph_artifact(gm, f"after {name}")))
+    return gm, PassesArtifact(tuple(results))

@@ -1,0 +1,39 @@
+"""Common subexpression elimination: the same op on the same inputs is computed once."""
+
+from __future__ import annotations
+
+import torch
+import torch.fx
+
+# Ops whose result changes from call to call must never be merged.
+NONDETERMINISTIC = ("rand", "randn", "randint", "dropout", "bernoulli", "normal", "uniform", "empty")
+
+
+def cse(gm: torch.fx.GraphModule) -> list[str]:
+    seen: dict[tuple, torch.fx.Node] = {}
+    changes = []
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or any(k in str(node.target) for k in NONDETERMINISTIC):
+            continue
+        key = (node.target, _hashable(node.args), _hashable(tuple(sorted(node.kwargs.items()))))
+        if key in seen:
+            node.replace_all_uses_with(seen[key])
+            gm.graph.erase_node(node)
+            changes.append(f"{node.name} is the same as {seen[key].name}: reused")
+        else:
+            seen[key] = node
+    return changes
+
+
+def _hashable(x: object) -> object:
+    if isinstance(x, list | tuple):
+        return tuple(_hashable(i) for i in x)
+    if isinstance(x, dict):
+        return tuple((k, _hashable(v)) for k, v in x.items())
+    if isinstance(x, torch.fx.Node):
+        return ("node", x.name)
+    try:
+        hash(x)
+        return (type(x).__name__, x)
+    except TypeError:
+        return ("id", id(x))

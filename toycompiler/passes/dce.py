@@ -1,0 +1,12 @@
+"""Dead code elimination: drop nodes whose results nobody uses (and that have no side effects)."""
+
+from __future__ import annotations
+
+import torch.fx
+
+
+def dce(gm: torch.fx.GraphModule) -> list[str]:
+    before = {n.name for n in gm.graph.nodes}
+    gm.graph.eliminate_dead_code()
+    removed = sorted(before - {n.name for n in gm.graph.nodes})
+    return [f"removed {name} (unused)" for name in removed]

@@ -1,0 +1,55 @@
+"""Constant folding: an op whose inputs are all constants is computed now, at compile time.
+
+In a graph captured from a function, constants show up as ``aten.full`` /
+``aten.scalar_tensor`` results and as ops on them (``full(...) * 2``). Those
+small tensors are computed once and stored as attributes of the graph module.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.fx
+
+# Only fold tensors this small: folding a big constant trades compute for memory.
+MAX_FOLD_NUMEL = 64
+FACTORIES = ("aten.full.", "aten.scalar_tensor.", "aten.arange.", "aten.zeros.", "aten.ones.")
+
+
+def constant_fold(gm: torch.fx.GraphModule) -> list[str]:
+    changes = []
+    constant: set[torch.fx.Node] = set()
+    for node in list(gm.graph.nodes):
+        if node.op == "get_attr":
+            constant.add(node)
+            continue
+        if node.op != "call_function":
+            continue
+        inputs = node.all_input_nodes
+        is_factory = str(node.target).startswith(FACTORIES)
+        if not (is_factory or (inputs and all(i in constant for i in inputs))):
+            continue
+        val = node.meta.get("val")
+        if not isinstance(val, torch.Tensor) or val.numel() > MAX_FOLD_NUMEL:
+            continue
+        if is_factory:
+            constant.add(node)
+            continue
+        args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: _evaluate(gm, n))
+        value = node.target(*args, **kwargs)
+        name = f"_folded_{node.name}"
+        gm.register_buffer(name, value)
+        with gm.graph.inserting_before(node):
+            attr = gm.graph.get_attr(name)
+        attr.meta.update(node.meta)
+        node.replace_all_uses_with(attr)
+        gm.graph.erase_node(node)
+        constant.add(attr)
+        changes.append(f"{node.name} computed at compile time -> {name}")
+    return changes
+
+
+def _evaluate(gm: torch.fx.GraphModule, node: torch.fx.Node) -> torch.Tensor:
+    if node.op == "get_attr":
+        return getattr(gm, node.target)
+    args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: _evaluate(gm, n))
+    return node.target(*args, **kwargs)

@@ -1,0 +1,141 @@
+"""The compiler's table of contents: every stage, in order, one line each.
+
+Two pipelines, as in PyTorch 2:
+
+- :func:`compile_frame` is the frontend (TorchDynamo): a Python function and
+  its arguments in, a guarded cache entry out.
+- :func:`compile_graph` is the backend (TorchInductor): an FX graph in, a
+  callable that runs generated kernels out. It has the signature of any
+  ``torch.compile`` backend, so real ``torch.compile`` can call it too.
+
+Each stage is a function from one artifact to the next; :class:`StageClock`
+records how long each took.
+"""
+
+from __future__ import annotations
+
+import time
+import types
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+import torch.fx
+
+from . import artifacts as A
+from .config import Config
+from .graph_view import graph_artifact
+
+
+class StageClock:
+    """Times each stage; the times end up in the artifacts (compile time per stage)."""
+
+    def __init__(self) -> None:
+        self.times: list[A.StageTime] = []
+
+    def __call__(self, name: str, fn: Callable, *args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            self.times.append(A.StageTime(name, time.perf_counter() - start))
+
+
+# -- the backend: FX graph -> kernels ----------------------------------------------
+
+
+class CompiledGraph:
+    """What a toy backend returns: callable like the graph, carrying its artifacts."""
+
+    def __init__(self, call: Callable, artifacts: A.BackendArtifacts):
+        self.call, self.artifacts = call, artifacts
+
+    def __call__(self, *args: Any) -> Any:
+        return self.call(*args)
+
+
+def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, target: str, config: Config,
+                  source: A.SourceArtifact | None = None) -> CompiledGraph:
+    """FX graph -> passes -> loop IR -> fusion -> kernels -> output code."""
+    from .backend import codegen, lowering, scheduler
+    from .passes import run_passes
+
+    clock = StageClock()
+    graph = graph_artifact(gm, "input graph")
+    aten_gm, passes = clock("passes", run_passes, gm, example_inputs, config)
+    ir = clock("lowering", lowering.lower, aten_gm)
+    if config.verify_ir:
+        from .backend.ir import verify
+        verify(ir)
+    plan = clock("scheduling", scheduler.schedule, ir, config)
+    call, kernels, output = clock("codegen", codegen.generate, ir, plan, target, config, source)
+    arts = A.BackendArtifacts(target, graph, passes, lowering.ir_artifact(ir), plan.artifact, kernels, output,
+                              tuple(clock.times))
+    return CompiledGraph(call, arts)
+
+
+# -- the frontend: Python function -> guarded entry ----------------------------------
+
+
+@dataclass
+class FrameEntry:
+    """One cache entry: the check, the code to run when it passes, and its artifacts."""
+
+    check: Callable[..., bool]
+    run: Callable
+    artifact: A.FrameCompilation
+    guard_objects: dict[str, Any]
+
+
+def compile_frame(fn: types.FunctionType, args: tuple, kwargs: dict, backend: Callable, backend_name: str,
+                  config: Config, label: str, recompile_reason: A.GuardFailure | None) -> FrameEntry:
+    """Source -> bytecode -> symbolic execution -> guards -> FX graph -> backend -> transformed code."""
+    from .frontend import bytecode, guards as G, resume, translator
+
+    clock = StageClock()
+    source = clock("source", read_source, fn)
+    code_art = clock("bytecode", bytecode.disassemble, fn.__code__)
+    tracer = translator.InstructionTranslator(fn, args, kwargs, source, config)
+    result = clock("translate", tracer.run)
+    params = G.signature_params(fn.__code__)
+    guards = clock("guards", result.guards.artifact, params, result.guard_objects)
+    check = G.compile_check(guards, result.guard_objects, fn)
+    graph = graph_artifact(result.graph_module, f"{fn.__code__.co_qualname} graph")
+    backend_art, transformed, transformed_art = None, fn, None
+    if result.artifact.graph_break is None:
+        compiled, backend_art = clock("backend", call_backend, backend, backend_name, result, source, graph)
+        transformed, transformed_art = resume.build_transformed_function(
+            fn, params, compiled, result.input_sources, result.return_expr, result.constants)
+    artifact = A.FrameCompilation(label, source, code_art, result.artifact, guards, graph, backend_art,
+                                  transformed_art, (), tuple(clock.times), recompile_reason)
+    return FrameEntry(check, transformed, artifact, result.guard_objects)
+
+
+def call_backend(backend: Callable, name: str, result: Any, source: A.SourceArtifact,
+                 graph: A.GraphArtifact) -> tuple[Callable, A.BackendArtifacts]:
+    """Hand the graph to the backend; if it fails, run the graph eagerly and say why."""
+    gm = result.graph_module
+    try:
+        compiled = backend(gm, result.example_inputs, source=source) if getattr(backend, "toy", False) \
+            else backend(gm, result.example_inputs)
+    except Exception as e:  # a backend failure must never be the user's problem
+        reason = f"backend {name!r} failed: {type(e).__name__}: {e}"
+        return _eager_graph(gm), A.BackendArtifacts(name, graph, fallback_reason=reason)
+    arts = getattr(compiled, "artifacts", None) or A.BackendArtifacts(name, graph)
+    return compiled, arts
+
+
+def _eager_graph(gm: torch.fx.GraphModule) -> Callable:
+    return lambda *args: gm(*args)
+
+
+def read_source(fn: types.FunctionType) -> A.SourceArtifact:
+    import inspect
+    import linecache
+
+    code = fn.__code__
+    try:
+        lines, first = inspect.getsourcelines(fn)
+    except (OSError, TypeError):
+        lines, first = linecache.getlines(code.co_filename)[code.co_firstlineno - 1:], code.co_firstlineno
+    return A.SourceArtifact(code.co_qualname, code.co_filename, first, tuple(line.rstrip("\n") for line in lines))
