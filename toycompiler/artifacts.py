@@ -333,6 +333,7 @@ class KernelArtifact(Artifact):
     path: str
     nodes: tuple[str, ...] = ()  # IR buffers it computes
     lines: tuple[int, ...] = ()  # user source lines it came from
+    line_map: tuple[tuple[int, str], ...] = ()  # (1-based line of ``source``, IR buffer that line computes)
 
     def __str__(self) -> str:
         return self.source

@@ -37,7 +37,7 @@ def generate(ir: GraphIR, plan: Schedule, target: str, config: Config,
             _ensure_triton_can_run()
             module, path = codecache.python_module(k.source, config, k.name)
             loads.append(f"{k.name} = codecache.python_module_at({path!r}).{k.name}")
-        kernel_arts.append(KernelArtifact(k.name, target, k.source, path, k.nodes, k.lines))
+        kernel_arts.append(KernelArtifact(k.name, target, k.source, path, k.nodes, k.lines, k.line_map))
     src = wrapper_source(ir, rendered, loads, target, source)
     module, path = codecache.python_module(src, config, "output_code")
     return module.call, tuple(kernel_arts), OutputCodeArtifact(src, path)

@@ -34,6 +34,7 @@ class RenderedKernel:
     size_values: tuple[sympy.Expr, ...]
     nodes: tuple[str, ...]
     lines: tuple[int, ...]
+    line_map: tuple[tuple[int, str], ...] = ()  # (1-based source line, IR buffer it computes)
 
 
 class KernelRenderer:
@@ -84,11 +85,13 @@ class KernelRenderer:
         self._store_index = store_index
         self._ptr = ptr
         body: list[str] = []
+        owners: list[str] = []  # parallel to self._lines: the buffer each line computes
         for n in kernel.nodes:
             value = self._expr(n.body)
             self._local[n.name] = value
             if n.name in kernel.stores:
                 self._lines.append(self.store(ptr[n.name], "xindex", value))
+            owners += [n.name] * (len(self._lines) - len(owners))
         used = {s for line in self._lines for s in _symbols_in(line, dims)}
         strides = contiguous_strides(ranges)
         for d, size, stride in zip(dims, ranges, strides):
@@ -102,8 +105,10 @@ class KernelRenderer:
         lines = self.header() + self.signature(name, [ptr[b] for b in inputs], [ptr[b] for b in outputs], ["xnumel"])
         lines += self.loop_open() + ["    " * self.body_indent + line for line in body] + self.loop_close()
         src_lines = tuple(sorted({ln for n in kernel.nodes for ln in n.lines}))
+        first = len(lines) - len(self.loop_close()) - len(self._lines) + 1  # source line of self._lines[0]
+        line_map = tuple((first + i, owner) for i, owner in enumerate(owners))
         return RenderedKernel(name, "\n".join(lines) + "\n", tuple(inputs), tuple(outputs), ("xnumel",), (numel,),
-                              tuple(n.name for n in kernel.nodes), src_lines)
+                              tuple(n.name for n in kernel.nodes), src_lines, line_map)
 
     body_indent = 1
 

@@ -1,0 +1,212 @@
+"""Small HTML building blocks shared by every view: escaping, code with line anchors, pictures.
+
+Everything here returns self-contained HTML: inline styles (theme-aware through
+JupyterLab's CSS variables, with fallbacks for anywhere else), inline SVG, and
+no scripts, so nbconvert exports and GitHub show it without a kernel.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import shutil
+import subprocess
+import sys
+from typing import Iterable
+
+# Colours: JupyterLab variables first, fallbacks for nbconvert, GitHub, VS Code.
+FG = "var(--jp-content-font-color1, #1f2328)"
+FG_DIM = "var(--jp-content-font-color2, #59636e)"
+BG = "var(--jp-layout-color1, #ffffff)"
+BG_ALT = "var(--jp-layout-color2, #f6f8fa)"
+BORDER = "var(--jp-border-color1, #d0d7de)"
+MONO = "var(--jp-code-font-family, ui-monospace, SFMono-Regular, Menlo, Consolas, monospace)"
+
+# One colour per kernel (and per graph in the explorer); pastel so black text stays readable.
+PALETTE = ("#8dd3c7", "#ffffb3", "#bebada", "#fb8072", "#80b1d3", "#fdb462", "#b3de69", "#fccde5",
+           "#d9d9d9", "#bc80bd", "#ccebc5", "#ffed6f")
+
+# Token colours as CSS variables with a light-theme fallback; the live widget's CSS
+# redefines them for dark themes.
+TOKEN_COLOURS = {
+    "Keyword": "var(--tc-kw, #8250df)",
+    "Name.Builtin": "var(--tc-builtin, #0550ae)",
+    "Name.Function": "var(--tc-fn, #6639ba)",
+    "Name.Class": "var(--tc-fn, #6639ba)",
+    "Literal.String": "var(--tc-str, #0a3069)",
+    "Literal.Number": "var(--tc-num, #0550ae)",
+    "Comment": "var(--tc-comment, #6e7781)",
+    "Operator": "var(--tc-op, #cf222e)",
+    "Name.Decorator": "var(--tc-fn, #6639ba)",
+    "Comment.Preproc": "var(--tc-kw, #8250df)",
+    "Keyword.Type": "var(--tc-builtin, #0550ae)",
+}
+
+
+def esc(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def colour(index: int) -> str:
+    return PALETTE[index % len(PALETTE)]
+
+
+def line_classes(lines: Iterable[int]) -> str:
+    """``tc-l3 tc-l4``: the classes that tie an element to user source lines."""
+    return " ".join(f"tc-l{n}" for n in sorted(set(lines)))
+
+
+# -- code with syntax highlighting ----------------------------------------------------
+
+
+def _lexer(language: str):
+    from pygments.lexers import CppLexer, PythonLexer, TextLexer
+
+    return {"python": PythonLexer, "triton": PythonLexer, "cpp": CppLexer}.get(language, TextLexer)()
+
+
+def _token_style(ttype) -> str:
+    while ttype is not None:
+        name = ".".join(ttype)
+        if name in TOKEN_COLOURS:
+            return TOKEN_COLOURS[name]
+        ttype = ttype.parent
+        if not ttype:
+            return ""
+    return ""
+
+
+def highlight_lines(code: str, language: str) -> list[str]:
+    """Pygments tokens as inline-styled ``<span class="tc-tok">`` HTML, one string per source line."""
+    from pygments import lex
+
+    lines: list[str] = [""]
+    for ttype, value in lex(code, _lexer(language)):
+        style = _token_style(ttype)
+        for i, piece in enumerate(value.split("\n")):
+            if i:
+                lines.append("")
+            if piece:
+                lines[-1] += f'<span class="tc-tok" style="color:{style}">{esc(piece)}</span>' if style else esc(piece)
+    if lines and lines[-1] == "" and code.endswith("\n"):
+        lines.pop()
+    return lines
+
+
+def code_block(code: str, language: str, line_info: dict[int, tuple[tuple[int, ...], str]] | None = None,
+               first: int = 1, number: bool = True) -> str:
+    """A code listing; ``line_info[n] = (user lines, title)`` ties listing line ``n`` to source lines."""
+    line_info = line_info or {}
+    rows = []
+    for i, body in enumerate(highlight_lines(code, language)):
+        n = first + i
+        lines, title = line_info.get(n, ((), ""))
+        rows.append(code_row(body, n if number else None, lines, title))
+    return pre(rows)
+
+
+def code_row(body_html: str, number: int | None, lines: Iterable[int] = (), title: str = "") -> str:
+    lines = tuple(lines)
+    cls = "tc-row " + line_classes(lines) if lines else "tc-row"
+    data = f' data-tc-lines="{" ".join(map(str, sorted(set(lines))))}"' if lines else ""
+    tip = f' title="{esc(title)}"' if title else ""
+    num = f'<span class="tc-num" style="color:{FG_DIM};user-select:none">{number:4d}  </span>' if number is not None else ""
+    return f'<div class="{cls}"{data}{tip} style="white-space:pre;min-height:1.3em">{num}{body_html or " "}</div>'
+
+
+def pre(rows: list[str]) -> str:
+    return (f'<div class="tc-code" style="font-family:{MONO};font-size:12px;line-height:1.35;'
+            f'background:{BG_ALT};color:{FG};padding:6px 8px;border-radius:4px;overflow:auto">'
+            + "".join(rows) + "</div>")
+
+
+# -- graphviz -----------------------------------------------------------------------
+
+
+def find_dot() -> str | None:
+    """The ``dot`` program: on PATH, else next to this Python (a kernel may lack .venv/bin on PATH)."""
+    found = shutil.which("dot")
+    if found:
+        return found
+    bindir = os.path.dirname(sys.executable)
+    for candidate in (os.path.join(sys.prefix, "bin", "dot"), os.path.join(bindir, "dot"),
+                      os.path.join(bindir, "graphviz-pure")):
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+class RenderError(Exception):
+    """A picture could not be drawn; the message says why in plain words."""
+
+
+def dot_to_svg(dot_source: str, timeout: float = 30.0) -> str:
+    """Run ``dot -Tsvg`` and return an inlineable ``<svg>`` (no XML prolog, no comments)."""
+    dot = find_dot()
+    if dot is None:
+        raise RenderError("graphviz 'dot' was not found (install graphviz, or pip install graphviz-pure)")
+    try:
+        done = subprocess.run([dot, "-Tsvg"], input=dot_source, capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise RenderError(f"graphviz 'dot' ({dot}) could not run: {e}") from None
+    if done.returncode != 0:
+        raise RenderError(f"graphviz 'dot' failed: {done.stderr.strip()[:300]}")
+    svg = done.stdout
+    svg = svg[svg.find("<svg"):]
+    return re.sub(r"<!--.*?-->\n?", "", svg, flags=re.S)
+
+
+def dot_quote(text: object) -> str:
+    return '"' + str(text).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def picture(dot_source: str, text_fallback: str) -> str:
+    """The SVG, or a plain note and the text form when graphviz is missing."""
+    try:
+        return f'<div class="tc-svg" style="overflow:auto;max-width:100%">{dot_to_svg(dot_source)}</div>'
+    except RenderError as e:
+        return (f'<div class="tc-note" style="color:{FG_DIM}">No picture: {esc(e)}. Text form:</div>'
+                + pre([code_row(esc(line), None) for line in text_fallback.splitlines()]))
+
+
+# -- boxes -----------------------------------------------------------------------------
+
+
+def section(title: str, body: str, stage: str = "") -> str:
+    attr = f' data-tc-stage="{esc(stage)}"' if stage else ""
+    return (f'<div class="tc-section"{attr} style="margin:4px 0 10px 0;min-width:0">'
+            f'<div class="tc-title" style="font-weight:600;margin:2px 0 4px 0;color:{FG}">{esc(title)}</div>'
+            f"{body}</div>")
+
+
+def root(body: str, extra_css: str = "") -> str:
+    """The outer box of every view; ``extra_css`` is a scriptless ``<style>`` for hover highlighting."""
+    style = f"<style>{extra_css}</style>" if extra_css else ""
+    return (f'<div class="tc-root" style="font-family:var(--jp-ui-font-family, system-ui, sans-serif);'
+            f'font-size:13px;color:{FG};background:{BG};border:1px solid {BORDER};border-radius:6px;'
+            f'padding:8px 10px;max-width:100%;overflow:auto">{style}{body}</div>')
+
+
+def hover_css(lines: Iterable[int]) -> str:
+    """Highlight everything from one source line while any of it is hovered, without scripts."""
+    rules = []
+    for n in sorted(set(lines)):
+        c = f".tc-l{n}"
+        rules.append(f".tc-root:has({c}:hover) div{c}{{background:rgba(255,200,0,.35)!important}}"
+                     f".tc-root:has({c}:hover) g{c} polygon,.tc-root:has({c}:hover) g{c} ellipse"
+                     f"{{stroke:#e36209;stroke-width:3px}}")
+    return "".join(rules)
+
+
+def table(header: list[str], rows: list[list[str]], row_attrs: list[str] | None = None) -> str:
+    """Rows hold HTML already escaped by the caller."""
+    th = "".join(f'<th style="text-align:left;padding:2px 8px;border-bottom:1px solid {BORDER}">{h}</th>'
+                 for h in header)
+    body = []
+    for i, row in enumerate(rows):
+        attrs = row_attrs[i] if row_attrs else ""
+        tds = "".join(f'<td style="padding:2px 8px;vertical-align:top;font-family:{MONO};font-size:12px">{c}</td>'
+                      for c in row)
+        body.append(f"<tr {attrs}>{tds}</tr>")
+    return f'<table class="tc-table" style="border-collapse:collapse">{"<tr>" + th + "</tr>"}{"".join(body)}</table>'

@@ -1,0 +1,230 @@
+"""The stage view: one compilation, from source to output code, each stage in its own pane.
+
+Stages: source, bytecode, guards, FX graph (code and picture), lowered IR,
+fusion groups (picture, decisions, memory plan), kernels, output code. In the
+static HTML they sit in a grid; the live widget lets you put any two side by
+side and click a line to see what came from it (see :mod:`.provenance`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from toycompiler.artifacts import FrameCompilation, Report
+
+from . import graphs
+from ._render import (FG_DIM, code_block, code_row, esc, hover_css, picture, pre, root, section, table)
+from .base import View, stable_paths
+from .provenance import Provenance
+
+STAGES = (("source", "Source"), ("bytecode", "Bytecode"), ("guards", "Guards"), ("fx", "FX graph"),
+          ("ir", "Lowered IR"), ("fusion", "Fusion groups"), ("kernels", "Kernels"), ("output", "Output code"))
+
+
+class StageView(View):
+    """Every stage of one compiled frame (a ``FrameCompilation``)."""
+
+    kind = "stages"
+
+    def __init__(self, frame: FrameCompilation):
+        self.frame = frame
+        self.prov = Provenance(frame)
+
+    @classmethod
+    def of(cls, report_or_frame: Report | FrameCompilation) -> "StageView | ReportView":
+        if isinstance(report_or_frame, Report):
+            return ReportView(report_or_frame)
+        return cls(report_or_frame)
+
+    # -- model ------------------------------------------------------------------------
+
+    def available(self) -> tuple[str, ...]:
+        """The stages this frame has (a frame that broke or fell back has no backend stages)."""
+        be = self.frame.backend
+        have = {"source", "bytecode", "guards"}
+        if self.frame.graph is not None:
+            have.add("fx")
+        if be is not None and be.ir is not None:
+            have |= {"ir", "fusion"} if be.schedule is not None else {"ir"}
+        if be is not None and be.kernels:
+            have.add("kernels")
+        if be is not None and be.output_code is not None:
+            have.add("output")
+        return tuple(s for s, _ in STAGES if s in have)
+
+    def stage_text(self, stage: str) -> str:
+        f, be = self.frame, self.frame.backend
+        texts = {
+            "source": lambda: str(f.source),
+            "bytecode": lambda: str(f.bytecode),
+            "guards": lambda: str(f.guards),
+            "fx": lambda: str(f.graph),
+            "ir": lambda: str(be.ir),
+            "fusion": lambda: str(be.schedule),
+            "kernels": lambda: "\n\n".join(f"# {k.name} ({k.language})\n{k.source.rstrip()}" for k in be.kernels),
+            "output": lambda: stable_paths(be.output_code.source.rstrip()),
+        }
+        return texts[stage]()
+
+    def headline(self) -> str:
+        f = self.frame
+        parts = [f"{f.label} {f.source.name}"]
+        if f.backend is not None:
+            parts.append(f"backend {f.backend.backend}")
+            if f.backend.kernels:
+                parts.append(f"{len(f.backend.kernels)} kernel(s)")
+        if f.recompile_reason is not None:
+            parts.append(f"recompiled because {f.recompile_reason}")
+        return ", ".join(parts)
+
+    def notes(self) -> list[str]:
+        f, out = self.frame, []
+        brk = f.translation.graph_break
+        if brk is not None:
+            out.append(f"graph break at {brk.filename}:{brk.line}: {brk.reason}")
+        if f.backend is not None and f.backend.fallback_reason:
+            out.append(f"fell back to eager: {f.backend.fallback_reason}")
+        return out
+
+    # -- renderings -------------------------------------------------------------------
+
+    def text(self) -> str:
+        out = [f"StageView {self.headline()}"] + [f"  {n}" for n in self.notes()]
+        for stage, title in STAGES:
+            if stage in self.available():
+                out += [f"== {title}", self.stage_text(stage)]
+        return "\n".join(out)
+
+    def html(self) -> str:
+        return root(self.inner_html(), hover_css(self.prov.source_lines()))
+
+    def inner_html(self) -> str:
+        head = f'<div class="tc-head" style="font-weight:600">{esc(self.headline())}</div>'
+        notes = "".join(f'<div class="tc-note" style="color:#b35900">{esc(n)}</div>' for n in self.notes())
+        hint = (f'<div class="tc-hint" style="color:{FG_DIM};font-size:11px">Hover (or click, live) a line '
+                f"to light up everything compiled from it.</div>")
+        panes = "".join(section(title, self.stage_html(s), s) for s, title in STAGES if s in self.available())
+        grid = ('<div class="tc-grid" style="display:grid;grid-template-columns:repeat(auto-fit,minmax(380px,1fr));'
+                f'gap:10px;align-items:start">{panes}</div>')
+        return f'<div class="tc-stageview" data-tc-kind="stages">{head}{notes}{hint}{grid}</div>'
+
+    def stage_html(self, stage: str) -> str:
+        return getattr(self, f"_html_{stage}")()
+
+    def _html_source(self) -> str:
+        s = self.frame.source
+        info = {s.firstlineno + i: ((s.firstlineno + i,), "") for i in range(len(s.lines))}
+        return code_block("\n".join(s.lines), "python", info, first=s.firstlineno)
+
+    def _html_bytecode(self) -> str:
+        return bytecode_html(self.frame.bytecode)
+
+    def _html_guards(self) -> str:
+        g = self.frame.guards
+        rows = [[esc(x.expr), esc(x.kind), esc(x.reason)] for x in g.guards]
+        attrs = [_line_attrs((x.line,) if x.line else ()) for x in g.guards]
+        return (table(["guard", "kind", "why"], rows, attrs) if rows else "<i>no guards</i>") + \
+            code_block(g.code, "python")
+
+    def _html_fx(self) -> str:
+        g = self.frame.graph
+        info = {}
+        for i, text in enumerate(g.code.splitlines(), 1):
+            m = re.match(r"\s*(\w+)\s*=", text)
+            lines = self.prov.lines_of_node(m.group(1)) if m else ()
+            if lines:
+                info[i] = (lines, "")
+        pic = picture(graphs.fx_dot(self.frame, self.prov), str(graphs.drawn_graph(self.frame)))
+        caption = (f'<div style="color:{FG_DIM};font-size:11px">After the passes; each node is coloured '
+                   "by the kernel it ends up in.</div>")
+        return code_block(g.code, "python", info) + caption + pic
+
+    def _html_ir(self) -> str:
+        rows = []
+        for b in self.frame.backend.ir.buffers:
+            lines = self.prov.lines_of_buffer(b.name)
+            head = f"{b.name}: {b.kind} {b.dtype}{b.size}  # from {', '.join(b.origins) or '-'}"
+            rows.append(code_row(esc(head), None, lines))
+            rows += [code_row(esc("    " + ln), None, lines) for ln in b.body.splitlines()]
+        rows.append(code_row(esc("outputs: " + ", ".join(self.frame.backend.ir.outputs)), None))
+        return pre(rows)
+
+    def _html_fusion(self) -> str:
+        sched = self.frame.backend.schedule
+        pic = picture(graphs.fusion_dot(self.frame, self.prov), str(sched))
+        rows = []
+        for g in sched.groups:
+            moved = g.bytes_read + g.bytes_written
+            text = f"{g.name} ({g.kind}, {g.ranges}): {', '.join(g.nodes)} -> stores {', '.join(g.stores) or '-'}; " \
+                   f"{moved} bytes"
+            rows.append(code_row(esc(text), None, self.prov.lines_of_group(g.name)))
+        for d in sched.decisions:
+            style = "" if d.fused else ' style="color:#cf222e"'
+            rows.append(code_row(f"<span{style}>{esc(str(d))}</span>", None))
+        rows += [code_row(esc(m), None) for m in sched.memory_plan]
+        rows.append(code_row(esc(f"memory traffic: {sched.fused_bytes} bytes fused vs {sched.unfused_bytes} "
+                                 "unfused"), None))
+        return pic + pre(rows)
+
+    def _html_kernels(self) -> str:
+        out = []
+        for k in self.frame.backend.kernels:
+            owners = self.prov.kernel_line_buffers(k)
+            info = {n: (self.prov.lines_of_buffer(b), f"computes {b}") for n, b in owners.items()}
+            lang = "cpp" if k.language == "cpp" else "python"
+            out.append(f'<div class="tc-kernel" data-tc-kernel="{esc(k.name)}">'
+                       f'<div style="color:{FG_DIM}">{esc(k.name)} ({esc(k.language)})</div>'
+                       f"{code_block(k.source, lang, info)}</div>")
+        return "".join(out)
+
+    def _html_output(self) -> str:
+        src = stable_paths(self.frame.backend.output_code.source)
+        info = {n: (lines, "") for n, lines in self.prov.output_line_lines().items()}
+        return code_block(src, "python", info)
+
+
+def bytecode_html(code, prov_lines: bool = True) -> str:
+    rows = []
+    for r in code.instructions:
+        lines = (r.line,) if (r.line is not None and prov_lines) else ()
+        rows.append(code_row(esc(str(r)), None, lines))
+    return pre(rows)
+
+
+def _line_attrs(lines: tuple[int, ...]) -> str:
+    if not lines:
+        return ""
+    cls = " ".join(f"tc-l{n}" for n in lines)
+    return f'class="tc-row {cls}" data-tc-lines="{" ".join(map(str, lines))}"'
+
+
+class ReportView(View):
+    """Every compilation in a report, each as a :class:`StageView`."""
+
+    kind = "report"
+
+    def __init__(self, report: Report, timings: tuple = ()):
+        self.report = report
+        self.views = [StageView(f) for f in report.frames]
+        self.timings = timings
+
+    def summary(self) -> str:
+        r = self.report
+        return (f"{len(r.frames)} compilation(s), graphs: {r.graph_count}, graph breaks: {r.graph_break_count}, "
+                f"ops per graph: {list(r.ops_per_graph)}")
+
+    def text(self) -> str:
+        out = [self.summary()] + [f"  recompile: {f}" for f in self.report.recompiles]
+        out += [v.text() for v in self.views]
+        out += [str(t) for t in self.timings]
+        return "\n".join(out)
+
+    def html(self) -> str:
+        from .timing_view import TimingView
+
+        lines = {ln for v in self.views for ln in v.prov.source_lines()}
+        body = f'<div class="tc-head" style="font-weight:600">{esc(self.summary())}</div>'
+        body += "".join(f'<div style="color:#b35900">recompile: {esc(f)}</div>' for f in self.report.recompiles)
+        body += "".join(v.inner_html() for v in self.views)
+        body += "".join(TimingView(t).inner_html() for t in self.timings)
+        return root(body, hover_css(lines))
