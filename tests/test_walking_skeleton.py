@@ -167,3 +167,21 @@ def test_disk_cache_reuses_shared_library(tmp_cache):
     toycompiler.reset()
     toycompiler.compile(sin_cos, backend="cpp")(torch.randn(4), torch.randn(4))
     assert [p.stat().st_mtime_ns for p in (tmp_cache / "cpp").glob("*.so")] == [mtime]
+
+
+def test_torch_finds_backend_by_entry_point_without_import():
+    """torch.compile(backend="toycompiler") works in a process that never imported toycompiler."""
+    import subprocess
+    import sys
+
+    code = (
+        "import torch\n"
+        "f = torch.compile(lambda x: torch.sin(x) * 2, backend='toycompiler')\n"
+        "x = torch.randn(8)\n"
+        "assert torch.allclose(f(x), torch.sin(x) * 2)\n"
+        "import toycompiler.backends\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().endswith("ok")
