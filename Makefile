@@ -56,7 +56,7 @@ test: $(STAMP)
 	else \
 	    echo "tests/: no such folder yet, skipped"; \
 	fi; \
-	set -- lessons/*.ipynb; \
+	set -- lessons/*.ipynb lessons/solutions/*.ipynb; \
 	if [ -e "$$1" ]; then \
 	    PYTHONPATH=.ci$${PYTHONPATH:+:$$PYTHONPATH} $(BIN)/pytest -p lesson_times $(NBVAL) --nbval-current-env \
 	        --nbval-sanitize-with lessons/nbval_sanitize.cfg "$$@" || status=1; \
