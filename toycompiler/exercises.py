@@ -133,3 +133,68 @@ def check_lesson01_fused_bytes(bytes_moved: Callable[[int], int] | Any) -> Verdi
         if got != expected:
             return _wrong(f"bytes_moved({n}) returned {got}; the fused kernel moves {expected} bytes.")
     return _ok("right: the fused kernel touches memory only for its inputs and its output.")
+
+
+# -- lesson 2: a first compile ----------------------------------------------------------
+
+
+def _swish_plus(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    return x * torch.sigmoid(1.702 * x) + y
+
+
+def check_lesson02_compiled(compiled: Any) -> Verdict:
+    """``compiled``: ``swish_plus`` compiled by toycompiler with the C++ backend."""
+    if _missing(compiled):
+        return _todo("toycompiler.compile(swish_plus, backend=\"cpp\")")
+    if not isinstance(compiled, api.CompiledFunction):
+        kind = type(compiled).__name__
+        return _wrong(f"got a {kind}, not what toycompiler.compile returns. "
+                      "Did you use torch.compile, or call the compiled function instead of assigning it?")
+    if compiled.backend_name != "cpp":
+        return _wrong(f"it compiles with backend {compiled.backend_name!r}; pass backend=\"cpp\".")
+    x, y = torch.randn(64), torch.randn(64)
+    out, err = _call(compiled, x, y)
+    if err:
+        return _wrong(f"calling it raised {err}")
+    diff = _same(out, _swish_plus(x, y))
+    if diff:
+        return _wrong(f"it does not compute swish_plus: {diff}")
+    frame = compiled.compiled_frames[-1]
+    if frame.backend is None or not frame.backend.kernels:
+        return _wrong("it ran, but no kernel was generated (see the report's fallback reason).")
+    return _ok(f"compiled with the cpp backend into {len(frame.backend.kernels)} kernel(s): "
+               f"{', '.join(k.name for k in frame.backend.kernels)}.")
+
+
+def check_lesson02_break_even(break_even: Any) -> Verdict:
+    """``break_even(compile_s, eager_s, compiled_s)``: calls until compiling has paid for itself."""
+    import math
+
+    if _missing(break_even):
+        return _todo("each call saves eager_s - compiled_s; how many savings add up to compile_s? "
+                     "Round up with math.ceil.")
+    cases = [((1.0, 0.003, 0.001), 500), ((0.5, 2e-6, 1e-6), 500000), ((2.0, 0.1, 0.05), 40),
+             ((1.0, 0.0025, 0.001), 667), ((1.0, 1e-5, 1e-5), math.inf), ((1.0, 1e-5, 2e-5), math.inf)]
+    for args, expected in cases:
+        got, err = _call(break_even, *args)
+        if err:
+            return _wrong(f"break_even{args} raised {err}")
+        if got != expected:
+            why = " (not faster: never pays)" if expected == math.inf else " (round up to whole calls)"
+            return _wrong(f"break_even{args} returned {got!r}; expected {expected}{why}")
+    return _ok("right: calls = ceil(compile time / time saved per call), and never when nothing is saved.")
+
+
+def check_lesson02_guards(n_guards: Any) -> Verdict:
+    """``n_guards``: how many guards ``swish_plus`` gets for two 1-D float32 tensors."""
+    if _missing(n_guards):
+        return _todo("report.guards is a tuple of every guard; len() counts them.")
+    x, y = torch.randn(10_000), torch.randn(10_000)
+    expected = len(_quiet_explain(_swish_plus, x, y, backend="cpp").guards)
+    if not isinstance(n_guards, int) or isinstance(n_guards, bool):
+        return _wrong(f"expected a whole number, got {type(n_guards).__name__}.")
+    if n_guards != expected:
+        return _wrong(f"{n_guards} is not it: there are {expected}. Print report.guards to see each one "
+                      "and the reason it was added.")
+    return _ok(f"{expected} guards: each tensor argument is checked for type, dtype, device, shape, strides "
+               "and requires_grad.")
