@@ -36,3 +36,9 @@ try:
     register_with_torch()
 except Exception:  # an older torch without the registry: toycompiler.compile still works
     pass
+
+
+def load_ipython_extension(ip):  # %load_ext toycompiler; the views load only now, never on import
+    from .widgets.magic import load_ipython_extension as load
+
+    load(ip)

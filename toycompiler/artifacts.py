@@ -470,6 +470,12 @@ class Report(Artifact):
             f.backend.output_code.source for f in self.frames if f.backend and f.backend.output_code
         )
 
+    def save_html(self, path: str) -> str:
+        """One self-contained HTML file of every stage (the views load only now)."""
+        from .widgets.export import save_html
+
+        return save_html(self, path)
+
     def __str__(self) -> str:
         head = [
             f"graphs: {self.graph_count}, graph breaks: {self.graph_break_count}, "

@@ -1,0 +1,46 @@
+"""Selecting a source line finds what came from it in every stage, and back."""
+
+from toycompiler.widgets.provenance import Provenance
+
+
+def test_source_line_maps_to_bytecode_offsets(frame, lines):
+    LINE_A, LINE_B = lines  # a = sin(x) * 2 ; b = cos(y) + a
+    prov = Provenance(frame)
+    offsets = prov.links(LINE_A).offsets
+    assert offsets and all(i.line == LINE_A for i in frame.bytecode.instructions if i.offset in offsets)
+    assert set(offsets).isdisjoint(prov.links(LINE_B).offsets)
+
+
+def test_source_line_maps_to_fx_nodes_buffers_group_and_kernel_lines(frame, lines):
+    LINE_A, LINE_B = lines  # a = sin(x) * 2 ; b = cos(y) + a
+    prov = Provenance(frame)
+    a, b = prov.links(LINE_A), prov.links(LINE_B)
+    assert set(a.fx_nodes) >= {"sin", "mul"} and set(b.fx_nodes) >= {"cos", "add"}
+    assert a.buffers == ("buf0", "buf1") and b.buffers == ("buf2", "buf3")
+    assert a.groups == ("kernel0",) == b.groups
+    (kname, klines), = a.kernel_lines
+    kernel = frame.backend.kernels[0]
+    assert kname == kernel.name
+    src = kernel.source.splitlines()
+    texts = [src[n - 1] for n in klines]
+    assert any("sin" in t for t in texts) and not any("cos" in t for t in texts)
+    assert any("cos" in t for t in [src[n - 1] for n in b.kernel_lines[0][1]])
+
+
+def test_kernel_line_maps_back_to_its_source_line(frame, lines):
+    LINE_A, LINE_B = lines  # a = sin(x) * 2 ; b = cos(y) + a
+    prov = Provenance(frame)
+    kernel = frame.backend.kernels[0]
+    src = kernel.source.splitlines()
+    cos_line = next(i for i, t in enumerate(src, 1) if "cos" in t and "=" in t)
+    assert prov.lines_of_kernel_line(kernel, cos_line) == (LINE_B,)
+    assert prov.lines_of_offset(prov.links(LINE_A).offsets[0]) == (LINE_A,)
+
+
+def test_output_code_kernel_call_maps_to_the_lines_it_computes(frame, lines):
+    LINE_A, LINE_B = lines  # a = sin(x) * 2 ; b = cos(y) + a
+    prov = Provenance(frame)
+    out = prov.output_line_lines()
+    call_lines = [n for n, t in enumerate(frame.backend.output_code.source.splitlines(), 1)
+                  if frame.backend.kernels[0].name + "(" in t]
+    assert call_lines and set(out[call_lines[0]]) == {LINE_A, LINE_B}

@@ -1,0 +1,103 @@
+"""The static HTML: self-contained (no scripts), pictures as inline SVG, highlighted code."""
+
+import re
+
+import pytest
+import torch
+
+import toycompiler
+from toycompiler.widgets import Stepper, explore, save_html, stage_view
+from toycompiler.widgets import _render
+
+
+def test_stage_view_html_has_svg_highlighting_and_no_script(report):
+    html = stage_view(report).html()
+    assert "<script" not in html.lower()
+    assert html.count("<svg") == 2  # FX graph and fusion groups
+    assert 'class="tc-tok"' in html  # pygments spans
+    assert "cluster" in html and "kernel0" in html
+    for stage in ("source", "bytecode", "guards", "fx", "ir", "fusion", "kernels", "output"):
+        assert f'data-tc-stage="{stage}"' in html
+
+
+def test_fx_picture_colours_nodes_by_kernel_and_says_why_on_hover(frame):
+    html = stage_view(frame).stage_html("fx")
+    node = re.search(r'<g id="fx(?:&#45;|-)sin" class="node[^"]*">.*?</g>\s*</g>', html, re.S).group(0)
+    assert "computed in kernel0" in node  # tooltip
+    assert 'fill="#8dd3c7"' in node  # the first kernel's colour
+    fusion = stage_view(frame).stage_html("fusion")
+    assert "fused buf0 with buf1" in fusion
+
+
+def sin_twice(x):
+    return torch.sin(x) * 2
+
+
+def noisy(x):
+    y = x.sin()
+    print("side effect")
+    return y
+
+
+def test_rejected_fusions_are_listed_as_cannot_fuse():
+    with toycompiler.config.patch(fusion=False):
+        report = toycompiler.explain(sin_twice, backend="cpp")(torch.randn(8))
+    html = stage_view(report).html()
+    assert "cannot fuse buf0 with buf1: fusion is turned off" in html
+    assert html.count("cluster_") >= 2  # one named cluster per kernel
+
+
+def test_text_form_is_stable(report):
+    first, second = stage_view(report).text(), stage_view(report).text()
+    assert first == second
+    assert "0x" not in first and " ms" not in first
+    assert "<cache>/" in first  # machine-specific cache paths are hidden
+
+
+def test_save_html_writes_one_offline_file(report, tmp_path):
+    path = save_html(report, tmp_path / "report.html")
+    text = open(path, encoding="utf-8").read()
+    assert text.startswith("<!DOCTYPE html>") and "<svg" in text
+    assert "<script" not in text and "http://" not in text.replace("http://www.w3.org", "")
+    path2 = report.save_html(str(tmp_path / "again.html"))
+    assert open(path2, encoding="utf-8").read() == text
+
+
+def test_artifacts_show_rich_html_once_widgets_are_imported(report):
+    assert "<svg" in report._repr_html_()
+    assert "<svg" in report.frames[0]._repr_html_()
+
+
+def test_missing_graphviz_says_so_and_shows_text(frame, monkeypatch):
+    monkeypatch.setattr(_render, "find_dot", lambda: None)
+    html = stage_view(frame).html()
+    assert "<svg" not in html
+    assert "No picture: graphviz &#x27;dot&#x27; was not found" in html
+    assert "Traceback" not in html
+
+
+def test_mimebundle_has_plain_text_and_html(report):
+    bundle = stage_view(report)._repr_mimebundle_()
+    assert set(bundle) == {"text/plain", "text/html"}  # no live kernel here: no widget view
+    assert bundle["text/plain"].startswith("1 compilation(s)")
+
+
+def test_stepper_lists_every_step_with_stack_and_events(frame):
+    s = Stepper(frame)
+    text = s.text()
+    assert text.count("step ") >= len(frame.translation.steps)
+    assert "node added: sin" in text and "guard added: isinstance(x, Tensor)" in text
+    html = s.html()
+    assert html.count('data-tc-step="') == len(frame.translation.steps) and "<script" not in html
+
+
+@pytest.mark.parametrize("language,needle", [("cpp", "std"), ("python", "def")])
+def test_highlight_lines_keeps_one_string_per_line(language, needle):
+    code = "int a = std::sin(1);\nreturn a;\n" if language == "cpp" else "def f(x):\n    return x\n"
+    lines = _render.highlight_lines(code, language)
+    assert len(lines) == 2 and needle in lines[0] and "tc-tok" in lines[0]
+
+
+def test_explorer_html_has_no_script():
+    html = explore(noisy, torch.randn(3), backend="cpp").html()
+    assert "<script" not in html and "graph break" in html and "hint:" in html

@@ -1,0 +1,104 @@
+"""What appears below a ``%%compile`` cell: every compilation the cell triggered.
+
+Per function: the stage view of each cache entry (or, with ``--explain``, the
+graph-break explorer), the recompile matrix when there was more than one
+entry, the timing chart, and any compile failure (the function then ran
+eagerly).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from toycompiler.artifacts import Report
+from toycompiler.recompiles import GuardMatrix, guard_matrix
+from toycompiler.timing import Timing, measure
+
+from ._render import esc, hover_css, root
+from .base import View
+from .explorer import Explorer
+from .guards_view import RecompileMatrix
+from .progress import Progress
+from .stages import StageView
+from .timing_view import TimingView
+
+
+@dataclass(frozen=True)
+class FunctionResult:
+    name: str
+    report: Report | None
+    timing: Timing | None = None
+    matrix: GuardMatrix | None = None
+    failure: str | None = None
+
+
+class CellView(View):
+    kind = "cell"
+
+    def __init__(self, results: list[FunctionResult], explain: bool = False):
+        self.results, self.explain = results, explain
+
+    @classmethod
+    def build(cls, session) -> "CellView":
+        results = []
+        with Progress() as progress:
+            for name, rec in session.recorders.items():
+                report = rec.report if rec.compiled is not None else None
+                timing = matrix = None
+                if rec.failure is None and rec.calls and report is not None and report.frames:
+                    if len(rec.compiled.cache.entries) > 1:
+                        matrix = guard_matrix(rec.compiled, rec.calls)
+                    if session.options.timing:
+                        progress.update(f"toycompiler: timing {name} (eager vs compiled)...")
+                        args, kwargs = rec.calls[-1]
+                        timing = measure(rec.fn, rec.compiled, *args, name=name, compile_s=rec.first_call_s,
+                                         torch_compile=session.options.torch,
+                                         backend=report.frames[-1].backend.backend if report.frames[-1].backend
+                                         else session.options.backend, **kwargs)
+                results.append(FunctionResult(name, report, timing, matrix, rec.failure))
+        return cls(results, session.options.explain)
+
+    def _views(self, r: FunctionResult) -> list[View]:
+        views: list[View] = []
+        if r.report is not None and r.report.frames:
+            if self.explain:
+                views.append(Explorer(r.report))
+            else:
+                views += [StageView(f) for f in r.report.frames]
+        if r.matrix is not None:
+            views.append(RecompileMatrix(r.matrix))
+        if r.timing is not None:
+            views.append(TimingView(r.timing))
+        return views
+
+    def headline(self, r: FunctionResult) -> str:
+        if r.failure is not None:
+            return f"{r.name}: compile failed, ran eagerly: {r.failure}"
+        if r.report is None or not r.report.frames:
+            return f"{r.name}: not called in this cell, so not compiled yet"
+        rep = r.report
+        return (f"{r.name}: {len(rep.frames)} compilation(s), graphs: {rep.graph_count}, "
+                f"graph breaks: {rep.graph_break_count}")
+
+    def text(self) -> str:
+        if not self.results:
+            return "%%compile: the cell defines no function"
+        out = []
+        for r in self.results:
+            out.append(self.headline(r))
+            out += [v.text() for v in self._views(r)]
+        return "\n".join(out)
+
+    def html(self) -> str:
+        if not self.results:
+            return root("<i>%%compile: the cell defines no function</i>")
+        body, lines = [], set()
+        for r in self.results:
+            colour = "#cf222e" if r.failure else "inherit"
+            body.append(f'<div class="tc-head" style="font-weight:600;color:{colour};margin-top:4px">'
+                        f"{esc(self.headline(r))}</div>")
+            for v in self._views(r):
+                body.append(v.inner_html() if hasattr(v, "inner_html") else v.html())
+                if isinstance(v, StageView):
+                    lines |= set(v.prov.source_lines())
+        return root("".join(body), hover_css(lines))

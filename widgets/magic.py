@@ -1,0 +1,242 @@
+"""``%%compile``: run a cell with every function it defines compiled, then show what happened.
+
+    %load_ext toycompiler
+
+    %%compile --backend cpp
+    def f(x, y):
+        return torch.sin(x) + torch.cos(y) * 2
+    f(torch.randn(1000), torch.randn(1000))
+
+The cell's code is registered with :mod:`linecache` under a readable name
+(``<cell In[7]>``), so ``inspect.getsource``, graph-break reasons, provenance
+and tracebacks point at the cell's own lines. Each top-level ``def`` is
+compiled as soon as it is defined; the names stay compiled in the namespace
+afterwards. Below the cell appears every compilation it triggered (the stage
+view) with eager vs compiled timings, or with ``--explain`` the graph-break
+explorer. A compile failure shows the compiler's message and the function
+runs eagerly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import linecache
+import shlex
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import toycompiler
+from toycompiler.artifacts import Report
+
+from .progress import Progress
+
+USAGE = """\
+usage: %%compile [--backend NAME] [--mode MODE] [--fullgraph] [--no-timing] [--explain] [--torch] [--help]
+
+Runs the cell with every function it defines compiled by toycompiler, then shows
+each compilation (source -> bytecode -> guards -> FX graph -> IR -> fusion -> kernels).
+
+options:
+  --backend NAME  toycompiler backend: {backends} (default: auto)
+  --mode MODE     compile mode passed to toycompiler.compile (default: none)
+  --fullgraph     a graph break is an error instead of a split
+  --no-timing     skip the eager vs compiled timing
+  --explain       show the graph-break explorer instead of the stage view
+  --torch         also time real torch.compile (slow: a cold compile takes seconds)
+  --help          show this message and run nothing"""
+
+
+class MagicUsageError(ValueError):
+    """A bad ``%%compile`` option line; the message says which option and why."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # never exit the kernel: raise instead
+        raise MagicUsageError(message)
+
+
+@dataclass(frozen=True)
+class MagicOptions:
+    backend: str = "auto"
+    mode: str | None = None
+    fullgraph: bool = False
+    timing: bool = True
+    explain: bool = False
+    torch: bool = False
+    help: bool = False
+
+
+def usage() -> str:
+    return USAGE.format(backends=", ".join(sorted(toycompiler.list_backends())))
+
+
+def parse_options(line: str) -> MagicOptions:
+    """``--backend cpp --no-timing`` -> :class:`MagicOptions`; raises :class:`MagicUsageError`."""
+    parser = _Parser(prog="%%compile", add_help=False, allow_abbrev=False)
+    parser.add_argument("--backend", default="auto")
+    parser.add_argument("--mode", default=None)
+    parser.add_argument("--fullgraph", action="store_true")
+    parser.add_argument("--no-timing", dest="timing", action="store_false")
+    parser.add_argument("--explain", action="store_true")
+    parser.add_argument("--torch", action="store_true")
+    parser.add_argument("--help", "-h", action="store_true")
+    try:
+        words = shlex.split(line)
+    except ValueError as e:
+        raise MagicUsageError(f"cannot read the options: {e}") from None
+    ns = parser.parse_args(words)
+    if ns.backend not in toycompiler.list_backends():
+        raise MagicUsageError(f"unknown backend {ns.backend!r}; choose one of "
+                              f"{', '.join(sorted(toycompiler.list_backends()))}")
+    return MagicOptions(ns.backend, ns.mode, ns.fullgraph, ns.timing, ns.explain, ns.torch, ns.help)
+
+
+# -- the cell's source, findable by inspect and tracebacks ----------------------------------
+
+
+def register_cell(source: str, execution_count: int | None) -> str:
+    """Put the cell's text in ``linecache`` under ``<cell In[n]>`` and return that name."""
+    base = f"<cell In[{execution_count if execution_count is not None else '?'}]>"
+    name, k = base, 1
+    while name in linecache.cache and linecache.cache[name][2] != source.splitlines(True):
+        k += 1
+        name = f"{base[:-1]}#{k}>"
+    text = source if source.endswith("\n") else source + "\n"
+    linecache.cache[name] = (len(text), None, text.splitlines(True), name)
+    return name
+
+
+def defined_functions(tree: ast.Module) -> list[str]:
+    return [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
+
+
+def instrument(tree: ast.Module, hook: str) -> ast.Module:
+    """After each top-level ``def name``, add ``name = <hook>.wrap("name", name)``."""
+    body: list[ast.stmt] = []
+    for stmt in tree.body:
+        body.append(stmt)
+        if isinstance(stmt, ast.FunctionDef):
+            wrap = ast.parse(f"{stmt.name} = {hook}.wrap({stmt.name!r}, {stmt.name})").body[0]
+            body.append(ast.copy_location(wrap, stmt))
+    tree.body = body
+    return ast.fix_missing_locations(tree)
+
+
+# -- running the cell -------------------------------------------------------------------------
+
+
+@dataclass
+class Recorder:
+    """Stands in for a function while its cell runs: calls the compiled version, records the calls."""
+
+    name: str
+    fn: Callable
+    compiled: Any
+    cell_file: str
+    calls: list[tuple[tuple, dict]] = field(default_factory=list)
+    first_call_s: float | None = None
+    failure: str | None = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        import time
+
+        if len(self.calls) < 8:
+            self.calls.append((args, kwargs))
+        if self.failure is not None:
+            return self.fn(*args, **kwargs)
+        start = time.perf_counter()
+        try:
+            out = self.compiled(*args, **kwargs)
+        except Exception as e:
+            if not _compiler_failure(e, self.cell_file):
+                raise
+            self.failure = _message(e)
+            return self.fn(*args, **kwargs)
+        if self.first_call_s is None:
+            self.first_call_s = time.perf_counter() - start
+        return out
+
+    @property
+    def report(self) -> Report:
+        frames = tuple(self.compiled.compiled_frames)
+        fallbacks = tuple(f.backend.fallback_reason for f in frames if f.backend and f.backend.fallback_reason)
+        return Report(frames, fallbacks, tuple(self.compiled.cache.failures))
+
+
+def _compiler_failure(e: Exception, cell_file: str) -> bool:
+    """True if ``e`` came from compiling, not from the user's own code running."""
+    if isinstance(e, toycompiler.CompileError):
+        return True
+    return not any(fr.filename == cell_file for fr in traceback.extract_tb(e.__traceback__)[1:])
+
+
+def _message(e: Exception) -> str:
+    return str(e) if isinstance(e, toycompiler.CompileError) else f"{type(e).__name__}: {e}"
+
+
+@dataclass
+class CellSession:
+    options: MagicOptions
+    cell_file: str
+    recorders: dict[str, Recorder] = field(default_factory=dict)
+
+    def wrap(self, name: str, fn: Callable) -> Any:
+        try:
+            compiled = toycompiler.compile(fn, backend=self.options.backend, mode=self.options.mode,
+                                           fullgraph=self.options.fullgraph)
+        except Exception as e:  # not compilable at all: run it eagerly, say why below the cell
+            rec = Recorder(name, fn, None, self.cell_file, failure=_message(e))
+        else:
+            rec = Recorder(name, fn, compiled, self.cell_file)
+        self.recorders[name] = rec
+        return rec
+
+
+def run_cell(line: str, cell: str, shell: Any) -> Any:
+    """The ``%%compile`` cell magic."""
+    from IPython.display import display
+
+    try:
+        options = parse_options(line)
+    except MagicUsageError as e:
+        print(f"%%compile: {e}\n\n{usage()}")
+        return None
+    if options.help:
+        print(usage())
+        return None
+    filename = register_cell(cell, getattr(shell, "execution_count", None))
+    tree = instrument(ast.parse(cell, filename), "__toycompiler_cell__")
+    last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+    session = CellSession(options, filename)
+    ns = shell.user_ns
+    ns["__toycompiler_cell__"] = session
+    value = None
+    try:
+        exec(compile(tree, filename, "exec"), ns)
+        if last is not None:
+            value = eval(compile(ast.Expression(last.value), filename, "eval"), ns)
+    finally:
+        ns.pop("__toycompiler_cell__", None)
+        for name, rec in session.recorders.items():
+            if ns.get(name) is rec:
+                ns[name] = rec.compiled if rec.failure is None and rec.compiled is not None else rec.fn
+    if value is not None:
+        display(value)
+    display(cell_view(session))
+    return None
+
+
+def cell_view(session: CellSession):
+    from .cell_view import CellView
+
+    return CellView.build(session)
+
+
+def load_ipython_extension(ip: Any) -> None:
+    """``%load_ext toycompiler``: register ``%%compile`` and the rich artifact views."""
+    from . import _register
+
+    _register()
+    ip.register_magic_function(lambda line, cell: run_cell(line, cell, ip), magic_kind="cell", magic_name="compile")

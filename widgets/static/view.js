@@ -1,0 +1,133 @@
+// Live behaviour for toycompiler views. The HTML is the same as the static
+// rendering; this adds clicking (provenance), panes side by side, the
+// stepper's buttons and the explorer's re-run.
+
+function linesOf(node) {
+  const data = node.getAttribute && node.getAttribute("data-tc-lines");
+  if (data) return data.split(/\s+/).filter(Boolean);
+  const cls = (node.getAttribute && node.getAttribute("class")) || "";
+  return (cls.match(/\btc-l(\d+)\b/g) || []).map((c) => c.slice(4));
+}
+
+function select(el, lines) {
+  el.querySelectorAll(".tc-sel").forEach((n) => n.classList.remove("tc-sel"));
+  for (const line of lines) {
+    el.querySelectorAll(".tc-l" + line).forEach((n) => n.classList.add("tc-sel"));
+  }
+  el.setAttribute("data-tc-selected", lines.join(" "));
+}
+
+function setupSelection(el) {
+  el.addEventListener("click", (event) => {
+    if (event.target.closest("button, select, textarea")) return;
+    let node = event.target;
+    while (node && node !== el) {
+      const lines = linesOf(node);
+      if (lines.length) { select(el, lines); return; }
+      node = node.parentNode;
+    }
+    select(el, []);
+  });
+}
+
+function setupPanes(el) {
+  el.querySelectorAll(".tc-stageview").forEach((view) => {
+    const grid = view.querySelector(".tc-grid");
+    const panes = Array.from(grid.children).filter((c) => c.dataset.tcStage);
+    const bar = document.createElement("div");
+    bar.className = "tc-toolbar";
+    const mode = document.createElement("select");
+    mode.innerHTML = '<option value="all">all stages</option><option value="two">two side by side</option>';
+    const pick = () => {
+      const s = document.createElement("select");
+      panes.forEach((p) => {
+        const o = document.createElement("option");
+        o.value = p.dataset.tcStage;
+        o.textContent = p.querySelector(".tc-title").textContent;
+        s.appendChild(o);
+      });
+      return s;
+    };
+    const left = pick(), right = pick();
+    if (panes.length > 1) right.value = panes[panes.length > 6 ? 6 : 1].dataset.tcStage;
+    const apply = () => {
+      const two = mode.value === "two";
+      left.style.display = right.style.display = two ? "" : "none";
+      grid.classList.toggle("tc-two", two);
+      panes.forEach((p) => {
+        const stage = p.dataset.tcStage;
+        p.style.display = !two || stage === left.value || stage === right.value ? "" : "none";
+        p.style.order = two && stage === right.value && stage !== left.value ? 2 : 1;
+      });
+    };
+    [mode, left, right].forEach((s) => s.addEventListener("change", apply));
+    bar.append("Show ", mode, " ", left, " ", right);
+    view.insertBefore(bar, grid);
+    apply();
+  });
+}
+
+function setupStepper(el) {
+  el.querySelectorAll(".tc-stepper").forEach((box) => {
+    const steps = Array.from(box.querySelectorAll(".tc-step"));
+    if (!steps.length) return;
+    let i = 0;
+    const bar = document.createElement("div");
+    bar.className = "tc-toolbar";
+    const prev = document.createElement("button"), next = document.createElement("button");
+    const label = document.createElement("span");
+    prev.textContent = "Previous"; next.textContent = "Next";
+    const show = () => {
+      steps.forEach((s, k) => (s.style.display = k === i ? "" : "none"));
+      label.textContent = ` step ${i + 1} of ${steps.length}`;
+      select(el, linesOf(steps[i]));
+    };
+    prev.addEventListener("click", () => { i = Math.max(0, i - 1); show(); });
+    next.addEventListener("click", () => { i = Math.min(steps.length - 1, i + 1); show(); });
+    bar.append(prev, " ", next, label);
+    box.insertBefore(bar, steps[0]);
+    show();
+  });
+}
+
+function setupRerun(el, model) {
+  const box = el.querySelector(".tc-explorer");
+  if (!box || !model.get("source")) return;
+  const wrap = document.createElement("div");
+  wrap.className = "tc-rerun";
+  const area = document.createElement("textarea");
+  area.value = model.get("source");
+  area.rows = Math.min(20, area.value.split("\n").length + 1);
+  const button = document.createElement("button");
+  button.textContent = "Re-run";
+  const status = document.createElement("span");
+  status.className = "tc-status";
+  status.textContent = " " + (model.get("status") || "edit the function, then re-run to see the graph count");
+  button.addEventListener("click", () => {
+    model.set("source", area.value);
+    model.save_changes();
+    status.textContent = " running...";
+    model.send({ type: "rerun", source: area.value });
+  });
+  wrap.append(area, button, status);
+  box.appendChild(wrap);
+}
+
+function render({ model, el }) {
+  el.classList.add("tc-live");
+  const draw = () => {
+    el.innerHTML = model.get("html");
+    setupPanes(el);
+    setupStepper(el);
+    setupRerun(el, model);
+  };
+  setupSelection(el);
+  draw();
+  model.on("change:html", draw);
+  model.on("change:status", () => {
+    const s = el.querySelector(".tc-status");
+    if (s) s.textContent = " " + model.get("status");
+  });
+}
+
+export default { render };
