@@ -198,3 +198,57 @@ def check_lesson02_guards(n_guards: Any) -> Verdict:
                       "and the reason it was added.")
     return _ok(f"{expected} guards: each tensor argument is checked for type, dtype, device, shape, strides "
                "and requires_grad.")
+
+
+# -- lesson 3: ways to capture a graph ---------------------------------------------------
+
+
+def check_lesson03_trace_bakes(fn: Any, example: Any, other: Any) -> Verdict:
+    """``torch.jit.trace(fn, (example,))`` runs without error but is wrong on ``other``."""
+    if _missing(fn) or _missing(example) or _missing(other):
+        return _todo("make the result depend on a Python decision about x (an if on x's values or "
+                     "shape); trace with one input, test with another that takes the other path.")
+    if not isinstance(example, torch.Tensor) or not isinstance(other, torch.Tensor):
+        return _wrong("example and other must be tensors.")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            traced = torch.jit.trace(fn, (example,), check_trace=False)
+        except Exception as e:
+            return _wrong(f"jit.trace refused the function ({type(e).__name__}: {str(e).splitlines()[0]}): "
+                          "it must capture something, silently.")
+        expected, err = _call(fn, other)
+        if err:
+            return _wrong(f"fn(other) raised {err}")
+        got, err = _call(traced, other)
+    if err:
+        return _wrong(f"the trace raised on other ({err}): that is a loud failure, not a silent one.")
+    if _same(got, expected) is None:
+        return _wrong("the trace gives the right answer on other. Pick `other` so that the function "
+                      "takes a different path than it took for `example`.")
+    return _ok("the trace recorded only the path taken for `example`, and is silently wrong on `other`.")
+
+
+def check_lesson03_fx_refuses(fn: Any, x: Any) -> Verdict:
+    """``torch.fx.symbolic_trace(fn)`` raises, but toycompiler computes ``fn(x)`` correctly."""
+    if _missing(fn) or _missing(x):
+        return _todo("proxies have no values: try turning part of x into a Python number with float(...), "
+                     "or using x.shape[0] where Python needs a real int, as in range(...).")
+    try:
+        torch.fx.symbolic_trace(fn)
+        return _wrong("fx.symbolic_trace captured this function; find something a proxy cannot do.")
+    except Exception as e:
+        fx_error = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    expected, err = _call(fn, copy.deepcopy(x))
+    if err:
+        return _wrong(f"fn(x) raises in eager mode too ({err}): write a function that works in Python.")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got, err = _call(api.compile(fn, backend="eager"), copy.deepcopy(x))
+    if err:
+        return _wrong(f"toycompiler raised {err}")
+    diff = _same(got, expected)
+    if diff:
+        return _wrong(f"toycompiler's answer differs from eager: {diff}")
+    return _ok(f"fx refused ({fx_error[:80]}), and toycompiler still gave eager's answer.")
+
