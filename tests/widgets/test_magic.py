@@ -1,0 +1,107 @@
+"""%%compile: option parsing, error messages, and running cells through a real IPython shell."""
+
+import inspect
+
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
+
+from toycompiler.widgets.magic import MagicOptions, MagicUsageError, parse_options, register_cell
+
+
+@pytest.fixture(scope="module")
+def ip():
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "toycompiler")
+    shell.run_cell("import torch")
+    return shell
+
+
+def test_parse_defaults_and_flags():
+    assert parse_options("") == MagicOptions()
+    opts = parse_options("--backend cpp --mode max-autotune --fullgraph --no-timing --explain")
+    assert (opts.backend, opts.mode, opts.fullgraph, opts.timing, opts.explain) == \
+        ("cpp", "max-autotune", True, False, True)
+    assert parse_options("--help").help
+
+
+@pytest.mark.parametrize("line,message", [
+    ("--backend nope", "unknown backend 'nope'"),
+    ("--bogus", "unrecognized arguments: --bogus"),
+    ("--backend", "expected one argument"),
+    ("--backend 'cpp", "cannot read the options"),
+])
+def test_bad_options_say_what_is_wrong(line, message):
+    with pytest.raises(MagicUsageError, match=message):
+        parse_options(line)
+
+
+def test_wrong_option_prints_usage_and_runs_nothing(ip, capsys):
+    ip.user_ns.pop("ran", None)
+    ip.run_cell_magic("compile", "--nope", "ran = True\n")
+    out = capsys.readouterr().out
+    assert "%%compile: unrecognized arguments: --nope" in out and "usage: %%compile" in out
+    assert "ran" not in ip.user_ns
+
+
+def test_help_prints_usage_and_runs_nothing(ip, capsys):
+    ip.run_cell_magic("compile", "--help", "ran_help = True\n")
+    assert "--no-timing" in capsys.readouterr().out and "ran_help" not in ip.user_ns
+
+
+CELL = '''\
+def f(x, y):
+    return torch.sin(x) + torch.cos(y) * 2
+out = f(torch.randn(64), torch.randn(64))
+'''
+
+
+def test_cell_functions_stay_compiled_and_their_source_is_readable(ip, capsys):
+    ip.run_cell_magic("compile", "--backend cpp --no-timing", CELL)
+    text = capsys.readouterr().out
+    import toycompiler
+
+    f = ip.user_ns["f"]
+    assert isinstance(f, toycompiler.api.CompiledFunction)
+    assert f.fn.__code__.co_filename.startswith("<cell In[")
+    assert inspect.getsource(f.fn).startswith("def f(x, y):")
+    assert "f: 1 compilation(s), graphs: 1, graph breaks: 0" in text
+    assert "StageView [" in text and "== Kernels" in text
+    x = ip.user_ns["torch"].randn(64)
+    ip.user_ns["torch"].testing.assert_close(ip.user_ns["out"], f.fn(x, x) * 0 + ip.user_ns["out"])
+
+
+def test_timing_is_shown_unless_turned_off(ip, capsys):
+    ip.run_cell_magic("compile", "--backend cpp", CELL)
+    text = capsys.readouterr().out
+    assert "timing of f (median of" in text and "compile" in text
+
+
+def test_graph_break_reason_points_at_the_cell_line(ip, capsys):
+    cell = 'def g(x):\n    y = x.sin()\n    print("in g")\n    return y\ng(torch.randn(3))\n'
+    ip.run_cell_magic("compile", "--backend cpp --explain --no-timing", cell)
+    text = capsys.readouterr().out
+    assert "Graph-break explorer" in text
+    assert ">:3: call to print cannot be traced" in text and "<cell In[" in text
+
+
+def test_compile_failure_shows_message_and_runs_eagerly(ip, capsys):
+    cell = 'def h(x):\n    print("eager h")\n    return x + 1\nr = h(torch.ones(2))\n'
+    ip.run_cell_magic("compile", "--backend cpp --fullgraph --no-timing", cell)
+    text = capsys.readouterr().out
+    assert "h: compile failed, ran eagerly" in text and "(fullgraph=True)" in text
+    assert text.splitlines().count("eager h") == 1  # the print ran once, eagerly
+    assert ip.user_ns["r"].tolist() == [2.0, 2.0]
+    assert ip.user_ns["h"].__name__ == "h" and not hasattr(ip.user_ns["h"], "cache")
+
+
+def test_user_errors_are_not_swallowed(ip):
+    cell = "def bad(x):\n    return x + undefined_name\nbad(torch.ones(1))\n"
+    result = ip.run_cell(f"%%compile --backend cpp --no-timing\n{cell}")
+    assert isinstance(result.error_in_exec, NameError)
+
+
+def test_register_cell_names_are_readable_and_distinct():
+    a = register_cell("x = 1\n", 7)
+    b = register_cell("x = 2\n", 7)
+    assert a == "<cell In[7]>" and b != a and b.startswith("<cell In[7]")
+    assert register_cell("x = 1\n", 7) == a
