@@ -252,3 +252,64 @@ def check_lesson03_fx_refuses(fn: Any, x: Any) -> Verdict:
         return _wrong(f"toycompiler's answer differs from eager: {diff}")
     return _ok(f"fx refused ({fx_error[:80]}), and toycompiler still gave eager's answer.")
 
+
+
+# -- lesson 4: bytecode and the translator ------------------------------------------------
+
+
+def _lesson04_scale_shift(x, y):
+    return x * 2 + y
+
+
+def _lesson04_consts(x, y):
+    return (x - 0.5) * y / 4.0
+
+
+def _lesson04_one_arg(x):
+    return 3 * x + 1
+
+
+def check_lesson04_load_const(translator_class: Any) -> Verdict:
+    """``translator_class(fn).run()`` returns a GraphModule computing ``fn`` for functions with constants."""
+    if _missing(translator_class):
+        return _todo("LOAD_CONST pushes inst.argval, a plain Python number, onto self.stack; "
+                     "BINARY_OP already accepts a number as one of its operands.")
+    for fn in (_lesson04_scale_shift, _lesson04_consts, _lesson04_one_arg):
+        nargs = fn.__code__.co_argcount
+        args = tuple(torch.randn(5) for _ in range(nargs))
+        try:
+            gm = translator_class(fn).run()
+        except Exception as e:
+            return _wrong(f"translating {fn.__name__.removeprefix('_lesson04_')} raised {type(e).__name__}: {e}")
+        if not isinstance(gm, torch.fx.GraphModule):
+            return _wrong(f"run() returned a {type(gm).__name__}, not a torch.fx.GraphModule.")
+        got, err = _call(gm, *args)
+        if err:
+            return _wrong(f"running the graph raised {err}")
+        diff = _same(got, fn(*args))
+        if diff:
+            return _wrong(f"the graph of `{_source_line(fn)}` computes something else: {diff}")
+    return _ok("LOAD_CONST works: constants become literal arguments of the graph's nodes.")
+
+
+def _source_line(fn: Callable) -> str:
+    import inspect
+
+    return inspect.getsource(fn).strip().splitlines()[-1].strip()
+
+
+def check_lesson04_node_origin(origin: Any, report: Any) -> Verdict:
+    """``origin``: ``(opname, offset)`` of the step that added the ``sigmoid`` node in ``report`` (swish_plus's)."""
+    if _missing(origin):
+        return _todo("[(s.opname, s.offset) for s in steps if 'node added: sigmoid' in s.events]")
+    steps = report.frames[0].translation.steps
+    expected = [(s.opname, s.offset) for s in steps if "node added: sigmoid" in s.events]
+    if not expected:
+        return _wrong("no step of this report added a sigmoid node: pass the report of swish_plus.")
+    if not (isinstance(origin, tuple) and len(origin) == 2):
+        return _wrong(f"expected a pair (opname, offset), got {origin!r}.")
+    if tuple(origin) != expected[0]:
+        return _wrong(f"{origin!r} is not it. The step has the event 'node added: sigmoid' in s.events; "
+                      f"it is a call instruction, after the arguments have been pushed.")
+    return _ok(f"{expected[0][0]} at offset {expected[0][1]}: calling torch.sigmoid on a symbolic tensor "
+               "adds the node.")
