@@ -313,3 +313,96 @@ def check_lesson04_node_origin(origin: Any, report: Any) -> Verdict:
                       f"it is a call instruction, after the arguments have been pushed.")
     return _ok(f"{expected[0][0]} at offset {expected[0][1]}: calling torch.sigmoid on a symbolic tensor "
                "adds the node.")
+
+
+# -- lesson 7: FX graphs and passes ----------------------------------------------------------
+
+
+def _aten_graph(fn: Callable, *args: Any) -> torch.fx.GraphModule:
+    from .passes.decompose import decompose
+
+    gm, _ = decompose(torch.fx.symbolic_trace(fn), list(args))
+    return gm
+
+
+def _l07_a(x):
+    return (x * 1 + 2) * 1
+
+
+def _l07_b(x, y):
+    return x * y * 1 - (y * 3)
+
+
+def _l07_c(x):
+    return torch.relu(x) * 2
+
+
+def check_lesson07_pass(pass_fn: Any) -> Verdict:
+    """``pass_fn(gm) -> list[str]`` removes every ``aten.mul.Tensor(a, 1)`` and keeps other multiplies."""
+    if _missing(pass_fn):
+        return _todo("for each call_function node with target aten.mul.Tensor and args[1] == 1: "
+                     "node.replace_all_uses_with(node.args[0]); gm.graph.erase_node(node); then gm.recompile().")
+    aten = torch.ops.aten
+    for fn, n_ones in ((_l07_a, 2), (_l07_b, 1), (_l07_c, 0)):
+        args = tuple(torch.randn(6) for _ in range(fn.__code__.co_argcount))
+        gm = _aten_graph(fn, *args)
+        muls_before = sum(n.target == aten.mul.Tensor for n in gm.graph.nodes)
+        changes, err = _call(pass_fn, gm)
+        if err:
+            return _wrong(f"your pass raised {err} on `{_source_line(fn)}`")
+        if not isinstance(changes, list):
+            return _wrong(f"a pass returns a list of change descriptions; got {type(changes).__name__}.")
+        muls_after = sum(n.target == aten.mul.Tensor for n in gm.graph.nodes)
+        ones_left = [n.name for n in gm.graph.nodes if n.target == aten.mul.Tensor and n.args[1] == 1]
+        where = f"on `{_source_line(fn)}`"
+        if ones_left:
+            return _wrong(f"{where}: {', '.join(ones_left)} still multiply by 1.")
+        if muls_before - muls_after != n_ones:
+            return _wrong(f"{where}: {muls_before - muls_after} multiplies removed, expected {n_ones} "
+                          "(only the ones by 1).")
+        if len(changes) != n_ones:
+            return _wrong(f"{where}: the pass returned {len(changes)} change(s) for {n_ones} removal(s).")
+        try:
+            gm.graph.lint()
+            got = gm(*args)
+        except Exception as e:
+            return _wrong(f"{where}: the graph is broken after your pass ({type(e).__name__}: {e}). "
+                          "Did you call gm.recompile()?")
+        diff = _same(got, fn(*args))
+        if diff:
+            return _wrong(f"{where}: the result changed: {diff}")
+    return _ok("the pass removes exactly the multiplications by one and the graph still computes the same.")
+
+
+def _l07_target(x, y):
+    return torch.sigmoid(x) * y + 1
+
+
+def check_lesson07_backend(backend: Any, op_counts: Any) -> Verdict:
+    """``backend(gm, example_inputs)`` appends the graph's call_function count to ``op_counts``."""
+    if _missing(backend):
+        return _todo("op_counts.append(len([n for n in gm.graph.nodes if n.op == 'call_function'])); "
+                     "return gm.forward")
+    if not isinstance(op_counts, list):
+        return _wrong("op_counts must be the list your backend appends to.")
+    before = len(op_counts)
+    x, y = torch.randn(8), torch.randn(8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compiled = api.compile(_l07_target, backend=backend)
+        got, err = _call(compiled, x, y)
+    if err:
+        return _wrong(f"compiling with your backend raised {err}")
+    frame = compiled.compiled_frames[-1] if compiled.compiled_frames else None
+    if frame is not None and frame.backend is not None and frame.backend.fallback_reason:
+        return _wrong(f"toycompiler fell back to eager: {frame.backend.fallback_reason}")
+    diff = _same(got, _l07_target(x, y))
+    if diff:
+        return _wrong(f"the callable your backend returned computes something else: {diff}")
+    if len(op_counts) != before + 1:
+        return _wrong(f"op_counts grew by {len(op_counts) - before} for one compile; expected one new entry.")
+    if op_counts[-1] != 3:
+        return _wrong(f"your backend recorded {op_counts[-1]}; `torch.sigmoid(x) * y + 1` has 3 call_function "
+                      "nodes.")
+    return _ok("your backend saw 3 operations and returned a working callable; "
+               "torch.compile(fn, backend=count_ops) would call it the same way.")
