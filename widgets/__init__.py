@@ -23,7 +23,7 @@ from .explorer import Explorer, explore
 from .export import save_html
 from .guards_view import GuardsView, RecompileMatrix
 from .stages import ReportView, StageView
-from .stepper import Stepper
+from .bytecode_stepper import Stepper
 from .timing_view import TimingView
 
 
@@ -36,10 +36,6 @@ def stepper(frame_or_report) -> Stepper:
     """The bytecode stepper of a frame (a report's first frame if given a report)."""
     frame = frame_or_report.frames[0] if isinstance(frame_or_report, _artifacts.Report) else frame_or_report
     return Stepper(frame)
-
-
-def timing_view(timing) -> TimingView:
-    return TimingView(timing)
 
 
 def recompile_matrix(compiled, calls) -> RecompileMatrix:
@@ -67,4 +63,4 @@ def _guards_html(g) -> str:
 _register()
 
 __all__ = ["Explorer", "GuardsView", "RecompileMatrix", "ReportView", "StageView", "Stepper", "TimingView",
-           "explore", "recompile_matrix", "save_html", "stage_view", "stepper", "timing_view"]
+           "explore", "recompile_matrix", "save_html", "stage_view", "stepper"]

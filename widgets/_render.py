@@ -206,7 +206,7 @@ def table(header: list[str], rows: list[list[str]], row_attrs: list[str] | None 
     body = []
     for i, row in enumerate(rows):
         attrs = row_attrs[i] if row_attrs else ""
-        tds = "".join(f'<td style="padding:2px 8px;vertical-align:top;font-family:{MONO};font-size:12px">{c}</td>'
+        tds = "".join(f'<td style="text-align:left;padding:2px 8px;vertical-align:top;font-family:{MONO};font-size:12px">{c}</td>'
                       for c in row)
         body.append(f"<tr {attrs}>{tds}</tr>")
     return f'<table class="tc-table" style="border-collapse:collapse">{"<tr>" + th + "</tr>"}{"".join(body)}</table>'

@@ -73,6 +73,8 @@ class View:
         if in_live_kernel():
             try:
                 live = self.widget()._repr_mimebundle_()
+                if isinstance(live, tuple):  # (data, metadata)
+                    live = live[0]
                 bundle.update({k: v for k, v in live.items() if k != "text/plain"})
             except Exception:  # no widget frontend: the HTML still shows
                 pass

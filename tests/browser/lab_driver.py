@@ -1,0 +1,151 @@
+"""Drive a real JupyterLab in headless Chromium: shared by the browser test and the README screenshots.
+
+    python tests/browser/lab_driver.py docs/    # regenerate docs/stage-view.png and docs/explorer.png
+
+Uses Debian's chromium (/usr/bin/chromium); never downloads a browser.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+REPO = Path(__file__).resolve().parents[2]
+
+SETUP = "%load_ext toycompiler\nimport torch"
+STAGES = """%%compile --backend cpp
+def f(x, y):
+    a = torch.sin(x) * 2
+    b = torch.cos(y) + a
+    return torch.relu(b)
+f(torch.randn(100_000), torch.randn(100_000))"""
+EXPLAIN = """%%compile --backend cpp --explain
+def g(x):
+    y = torch.sin(x) * 2
+    print("mean:", y.mean().item())
+    return torch.cos(y) + 1
+g(torch.randn(1000))"""
+
+
+def notebook(cells: list[str]) -> dict:
+    code = [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+             "source": c.splitlines(True)} for c in cells]
+    return {"cells": code, "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python",
+                                                       "name": "python3"}},
+            "nbformat": 4, "nbformat_minor": 5}
+
+
+def lesson_with_compile_cell() -> Path | None:
+    """Lesson 01, once it uses %%compile; until then the test writes its own notebook."""
+    for path in sorted(glob.glob(str(REPO / "lessons" / "01_*.ipynb"))):
+        if "%%compile" in Path(path).read_text(encoding="utf-8"):
+            return Path(path)
+    return None
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def jupyter_lab(root: Path, timeout: float = 60.0):
+    """Start JupyterLab on a free localhost port serving ``root``; yield its base URL."""
+    port = free_port()
+    bindir = os.path.dirname(sys.executable)
+    env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get("PATH", ""), JUPYTER_PLATFORM_DIRS="1")
+    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
+           "--ServerApp.token=", "--ServerApp.password=", "--allow-root", f"--ServerApp.root_dir={root}",
+           "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+           "--ServerApp.disable_check_xsrf=True"]
+    log = open(root / "jupyter.log", "w")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=root)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + timeout
+        while True:
+            try:
+                urllib.request.urlopen(url + "/api/status", timeout=2)
+                break
+            except OSError:
+                if proc.poll() is not None or time.time() > deadline:
+                    raise RuntimeError("JupyterLab did not start:\n" + (root / "jupyter.log").read_text())
+                time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def run_all(page, url: str, name: str, wait_for: str, timeout_ms: int = 90_000) -> None:
+    """Open a notebook in JupyterLab, run every cell, and wait for ``wait_for`` to appear."""
+    page.goto(f"{url}/lab/tree/{name}")
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+    with contextlib.suppress(Exception):  # JupyterLab may ask which kernel to start
+        page.click(".jp-Dialog .jp-mod-accept", timeout=8_000)
+    with contextlib.suppress(Exception):  # and whether to fetch news: no
+        page.click(".jp-toast-button:text-is('No')", timeout=1_000)
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
+    page.click(".lm-MenuBar-itemLabel:text-is('Run')")
+    page.click(".lm-Menu-itemLabel:text-is('Run All Cells')")
+    page.wait_for_selector(wait_for, timeout=timeout_ms)
+
+
+def browser(playwright):
+    return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+
+
+def prepare_root(tmp: Path, cells: list[str], name: str) -> str:
+    lesson = lesson_with_compile_cell()
+    if lesson is not None and name == "views.ipynb":
+        shutil.copy(lesson, tmp / lesson.name)
+        return lesson.name
+    (tmp / name).write_text(json.dumps(notebook(cells)), encoding="utf-8")
+    return name
+
+
+def docs_screenshots(out: Path) -> None:
+    """The README pictures: the stage view (two panes, a line selected) and the explorer."""
+    from playwright.sync_api import sync_playwright
+
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
+        root = Path(tmp)
+        (root / "stages.ipynb").write_text(json.dumps(notebook([SETUP, STAGES])), encoding="utf-8")
+        (root / "explorer.ipynb").write_text(json.dumps(notebook([SETUP, EXPLAIN])), encoding="utf-8")
+        with jupyter_lab(root) as url:
+            b = browser(p)
+            page = b.new_page(viewport={"width": 1500, "height": 1000})
+            run_all(page, url, "stages.ipynb", ".tc-live .tc-stageview")
+            view = page.locator(".tc-live .tc-stageview").first
+            view.locator(".tc-toolbar select").nth(0).select_option("two")
+            view.locator(".tc-toolbar select").nth(1).select_option("source")
+            view.locator(".tc-toolbar select").nth(2).select_option("kernels")
+            view.locator("[data-tc-stage='source'] .tc-row[data-tc-lines]").nth(2).click()
+            page.wait_for_timeout(300)
+            view.screenshot(path=str(out / "stage-view.png"))
+            run_all(page, url, "explorer.ipynb", ".tc-live .tc-explorer")
+            page.locator(".tc-live .tc-explorer").first.screenshot(path=str(out / "explorer.png"))
+            b.close()
+
+
+if __name__ == "__main__":
+    docs_screenshots(Path(sys.argv[1] if len(sys.argv) > 1 else "docs"))
