@@ -406,3 +406,54 @@ def check_lesson07_backend(backend: Any, op_counts: Any) -> Verdict:
                       "nodes.")
     return _ok("your backend saw 3 operations and returned a working callable; "
                "torch.compile(fn, backend=count_ops) would call it the same way.")
+
+
+# -- lesson 11: C++ kernels -------------------------------------------------------------------
+
+
+def check_lesson11_kernel(source: Any) -> Verdict:
+    """``source``: C++ defining ``square_plus_one(const float*, float*, int64_t)``, out = in * in + 1."""
+    if _missing(source):
+        return _todo("copy HAND_WRITTEN, rename the function to square_plus_one and change the loop body "
+                     "to in_ptr0[i] * in_ptr0[i] + 1.0f.")
+    if not isinstance(source, str):
+        return _wrong(f"expected the kernel's source as a string, got {type(source).__name__}.")
+    from .backend import codecache
+    from .config import config
+
+    try:
+        path, _ = codecache.cpp_library(source, config)
+        kernel = codecache.load_cpp_kernel(path, "square_plus_one", 3)
+    except codecache.CppCompileError as e:
+        message = str(e).split("--- kernel source ---")[0].strip().splitlines()
+        return _wrong("the C++ compiler rejected it:\n  " + "\n  ".join(message[1:8]))
+    except AttributeError:
+        return _wrong('no function named square_plus_one was exported; did you write extern "C"?')
+    for n in (1, 7, 1000):
+        x = torch.randn(n)
+        out = torch.full_like(x, float("nan"))
+        kernel(x.data_ptr(), out.data_ptr(), n)
+        diff = _same(out, x * x + 1)
+        if diff:
+            return _wrong(f"for n={n} the output differs from x * x + 1: {diff}")
+    return _ok("your kernel compiles, loads, and computes x * x + 1 for every size tried.")
+
+
+def check_lesson11_xnumel(xnumel_for: Any) -> Verdict:
+    """``xnumel_for(shape)``: the element count the output code passes to swish_plus's C++ kernel."""
+    import re
+
+    if _missing(xnumel_for):
+        return _todo("a contiguous pointwise kernel loops over every element once, in one flat loop.")
+    for shape in ((4, 6, 10), (7,), (3, 5)):
+        x, y = torch.randn(shape), torch.randn(shape)
+        code = _quiet_explain(_swish_plus, x, y, backend="cpp").output_code
+        found = re.findall(r"data_ptr\(\), (\d+)\)", code)
+        if not found:
+            return _wrong("could not find the kernel call in the output code; please report this.")
+        got, err = _call(xnumel_for, shape)
+        if err:
+            return _wrong(f"xnumel_for({shape}) raised {err}")
+        if got != int(found[0]):
+            return _wrong(f"xnumel_for({shape}) returned {got}; the output code passes {found[0]}.")
+    return _ok("right: a contiguous tensor is one flat run of elements, so the kernel is a single loop.")
