@@ -457,3 +457,45 @@ def check_lesson11_xnumel(xnumel_for: Any) -> Verdict:
         if got != int(found[0]):
             return _wrong(f"xnumel_for({shape}) returned {got}; the output code passes {found[0]}.")
     return _ok("right: a contiguous tensor is one flat run of elements, so the kernel is a single loop.")
+
+
+# -- lesson 10: Triton kernels ----------------------------------------------------------------
+
+
+def check_lesson10_kernel(kernel: Any) -> Verdict:
+    """``kernel[grid](x, out, n, BLOCK=...)`` computes ``out = x * 2 + 1`` for any n."""
+    if _missing(kernel):
+        return _todo("start from add_kernel: one tl.load of x, compute x * 2 + 1, tl.store with the same mask.")
+    import triton
+
+    if not hasattr(kernel, "__getitem__"):
+        return _wrong("launch it as kernel[grid](...): decorate the function with @triton.jit.")
+    for n, block in ((1, 4), (10, 4), (37, 16), (100, 32)):
+        x = torch.randn(n)
+        out = torch.full((n + block,), float("nan"))  # room past the end: writes there mean a missing mask
+        try:
+            kernel[(triton.cdiv(n, block),)](x, out, n, BLOCK=block)
+        except Exception as e:
+            return _wrong(f"launching with n={n}, BLOCK={block} raised {type(e).__name__}: "
+                          f"{str(e).strip().splitlines()[-1] if str(e).strip() else ''}")
+        diff = _same(out[:n], x * 2 + 1)
+        if diff:
+            return _wrong(f"n={n}, BLOCK={block}: the result differs from x * 2 + 1: {diff}")
+        if not torch.isnan(out[n:]).all():
+            return _wrong(f"n={n}, BLOCK={block}: the kernel wrote past the end of the tensor; mask the store.")
+    return _ok("the kernel computes x * 2 + 1 and never writes past n.")
+
+
+def check_lesson10_grid(launch_shape: Any) -> Verdict:
+    """``launch_shape(n, block)`` -> (programs, lanes of the last program switched off by the mask)."""
+    if _missing(launch_shape):
+        return _todo("programs = ceil(n / block); the programs cover programs * block lanes, n of them real.")
+    for n, block in ((10, 4), (8, 4), (1, 128), (1000, 128), (4096, 1024), (4097, 1024)):
+        programs = -(-n // block)
+        expected = (programs, programs * block - n)
+        got, err = _call(launch_shape, n, block)
+        if err:
+            return _wrong(f"launch_shape({n}, {block}) raised {err}")
+        if (tuple(got) if isinstance(got, list | tuple) else got) != expected:
+            return _wrong(f"launch_shape({n}, {block}) returned {got!r}; expected {expected}.")
+    return _ok("right: triton.cdiv(n, block) programs, and the mask covers the rest of the last one.")
