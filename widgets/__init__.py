@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from toycompiler import artifacts as _artifacts
 
+from .bytecode_stepper import Stepper
 from .explorer import Explorer, explore
 from .export import save_html
 from .guards_view import GuardsView, RecompileMatrix
 from .stages import ReportView, StageView
-from .bytecode_stepper import Stepper
 from .timing_view import TimingView
 
 

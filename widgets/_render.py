@@ -13,7 +13,7 @@ import re
 import shutil
 import subprocess
 import sys
-from typing import Iterable
+from collections.abc import Iterable
 
 # Colours: JupyterLab variables first, fallbacks for nbconvert, GitHub, VS Code.
 FG = "var(--jp-content-font-color1, #1f2328)"
@@ -111,7 +111,9 @@ def code_row(body_html: str, number: int | None, lines: Iterable[int] = (), titl
     cls = "tc-row " + line_classes(lines) if lines else "tc-row"
     data = f' data-tc-lines="{" ".join(map(str, sorted(set(lines))))}"' if lines else ""
     tip = f' title="{esc(title)}"' if title else ""
-    num = f'<span class="tc-num" style="color:{FG_DIM};user-select:none">{number:4d}  </span>' if number is not None else ""
+    num = ""
+    if number is not None:
+        num = f'<span class="tc-num" style="color:{FG_DIM};user-select:none">{number:4d}  </span>'
     return f'<div class="{cls}"{data}{tip} style="white-space:pre;min-height:1.3em">{num}{body_html or " "}</div>'
 
 
@@ -194,7 +196,8 @@ def hover_css(lines: Iterable[int]) -> str:
     for n in sorted(set(lines)):
         c = f".tc-l{n}"
         rules.append(f".tc-root:has({c}:hover) div{c}{{background:rgba(255,200,0,.35)!important}}"
-                     f".tc-root:has({c}:hover) g{c} polygon,.tc-root:has({c}:hover) g{c} ellipse"
+                     f".tc-root:has({c}:hover) g{c} polygon,.tc-root:has({c}:hover) g{c} ellipse,"
+                     f".tc-root:has({c}:hover) g{c} path"
                      f"{{stroke:#e36209;stroke-width:3px}}")
     return "".join(rules)
 
@@ -206,7 +209,7 @@ def table(header: list[str], rows: list[list[str]], row_attrs: list[str] | None 
     body = []
     for i, row in enumerate(rows):
         attrs = row_attrs[i] if row_attrs else ""
-        tds = "".join(f'<td style="text-align:left;padding:2px 8px;vertical-align:top;font-family:{MONO};font-size:12px">{c}</td>'
-                      for c in row)
+        cell = f"text-align:left;padding:2px 8px;vertical-align:top;font-family:{MONO};font-size:12px"
+        tds = "".join(f'<td style="{cell}">{c}</td>' for c in row)
         body.append(f"<tr {attrs}>{tds}</tr>")
     return f'<table class="tc-table" style="border-collapse:collapse">{"<tr>" + th + "</tr>"}{"".join(body)}</table>'

@@ -45,8 +45,9 @@ class Stepper(View):
         locs = ", ".join(f"{k}={v}" for k, v in s.locals_after) or "(none)"
         did = step_events(s)
         colour = "#cf222e" if "break" in did else ("#1a7f37" if "node added" in did else FG_DIM)
-        return (f'<div class="{cls}"{data} data-tc-step="{i}" style="border-bottom:1px solid var(--jp-border-color2,#eee);'
-                f'padding:3px 0;font-family:{MONO};font-size:12px">'
+        return (f'<div class="{cls}"{data} data-tc-step="{i}" '
+                f'style="border-bottom:1px solid var(--jp-border-color2,#eee);padding:3px 0;font-family:{MONO};'
+                f'font-size:12px">'
                 f"<b>step {i}</b> line {s.line} <code>{s.offset} {esc(s.opname)} {esc(s.argrepr)}</code> "
                 f'<span style="color:{FG_DIM}">{esc(src)}</span><br>'
                 f"stack: [{esc(stack)}]<br>locals: {esc(locs)}<br>"

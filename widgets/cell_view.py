@@ -8,6 +8,7 @@ eagerly).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from toycompiler.artifacts import Report
@@ -30,6 +31,7 @@ class FunctionResult:
     timing: Timing | None = None
     matrix: GuardMatrix | None = None
     failure: str | None = None
+    explorer: Explorer | None = None  # with --explain: can re-run the function after an edit
 
 
 class CellView(View):
@@ -39,7 +41,7 @@ class CellView(View):
         self.results, self.explain = results, explain
 
     @classmethod
-    def build(cls, session) -> "CellView":
+    def build(cls, session) -> CellView:
         results = []
         with Progress() as progress:
             for name, rec in session.recorders.items():
@@ -55,14 +57,41 @@ class CellView(View):
                                          torch_compile=session.options.torch,
                                          backend=report.frames[-1].backend.backend if report.frames[-1].backend
                                          else session.options.backend, **kwargs)
-                results.append(FunctionResult(name, report, timing, matrix, rec.failure))
+                explorer = None
+                if session.options.explain and report is not None and report.frames and rec.calls:
+                    options = {"backend": session.options.backend, "mode": session.options.mode}
+                    explorer = Explorer(report, rec.fn, *rec.calls[0], compile_options=options)
+                results.append(FunctionResult(name, report, timing, matrix, rec.failure, explorer))
         return cls(results, session.options.explain)
+
+    # -- the explorer's re-run button (live widget), for the cell's first explained function --
+
+    def _explorer(self) -> Explorer | None:
+        for r in self.results:
+            if self.explain and r.report is not None and r.report.frames:
+                return r.explorer or Explorer(r.report)
+        return None
+
+    def source_text(self) -> str:
+        ex = self._explorer()
+        return ex.source_text() if ex is not None and ex.fn is not None else ""
+
+    def rerun(self, source: str) -> CellView:
+        ex = self._explorer()
+        new = ex.rerun(source)
+        results = [dataclasses.replace(r, report=new.report, explorer=new, timing=None, matrix=None)
+                   if r.explorer is ex else r for r in self.results]
+        return CellView(results, self.explain)
+
+    def summary(self) -> str:
+        ex = self._explorer()
+        return ex.summary() if ex is not None else ""
 
     def _views(self, r: FunctionResult) -> list[View]:
         views: list[View] = []
         if r.report is not None and r.report.frames:
             if self.explain:
-                views.append(Explorer(r.report))
+                views.append(r.explorer or Explorer(r.report))
             else:
                 views += [StageView(f) for f in r.report.frames]
         if r.matrix is not None:

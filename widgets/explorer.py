@@ -10,8 +10,9 @@ the new graph count.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from toycompiler.artifacts import GraphBreak, Report
 
@@ -80,6 +81,10 @@ def resumes_at(report: Report, brk: GraphBreak) -> str:
             lines = [i.line for i in r.instructions if i.line is not None and i.line > brk.line]
             where = f"line {min(lines)}" if lines else f"after line {brk.line}"
             return f"{r.name} ({where})"
+    frame = next((f for f in report.frames if f.translation.graph_break is brk), None)
+    if frame is not None and frame.transformed_bytecode is None:
+        return (f"no resume function was recorded: the whole frame {frame.label} runs as ordinary Python, "
+                f"line {brk.line} included")
     return f"line {brk.line + 1} onwards runs as ordinary Python (no resume function recorded)"
 
 
@@ -121,7 +126,7 @@ class Explorer(View):
 
     def summary(self) -> str:
         r = self.report
-        return (f"graphs: {sum(1 for _ in graph_lines(r))}, graph breaks: {r.graph_break_count} "
+        return (f"graphs: {r.graph_count} ({len(graph_lines(r))} with ops), graph breaks: {r.graph_break_count} "
                 f"({len(self.cards)} distinct), frames compiled: {len(r.frames)}")
 
     def text(self) -> str:
@@ -152,7 +157,7 @@ class Explorer(View):
             mark = ""
             if n in marks:
                 c = marks[n]
-                mark = (f'<div class="tc-breakmark" style="color:#cf222e;font-weight:600;white-space:pre">'
+                mark = (f'<div class="tc-breakmark" style="color:#cf222e;font-weight:600;white-space:pre-wrap">'
                         f"      ^ graph break ({esc(c.kind)}): {esc(c.reason)}</div>")
             rows.append(f'<div class="tc-row tc-l{n}" title="{esc(tip)}" style="white-space:pre;{style}">'
                         f'<span style="color:{FG_DIM}">{n:4d}  </span>{body}</div>{mark}')
@@ -202,7 +207,7 @@ class Explorer(View):
     def source_text(self) -> str:
         return "\n".join(self.report.frames[0].source.lines) if self.report.frames else ""
 
-    def rerun(self, source: str) -> "Explorer":
+    def rerun(self, source: str) -> Explorer:
         """Define the edited function from ``source`` (in the original globals) and explain it again."""
         import linecache
 

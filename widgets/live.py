@@ -25,7 +25,7 @@ class LiveView(anywidget.AnyWidget):
     status = traitlets.Unicode("").tag(sync=True)
 
     @classmethod
-    def of(cls, view) -> "LiveView":
+    def of(cls, view) -> LiveView:
         source = view.source_text() if hasattr(view, "source_text") else ""
         widget = cls(html=view.html(), kind=view.kind, source=source)
         widget._view = view

@@ -24,13 +24,12 @@ import ast
 import linecache
 import shlex
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import toycompiler
 from toycompiler.artifacts import Report
-
-from .progress import Progress
 
 USAGE = """\
 usage: %%compile [--backend NAME] [--mode MODE] [--fullgraph] [--no-timing] [--explain] [--torch] [--help]

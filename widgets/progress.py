@@ -33,7 +33,7 @@ class Progress:
             self.handle.update({"text/plain": ""}, raw=True)
             self.handle = None
 
-    def __enter__(self) -> "Progress":
+    def __enter__(self) -> Progress:
         return self
 
     def __exit__(self, *exc: object) -> None:

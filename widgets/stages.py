@@ -13,7 +13,7 @@ import re
 from toycompiler.artifacts import FrameCompilation, Report
 
 from . import graphs
-from ._render import (FG_DIM, code_block, code_row, esc, hover_css, picture, pre, root, section, table)
+from ._render import FG_DIM, code_block, code_row, esc, hover_css, picture, pre, root, section, table
 from .base import View, stable_paths
 from .provenance import Provenance
 
@@ -31,7 +31,7 @@ class StageView(View):
         self.prov = Provenance(frame)
 
     @classmethod
-    def of(cls, report_or_frame: Report | FrameCompilation) -> "StageView | ReportView":
+    def of(cls, report_or_frame: Report | FrameCompilation) -> StageView | ReportView:
         if isinstance(report_or_frame, Report):
             return ReportView(report_or_frame)
         return cls(report_or_frame)

@@ -97,13 +97,13 @@ def jupyter_lab(root: Path, timeout: float = 60.0):
 
 def run_all(page, url: str, name: str, wait_for: str, timeout_ms: int = 90_000) -> None:
     """Open a notebook in JupyterLab, run every cell, and wait for ``wait_for`` to appear."""
-    page.goto(f"{url}/lab/tree/{name}")
+    page.goto(f"{url}/lab/tree/{name}?reset")  # a fresh workspace: only this notebook open
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
     with contextlib.suppress(Exception):  # JupyterLab may ask which kernel to start
         page.click(".jp-Dialog .jp-mod-accept", timeout=8_000)
     with contextlib.suppress(Exception):  # and whether to fetch news: no
         page.click(".jp-toast-button:text-is('No')", timeout=1_000)
-    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle'] >> visible=true", timeout=60_000)
     page.click(".lm-MenuBar-itemLabel:text-is('Run')")
     page.click(".lm-Menu-itemLabel:text-is('Run All Cells')")
     page.wait_for_selector(wait_for, timeout=timeout_ms)
@@ -133,17 +133,19 @@ def docs_screenshots(out: Path) -> None:
         (root / "explorer.ipynb").write_text(json.dumps(notebook([SETUP, EXPLAIN])), encoding="utf-8")
         with jupyter_lab(root) as url:
             b = browser(p)
-            page = b.new_page(viewport={"width": 1500, "height": 1000})
-            run_all(page, url, "stages.ipynb", ".tc-live .tc-stageview")
+            page = b.new_page(viewport={"width": 1500, "height": 1400})
+            run_all(page, url, "stages.ipynb", ".tc-live .tc-stageview .tc-toolbar")
+            page.wait_for_selector(".tc-live .tc-timing svg", timeout=60_000)
             view = page.locator(".tc-live .tc-stageview").first
             view.locator(".tc-toolbar select").nth(0).select_option("two")
-            view.locator(".tc-toolbar select").nth(1).select_option("source")
+            view.locator(".tc-toolbar select").nth(1).select_option("fx")
             view.locator(".tc-toolbar select").nth(2).select_option("kernels")
-            view.locator("[data-tc-stage='source'] .tc-row[data-tc-lines]").nth(2).click()
+            view.locator("[data-tc-stage='fx'] .tc-row", has_text="torch.cos").first.click()
             page.wait_for_timeout(300)
-            view.screenshot(path=str(out / "stage-view.png"))
+            page.locator(".tc-live .tc-root").first.screenshot(path=str(out / "stage-view.png"))
+            page = b.new_page(viewport={"width": 1500, "height": 1400})
             run_all(page, url, "explorer.ipynb", ".tc-live .tc-explorer")
-            page.locator(".tc-live .tc-explorer").first.screenshot(path=str(out / "explorer.png"))
+            page.locator(".tc-live .tc-root").first.screenshot(path=str(out / "explorer.png"))
             b.close()
 
 

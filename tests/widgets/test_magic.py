@@ -4,7 +4,6 @@ import inspect
 
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
-
 from toycompiler.widgets.magic import MagicOptions, MagicUsageError, parse_options, register_cell
 
 
@@ -105,3 +104,19 @@ def test_register_cell_names_are_readable_and_distinct():
     b = register_cell("x = 2\n", 7)
     assert a == "<cell In[7]>" and b != a and b.startswith("<cell In[7]")
     assert register_cell("x = 1\n", 7) == a
+
+
+def test_explain_cell_view_can_rerun_an_edited_function(ip, capsys):
+    from toycompiler.widgets.cell_view import CellView
+    from toycompiler.widgets.magic import CellSession
+
+    cell = 'def k(x):\n    y = x.sin()\n    print("k")\n    return y\n'
+    filename = register_cell(cell, 99)
+    exec(compile(cell, filename, "exec"), ip.user_ns)
+    session = CellSession(parse_options("--backend cpp --explain --no-timing"), filename)
+    session.wrap("k", ip.user_ns["k"])(ip.user_ns["torch"].randn(3))
+    view = CellView.build(session)
+    assert "graph breaks: 1" in view.summary() and 'print("k")' in view.source_text()
+    again = view.rerun(view.source_text().replace('    print("k")\n', ""))
+    assert "graph breaks: 0" in again.summary()
+    assert "graph breaks: 0" in again.text()

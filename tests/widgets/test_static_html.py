@@ -4,10 +4,9 @@ import re
 
 import pytest
 import torch
+from toycompiler.widgets import Stepper, _render, explore, save_html, stage_view
 
 import toycompiler
-from toycompiler.widgets import Stepper, explore, save_html, stage_view
-from toycompiler.widgets import _render
 
 
 def test_stage_view_html_has_svg_highlighting_and_no_script(report):
