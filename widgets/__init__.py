@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from toycompiler import artifacts as _artifacts
 
+from .base import set_live
 from .bytecode_stepper import Stepper
 from .explorer import Explorer, explore
 from .export import save_html
@@ -63,4 +64,4 @@ def _guards_html(g) -> str:
 _register()
 
 __all__ = ["Explorer", "GuardsView", "RecompileMatrix", "ReportView", "StageView", "Stepper", "TimingView",
-           "explore", "recompile_matrix", "save_html", "stage_view", "stepper"]
+           "explore", "recompile_matrix", "save_html", "set_live", "stage_view", "stepper"]

@@ -30,8 +30,24 @@ def stable_paths(text: str) -> str:
     return _CACHE_PATH.sub(repl, text)
 
 
+_live: bool | None = None  # None: decide from the environment
+
+
+def set_live(flag: bool | None) -> None:
+    """``set_live(False)``: static HTML only, e.g. for notebooks exported with nbconvert or shown on GitHub.
+
+    nbconvert prefers a widget view over HTML and can only draw it from saved widget state (and a CDN),
+    so a notebook meant to be read without a kernel is best run with live widgets off. The
+    environment variable ``TOYCOMPILER_STATIC=1`` does the same. ``None`` restores the default.
+    """
+    global _live
+    _live = flag
+
+
 def in_live_kernel() -> bool:
     """True inside a Jupyter kernel that can talk to widgets (not plain IPython, not CI)."""
+    if _live is not None:
+        return _live
     try:
         from IPython import get_ipython
     except ImportError:

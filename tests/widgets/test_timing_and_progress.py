@@ -1,0 +1,42 @@
+"""The timing measurement (compiler side) and its chart (view side); progress stays silent in tests."""
+
+import torch
+from toycompiler.widgets import TimingView
+from toycompiler.widgets.progress import Progress
+
+import toycompiler
+from toycompiler.timing import Timing, measure
+
+
+def twice(x):
+    return torch.sin(x) * 2
+
+
+def test_measure_separates_compile_time_from_run_time():
+    compiled = toycompiler.compile(twice, backend="cpp")
+    t = measure(twice, compiled, torch.randn(256), repeat=3, backend="cpp")
+    assert t.name == "twice" and t.repeat == 3 and t.backend == "cpp"
+    assert t.eager_s > 0 and t.compiled_s > 0 and t.compile_s > 0
+    assert len(compiled.cache.entries) == 1  # the first call compiled, the rest reused it
+    assert "compile" in str(t) and "median of 3 calls" in str(t)
+
+
+def test_chart_is_inline_svg_and_deterministic():
+    t = Timing("f", 2e-3, 5e-4, 0.25, 7, backend="cpp")
+    first, second = TimingView(t).html(), TimingView(t).html()
+    assert first == second  # stable ids, no date: same input, same bytes
+    assert "<svg" in first and "<script" not in first
+    assert "compile time (first call, once): 250.00 ms" in first
+    assert "4.00x" in TimingView(t).text()
+
+
+def test_chart_shows_torch_compile_when_measured():
+    t = Timing("f", 2e-3, 5e-4, 0.25, 7, torch_compile_s=4e-4, torch_compile_compile_s=12.0, backend="cpp")
+    html = TimingView(t).html()
+    assert "torch.compile compile time 12.00 s" in html and "torch.compile" in str(t)
+
+
+def test_progress_is_silent_outside_a_live_kernel(capsys):
+    with Progress() as p:
+        p.update("working...")
+    assert not p.live and capsys.readouterr().out == ""
