@@ -499,3 +499,62 @@ def check_lesson10_grid(launch_shape: Any) -> Verdict:
         if (tuple(got) if isinstance(got, list | tuple) else got) != expected:
             return _wrong(f"launch_shape({n}, {block}) returned {got!r}; expected {expected}.")
     return _ok("right: triton.cdiv(n, block) programs, and the mask covers the rest of the last one.")
+
+
+# -- lesson 12: training and the real thing ---------------------------------------------------
+
+
+def check_lesson12_backward(grad_x: Any) -> Verdict:
+    """``grad_x(x, y, grad_out)``: d/dx of ``sin(x) * y + 1``, times ``grad_out``."""
+    if _missing(grad_x):
+        return _todo("the chain rule: d/dx sin(x) = cos(x), and the rest is a product with y and grad_out.")
+    for shape in ((5,), (3, 4)):
+        x = torch.randn(shape, requires_grad=True)
+        y, grad_out = torch.randn(shape), torch.randn(shape)
+        (torch.sin(x) * y + 1).backward(grad_out)
+        got, err = _call(grad_x, x.detach(), y, grad_out)
+        if err:
+            return _wrong(f"grad_x raised {err}")
+        diff = _same(got, x.grad)
+        if diff:
+            return _wrong(f"your gradient differs from autograd's: {diff}. "
+                          "Did you multiply by grad_out (the incoming gradient)?")
+    return _ok("grad_out * y * cos(x): the same formula as the backward graph's mul and cos nodes.")
+
+
+def _l12_fn(x, w):
+    return torch.tanh(x * w).sum()
+
+
+def check_lesson12_training_backend(backend: Any, graphs_seen: Any) -> Verdict:
+    """``backend``: an ``aot_autograd`` backend whose compilers append ("forward"|"backward", n_ops)."""
+    if _missing(backend):
+        return _todo("def fw(gm, example_inputs): graphs_seen.append(('forward', n)); "
+                     "return make_boxed_func(gm.forward) -- the same for bw; "
+                     "counting_backend = aot_autograd(fw_compiler=fw, bw_compiler=bw)")
+    if not isinstance(graphs_seen, list):
+        return _wrong("graphs_seen must be the list your compilers append to.")
+    del graphs_seen[:]
+    torch._dynamo.reset()
+    x, w = torch.randn(6), torch.randn(6, requires_grad=True)
+    w_eager = w.detach().clone().requires_grad_()
+    try:
+        torch.compile(_l12_fn, backend=backend)(x, w).backward()
+    except Exception as e:
+        torch._dynamo.reset()
+        return _wrong(f"training through torch.compile with your backend raised "
+                      f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}")
+    torch._dynamo.reset()
+    _l12_fn(x, w_eager).backward()
+    diff = _same(w.grad, w_eager.grad)
+    if diff:
+        return _wrong(f"the gradient differs from eager: {diff}")
+    kinds = [entry[0] if isinstance(entry, tuple) and entry else entry for entry in graphs_seen]
+    if sorted(kinds) != ["backward", "forward"]:
+        return _wrong(f"graphs_seen holds {graphs_seen!r}; expected one ('forward', n) and one ('backward', n). "
+                      "Pass your compilers as fw_compiler and bw_compiler to aot_autograd.")
+    counts = dict(graphs_seen)
+    if not all(isinstance(n, int) and n > 0 for n in counts.values()):
+        return _wrong(f"the node counts should be positive ints; got {counts}.")
+    return _ok(f"one forward graph ({counts['forward']} ops) and one backward graph ({counts['backward']} ops), "
+               "and the gradient matches eager.")
