@@ -28,6 +28,7 @@ def test_parse_defaults_and_flags():
     ("--bogus", "unrecognized arguments: --bogus"),
     ("--backend", "expected one argument"),
     ("--backend 'cpp", "cannot read the options"),
+    ("--mode fastest", "argument --mode: invalid choice: 'fastest'"),
 ])
 def test_bad_options_say_what_is_wrong(line, message):
     with pytest.raises(MagicUsageError, match=message):
