@@ -558,3 +558,60 @@ def check_lesson12_training_backend(backend: Any, graphs_seen: Any) -> Verdict:
         return _wrong(f"the node counts should be positive ints; got {counts}.")
     return _ok(f"one forward graph ({counts['forward']} ops) and one backward graph ({counts['backward']} ops), "
                "and the gradient matches eager.")
+
+
+# -- lesson 9: scheduling and fusion -----------------------------------------------------------
+
+
+def check_lesson09_traffic(fn: Any) -> Verdict:
+    """``fn(x, y)``: one kernel, at least three operations, fusion divides memory traffic by 4 or more."""
+    if _missing(fn):
+        return _todo("chain several pointwise operations on x and y; every intermediate you avoid storing "
+                     "saves a write and a read.")
+    x, y = torch.randn(1000), torch.randn(1000)
+    expected, err = _call(fn, x.clone(), y.clone())
+    if err:
+        return _wrong(f"fn(x, y) raised {err} in eager mode.")
+    report = _quiet_explain(fn, x, y, backend="cpp")
+    if report.fallback_reasons:
+        return _wrong(f"toycompiler could not compile it: {report.fallback_reasons[0]}")
+    if report.graph_break_count:
+        return _wrong(f"it has a graph break: {report.breaks[0].reason}")
+    ops = report.ops_per_graph[0] if report.ops_per_graph else 0
+    if ops < 3:
+        return _wrong(f"the graph has {ops} operation(s); use at least three.")
+    schedule = report.frames[0].backend.schedule
+    if len(schedule.groups) != 1:
+        return _wrong(f"it compiles into {len(schedule.groups)} kernels; expected one. Decisions:\n  "
+                      + "\n  ".join(str(d) for d in schedule.decisions if not d.fused))
+    ratio = schedule.unfused_bytes / max(schedule.fused_bytes, 1)
+    if ratio < 4:
+        return _wrong(f"fusion divides traffic by {ratio:.2f} ({schedule.unfused_bytes} -> {schedule.fused_bytes} "
+                      "bytes); add operations so that more intermediates stay in registers.")
+    return _ok(f"{ops} operations in one kernel: {schedule.unfused_bytes} bytes unfused, {schedule.fused_bytes} "
+               f"fused, {ratio:.1f} times less traffic.")
+
+
+def _l09_wasteful(x, y):
+    return (x * 2 + y) - torch.sin(x)
+
+
+def check_lesson09_two_kernels(fn: Any) -> Verdict:
+    """``fn(x, y)`` computes ``(x * 2 + y) - sin(x)`` for x [8], y [4, 8] in exactly two kernels."""
+    if _missing(fn):
+        return _todo("do all the work on x's [8] range first (x * 2 and sin(x)), then the [4, 8] work.")
+    x, y = torch.randn(8), torch.randn(4, 8)
+    got, err = _call(fn, x.clone(), y.clone())
+    if err:
+        return _wrong(f"tidy(x, y) raised {err}")
+    diff = _same(got, _l09_wasteful(x, y))
+    if diff:
+        return _wrong(f"tidy computes something else than wasteful: {diff}")
+    report = _quiet_explain(fn, x, y, backend="cpp")
+    if report.fallback_reasons:
+        return _wrong(f"toycompiler could not compile it: {report.fallback_reasons[0]}")
+    n = len(report.kernels)
+    if n != 2:
+        refused = [str(d) for d in report.frames[0].backend.schedule.decisions if not d.fused]
+        return _wrong(f"{n} kernels, expected 2. Refused fusions:\n  " + "\n  ".join(refused))
+    return _ok("two kernels: one over [8] (x * 2 and sin(x) as siblings), one over [4, 8].")
