@@ -100,3 +100,9 @@ def test_highlight_lines_keeps_one_string_per_line(language, needle):
 def test_explorer_html_has_no_script():
     html = explore(noisy, torch.randn(3), backend="cpp").html()
     assert "<script" not in html and "graph break" in html and "hint:" in html
+
+
+def test_indentation_is_never_a_whitespace_only_node():
+    # nbconvert's sanitizer collapses whitespace-only text between tags, which would lose indentation.
+    line = _render.highlight_lines("def f():\n    return 1\n", "python")[1]
+    assert re.match(r'<span class="tc-tok" style="[^"]*">    return</span>', line)
