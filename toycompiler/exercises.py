@@ -17,11 +17,11 @@ wrong solution fails the tests.
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import io
+import itertools
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -615,3 +615,42 @@ def check_lesson09_two_kernels(fn: Any) -> Verdict:
         refused = [str(d) for d in report.frames[0].backend.schedule.decisions if not d.fused]
         return _wrong(f"{n} kernels, expected 2. Refused fusions:\n  " + "\n  ".join(refused))
     return _ok("two kernels: one over [8] (x * 2 and sin(x) as siblings), one over [4, 8].")
+
+
+# -- lesson 8: lowering to loop IR --------------------------------------------------------------
+
+
+def check_lesson08_transpose(transposed_index: Any) -> Verdict:
+    """``transposed_index(i, j, rows, cols)``: storage position of ``x.t()[i, j]`` for contiguous x."""
+    if _missing(transposed_index):
+        return _todo("x.t()[i, j] is x[j, i]; in a contiguous rows x cols tensor, x[a, b] is at a * cols + b.")
+    for rows, cols in ((3, 4), (2, 7), (5, 1)):
+        x = torch.arange(rows * cols)
+        view = x.reshape(rows, cols).t()
+        for i in range(cols):
+            for j in range(rows):
+                got, err = _call(transposed_index, i, j, rows, cols)
+                if err:
+                    return _wrong(f"transposed_index({i}, {j}, {rows}, {cols}) raised {err}")
+                if got != int(view[i, j]):
+                    return _wrong(f"transposed_index({i}, {j}, rows={rows}, cols={cols}) returned {got}; "
+                                  f"x.t()[{i}, {j}] is stored at {int(view[i, j])}.")
+    return _ok("right: the transpose reads x at j * cols + i, the strides swapped.")
+
+
+def check_lesson08_view_index(view_index: Any) -> Verdict:
+    """``view_index(index, strides, offset)``: storage position of an element of a strided view."""
+    if _missing(view_index):
+        return _todo("offset + the sum over dimensions of index[k] * strides[k].")
+    base = torch.arange(60).reshape(3, 4, 5)
+    views = {"t": base[0].t(), "slice": base[:, 1:, 2:], "step": base[::2, :, ::3],
+             "expand": base[0, 0].expand(4, 5), "diagonal": base[1].diagonal(), "permute": base.permute(2, 0, 1)}
+    for name, v in views.items():
+        for idx in itertools.product(*(range(s) for s in v.shape)):
+            got, err = _call(view_index, tuple(idx), tuple(v.stride()), v.storage_offset())
+            if err:
+                return _wrong(f"view_index({idx}, {tuple(v.stride())}, {v.storage_offset()}) raised {err}")
+            if got != int(v[idx]):
+                return _wrong(f"for the {name} view, view_index({idx}, strides={tuple(v.stride())}, "
+                              f"offset={v.storage_offset()}) returned {got}; PyTorch reads {int(v[idx])}.")
+    return _ok("right for every view tried: a view is nothing but an offset and strides.")
