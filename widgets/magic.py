@@ -145,6 +145,7 @@ class Recorder:
     failure: str | None = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True  # IPython leaves this frame out of the user's traceback
         import time
 
         if len(self.calls) < 8:
@@ -206,6 +207,7 @@ class CellSession:
 
 def run_cell(line: str, cell: str, shell: Any) -> Any:
     """The ``%%compile`` cell magic."""
+    __tracebackhide__ = True
     from IPython.display import display
 
     try:
@@ -249,4 +251,9 @@ def load_ipython_extension(ip: Any) -> None:
     from . import _register
 
     _register()
-    ip.register_magic_function(lambda line, cell: run_cell(line, cell, ip), magic_kind="cell", magic_name="compile")
+    def compile(line: str, cell: str) -> None:
+        __tracebackhide__ = True
+        return run_cell(line, cell, ip)
+
+    compile.__doc__ = usage()
+    ip.register_magic_function(compile, magic_kind="cell", magic_name="compile")
