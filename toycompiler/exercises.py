@@ -654,3 +654,57 @@ def check_lesson08_view_index(view_index: Any) -> Verdict:
                 return _wrong(f"for the {name} view, view_index({idx}, strides={tuple(v.stride())}, "
                               f"offset={v.storage_offset()}) returned {got}; PyTorch reads {int(v[idx])}.")
     return _ok("right for every view tried: a view is nothing but an offset and strides.")
+
+
+# -- lesson 5: guards and recompilation -------------------------------------------------------
+
+
+def _l05_f(x, scale):
+    return x * scale + 1
+
+
+def check_lesson05_failed_guard(expr: Any) -> Verdict:
+    """``expr``: the guard that fails when f, compiled for float32, gets a float64 tensor."""
+    if _missing(expr):
+        return _todo("what differs between torch.randn(8) and torch.randn(8, dtype=torch.float64)? "
+                     "Print compiled.compiled_frames[0].guards to see how guards are written.")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compiled = api.compile(_l05_f, backend="cpp")
+        compiled(torch.randn(8), 2.0)
+        compiled(torch.randn(8, dtype=torch.float64), 2.0)
+    expected = compiled.cache.failures[-1].expr
+    if not isinstance(expr, str):
+        return _wrong(f"write the guard as a string, like {expected.split(' ==')[0]!r} ... ")
+    if expr.replace(" ", "") != expected.replace(" ", ""):
+        return _wrong(f"{expr!r} is not the guard that failed. Look at the guards of the first entry and "
+                      "find the one about the property that changed.")
+    return _ok(f"{expected} fails (got torch.float64): the kernel was generated for 32-bit floats.")
+
+
+def check_lesson05_three_failures(calls: Any) -> Verdict:
+    """``calls``: argument tuples for f giving exactly three recompiles: constant, dtype, shape."""
+    if _missing(calls):
+        return _todo("start with (torch.randn(8), 2.0); then change one thing per call: the float, the "
+                     "tensor's dtype, the tensor's length. Each call is checked against the newest entry.")
+    if not isinstance(calls, list | tuple) or not all(isinstance(c, tuple) for c in calls):
+        return _wrong("calls must be a list of argument tuples, like [(torch.randn(8), 2.0), ...].")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compiled = api.compile(_l05_f, backend="cpp")
+        for args in calls:
+            _, err = _call(compiled, *args)
+            if err:
+                return _wrong(f"f{tuple(type(a).__name__ for a in args)} raised {err}")
+    failures = compiled.cache.failures
+    kinds = []
+    for fl in failures:
+        kind = "dtype" if ".dtype" in fl.expr else "shape" if ".shape" in fl.expr else \
+            "constant" if fl.expr.startswith("scale") else fl.expr
+        kinds.append(kind)
+    if len(failures) != 3:
+        listing = "\n  ".join(str(fl) for fl in failures) or "(none)"
+        return _wrong(f"{len(failures)} recompile(s), expected 3:\n  {listing}")
+    if sorted(kinds) != ["constant", "dtype", "shape"]:
+        return _wrong(f"the recompiles were caused by {kinds}; expected one constant, one dtype, one shape.")
+    return _ok("three recompiles: " + "; ".join(str(fl) for fl in failures))
