@@ -52,6 +52,14 @@ class Config:
     # Check every IR at stage boundaries (tests turn this on).
     verify_ir: bool = False
 
+    # -- runtime -----------------------------------------------------------
+    # torch.compile's modes: "default"; "max-autotune" benchmarks block sizes
+    # (and warps) per kernel at compile time; "reduce-overhead" replays the
+    # graph as a CUDA graph (GPU only). toycompiler.compile(mode=...) sets it.
+    mode: str = "default"
+    # Reuse compiled graphs from cache_dir across processes (Inductor's FX graph cache).
+    graph_cache: bool = True
+
     def patch(self, **changes: object) -> "_Patch":
         """Temporarily change settings: ``with config.patch(fusion=False): ...``."""
         unknown = set(changes) - {f.name for f in dataclasses.fields(self)}

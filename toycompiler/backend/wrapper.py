@@ -29,6 +29,7 @@ def wrapper_source(ir: GraphIR, kernels: list[RenderedKernel], loads: list[str],
         "import torch",
         "import triton" if language == "triton" else "",
         "from toycompiler.backend import codecache",
+        "from toycompiler.backend.launcher import empty_strided  # torch.empty without its Python overhead",
         "",
         *loads,
         "",
@@ -41,7 +42,7 @@ def wrapper_source(ir: GraphIR, kernels: list[RenderedKernel], loads: list[str],
             if out not in allocated:
                 layout = ir.buffer(out).layout
                 size = tuple(int(s) for s in layout.size)
-                lines.append(f"    {out} = torch.empty({size}, dtype={layout.dtype}, device={layout.device!r})")
+                lines.append(f"    {out} = {_alloc(size, layout.dtype, layout.device)}")
                 allocated.add(out)
         where = ""
         if k.lines:
@@ -59,6 +60,15 @@ def wrapper_source(ir: GraphIR, kernels: list[RenderedKernel], loads: list[str],
             lines.append(f"    {k.name}[(triton.cdiv({numel}, {block}),)]({', '.join([*k.inputs, *k.outputs, *sizes])}, XBLOCK={block})")
     lines.append(f"    return ({''.join(o + ', ' for o in ir.outputs)})")
     return "\n".join(lines) + "\n"
+
+
+def _alloc(size: tuple[int, ...], dtype: object, device: str) -> str:
+    """A contiguous output buffer; see :func:`toycompiler.backend.launcher.empty_strided`."""
+    stride, acc = [], 1
+    for s in reversed(size):
+        stride.append(acc)
+        acc *= s
+    return f"empty_strided[{device!r}]({size}, {tuple(reversed(stride))}, {dtype})"
 
 
 def _block_size(numel: sympy.Expr) -> int:

@@ -32,11 +32,11 @@ def generate(ir: GraphIR, plan: Schedule, target: str, config: Config,
         if target == "cpp":
             path, _ = codecache.cpp_library(k.source, config)
             nargs = len(k.inputs) + len(k.outputs) + len(k.sizes)
-            loads.append(f"{k.name} = codecache.load_cpp_kernel({path!r}, {k.name!r}, {nargs})")
+            loads.append(f"{k.name} = codecache.load_cpp_kernel({path!r}, {k.name!r}, {nargs}, {len(k.sizes)})")
         else:
             _ensure_triton_can_run()
             module, path = codecache.python_module(k.source, config, k.name)
-            loads.append(f"{k.name} = codecache.python_module_at({path!r}).{k.name}")
+            loads.append(f"{k.name} = codecache.load_triton_kernel({path!r}, {k.name!r})")
         kernel_arts.append(KernelArtifact(k.name, target, k.source, path, k.nodes, k.lines))
     src = wrapper_source(ir, rendered, loads, target, source)
     module, path = codecache.python_module(src, config, "output_code")
