@@ -141,9 +141,11 @@ class _Launch:
             self.owner.direct, self.owner.reason = False, f"this Triton's compiled kernel has no {e.name}"
             return
         names = self.owner.arg_names
+        ints = [i for i, a in enumerate(args) if isinstance(a, int)]
+        if any(n not in meta for n in names[len(args):]) or (ints and ints != list(range(ints[0], ints[-1] + 1))):
+            return  # unusual signature (defaulted constexprs, interleaved sizes): this grid keeps the JIT path
         self.tail = tuple(meta[n] for n in names[len(args):])  # constexprs, passed positionally
         self.aligned = tuple(i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.data_ptr() % 16 == 0)
-        ints = [i for i, a in enumerate(args) if isinstance(a, int)]
         self.first_int, self.last_int = (ints[0], ints[-1] + 1) if ints else (0, 0)
         self.ints = args[self.first_int:self.last_int]
         self.device = next(a.device.index for a in args if isinstance(a, torch.Tensor))
