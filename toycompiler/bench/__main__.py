@@ -29,6 +29,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.child_compile:
         return measure.child_compile(args.child_compile, args.compiler, args.device)
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if args.threads:  # every contender, and the compile subprocesses, get the same CPU threads
+        os.environ["OMP_NUM_THREADS"] = str(args.threads)
+        torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     bandwidth = measure.copy_bandwidth(device, args.quick)
     print(f"# {machine_name(device)}: copy bandwidth {bandwidth / 1e9:.1f} GB/s", flush=True)
@@ -58,6 +61,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--out", help="write results as JSON, e.g. bench/results/<machine>.json")
     p.add_argument("--chart", help="write a PNG chart of speedups over eager")
     p.add_argument("--only", nargs="*", help="run only these workloads")
+    p.add_argument("--threads", type=int, help="CPU threads for every contender (a shared machine: 1)")
     p.add_argument("--no-compile-time", action="store_true", help="skip cold/warm compile in subprocesses")
     p.add_argument("--child-compile", help=argparse.SUPPRESS)
     p.add_argument("--compiler", help=argparse.SUPPRESS)
@@ -202,7 +206,7 @@ def summarize(result: dict, device: str) -> dict:
 
 def markdown(result: dict) -> str:
     m = result["machine"]
-    lines = [f"**{m['name']}** ({m['device']}), torch {m['torch']}, triton {m['triton']}; "
+    lines = [f"**{m['name']}** ({m['device']}, {m['threads']} thread(s)), torch {m['torch']}, triton {m['triton']}; "
              f"copy bandwidth {m['copy_gbps']:.0f} GB/s. Times are medians in ms; ratios > 1 mean toycompiler "
              f"is faster.", "",
              "| workload | input | eager | torch.compile | toycompiler | toy vs eager | toy vs torch.compile "
@@ -276,7 +280,8 @@ def machine_info(device: str, bandwidth: float) -> dict:
         triton_version = triton.__version__
     except ImportError:
         triton_version = "none"
-    return {"name": machine_name(device), "device": device, "cpus": os.cpu_count(), "torch": torch.__version__,
+    return {"name": machine_name(device), "device": device, "cpus": os.cpu_count(), "threads": torch.get_num_threads(),
+            "torch": torch.__version__,
             "triton": triton_version, "python": sys.version.split()[0], "copy_gbps": bandwidth / 1e9,
             "toy_target": toy_target(device)}
 

@@ -42,6 +42,37 @@ template <typename T> static inline T toy_sigmoid(T a) { return T(1) / (T(1) + s
 """
 
 
+def vector_math_declarations() -> str:
+    """Declare glibc's vector math (libmvec) so ``#pragma omp simd`` loops call ``sin`` 8 lanes at a time.
+
+    glibc only declares these under ``-ffast-math``, which would also break
+    NaN handling; declaring them ourselves gets the vector calls alone. They
+    must come before ``<cmath>``. x86-64 Linux only; tanh, erf and log1p
+    need glibc 2.35.
+    """
+    import os
+    import platform
+
+    if platform.system() != "Linux" or platform.machine() != "x86_64":
+        return ""
+    names = ["sin", "cos", "exp", "log", "pow"]
+    try:
+        glibc = tuple(int(p) for p in os.confstr("CS_GNU_LIBC_VERSION").split()[1].split(".")[:2])
+    except (ValueError, OSError, IndexError, AttributeError):
+        glibc = (0, 0)
+    if glibc < (2, 22):
+        return ""
+    if glibc >= (2, 35):
+        names += ["tanh", "erf", "log1p"]
+    lines = ['extern "C" {']
+    for name in names:
+        args = "float, float" if name == "pow" else "float"
+        dargs = "double, double" if name == "pow" else "double"
+        lines.append(f'__attribute__((simd("notinbranch"))) float {name}f({args}) noexcept;')
+        lines.append(f'__attribute__((simd("notinbranch"))) double {name}({dargs}) noexcept;')
+    return "\n".join(lines + ["}"]) + "\n"
+
+
 class CppRenderer(KernelRenderer):
     language = "cpp"
     prefix = "cpp"
@@ -63,7 +94,7 @@ class CppRenderer(KernelRenderer):
         return CTYPES[dtype]
 
     def header(self) -> list[str]:
-        return PRELUDE.splitlines() + [""]
+        return vector_math_declarations().splitlines() + PRELUDE.splitlines() + [""]
 
     def signature(self, name, inputs, outputs, sizes):
         in_types = [f"const {self.type_name(self._dtypes[b])}* {p}" for b, p in self._ptr.items() if p in inputs]
@@ -75,7 +106,7 @@ class CppRenderer(KernelRenderer):
 
     def loop_open(self):
         return [
-            "    #pragma omp parallel for if(xnumel > 16384)",
+            "    #pragma omp parallel for simd if(xnumel > 16384)",
             "    for (int64_t xindex = 0; xindex < xnumel; ++xindex) {",
         ]
 
