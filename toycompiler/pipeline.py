@@ -68,7 +68,8 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, target: str, c
         from .backend.ir import verify
         verify(ir)
     plan = clock("scheduling", scheduler.schedule, ir, config)
-    call, kernels, output = clock("codegen", codegen.generate, ir, plan, target, config, source)
+    constants = lowering.constant_tensors(ir, aten_gm)
+    call, kernels, output = clock("codegen", codegen.generate, ir, plan, target, config, source, constants)
     arts = A.BackendArtifacts(target, graph, passes, lowering.ir_artifact(ir), plan.artifact, kernels, output,
                               tuple(clock.times))
     return CompiledGraph(call, arts)
