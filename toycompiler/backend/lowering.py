@@ -259,6 +259,25 @@ def _expand_to(v: TensorValue, size: tuple) -> TensorValue:
     return TensorValue(size, v.dtype, v.device, broadcast_loader(v, size))
 
 
+def _copy_into_input(graph: "GraphLowering", node: torch.fx.Node, dst: TensorValue, src: Any) -> TensorValue:
+    """``copy_(input, value)``, which functionalization leaves for mutated inputs: a store into the input."""
+    inputs = {b.name: b for b in graph.inputs if b.kind == "input"}
+    if dst.ref is None or dst.ref.buf not in inputs:
+        raise LoweringError(f"{node.name}: copy_ into something other than a graph input is not supported")
+    value = _expand_to(src, dst.size) if isinstance(src, TensorValue) else \
+        TensorValue(dst.size, dst.dtype, dst.device, lambda idx: Const(src, dst.dtype))
+    body = cast(value.loader(index_vars(len(dst.size))), value.dtype, dst.dtype)
+    line = provenance.line_of(node)
+    graph.buffers.append(ComputedBuffer(
+        f"buf{len(graph.buffers)}", Layout(dst.size, dst.ref.stride, dst.dtype, dst.device, dst.ref.offset), body,
+        origins=(node.name,), lines=(line,) if line else (), store_into=dst.ref.buf))
+    return dst
+
+
+_copy_into_input.needs_graph = True
+register_lowering(aten.copy_)(_copy_into_input)
+
+
 # -- the driver -----------------------------------------------------------------
 
 

@@ -224,6 +224,21 @@ def full(node, size, fill_value, **_: Any) -> TensorValue:
     return _constant(node, fill_value)
 
 
+@register_lowering(aten.full_like)
+def full_like(node, x, fill_value, **_: Any) -> TensorValue:
+    return _constant(node, fill_value)
+
+
+@register_lowering(aten.zeros_like, aten.empty_like)
+def zeros_like(node, x, **_: Any) -> TensorValue:
+    return _constant(node, 0)
+
+
+@register_lowering(aten.ones_like)
+def ones_like(node, x, **_: Any) -> TensorValue:
+    return _constant(node, 1)
+
+
 @register_lowering(aten.scalar_tensor)
 def scalar_tensor(node, value, **_: Any) -> TensorValue:
     return _constant(node, value)

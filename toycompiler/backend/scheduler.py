@@ -116,6 +116,8 @@ def can_fuse(kernel: Kernel, node: Node, config: Config) -> tuple[bool, str]:
         return False, "fusion is turned off (config.fusion=False)"
     if isinstance(node, ExternKernel) or kernel.kind == "extern":
         return False, "extern kernels (library calls) are never fused"
+    if node.store_into or any(n.store_into for n in kernel.nodes):
+        return False, "a write into a graph input runs in its own kernel, after every read of the old value"
     xr, rr = kernel.xranges, kernel.rranges
     if node.reduction and kernel.kind == "pointwise":
         xr, rr = squeeze(node.layout.size), squeeze(node.reduction.ranges)
