@@ -65,7 +65,8 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, target: str, c
     key, bypass = clock("cache lookup", codecache.graph_key, gm, example_inputs, target, config, source)
     hit = codecache.load_graph(key, config) if key and config.graph_cache else None
     if hit is not None:
-        return runtime_graph(hit[1].call, hit[0], example_inputs, config, clock, f"hit {key}")
+        arts, constants = hit
+        return runtime_graph(arts, constants, example_inputs, config, clock, f"hit {key}")
     graph = graph_artifact(gm, "input graph")
     aten_gm, passes = clock("passes", run_passes, gm, example_inputs, config)
     ir = clock("lowering", lowering.lower, aten_gm)
@@ -73,25 +74,29 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, target: str, c
         from .backend.ir import verify
         verify(ir)
     plan = clock("scheduling", scheduler.schedule, ir, config)
-    call, kernels, output = clock("codegen", codegen.generate, ir, plan, target, config, source)
+    constants = lowering.constant_tensors(ir, aten_gm)
+    call, kernels, output = clock("codegen", codegen.generate, ir, plan, target, config, source, constants)
     tuning = None
     if config.mode == "max-autotune":
-        tuning = clock("autotune", launcher.autotune, call.__globals__, example_inputs, target)
+        tuning = clock("autotune", launcher.autotune, codecache.output_module(output.path), example_inputs,
+                       target, constants)
     arts = A.BackendArtifacts(target, graph, passes, lowering.ir_artifact(ir), plan.artifact, kernels, output,
                               runtime=A.RuntimeArtifact(config.mode, "", "", "", tuning))
     cache = "off (config.graph_cache=False)" if not config.graph_cache else f"bypassed: {bypass}"
     if key and config.graph_cache:
-        codecache.save_graph(key, arts, config)
-        cache = f"miss, stored as {key}"
-    return runtime_graph(call, arts, example_inputs, config, clock, cache)
+        stored, why_not = codecache.save_graph(key, arts, constants, config)
+        cache = f"miss, stored as {key}" if stored else f"miss, not stored: {why_not}"
+    return runtime_graph(arts, constants, example_inputs, config, clock, cache)
 
 
-def runtime_graph(call: Callable, arts: A.BackendArtifacts, example_inputs: list, config: Config,
+def runtime_graph(arts: A.BackendArtifacts, constants: list, example_inputs: list, config: Config,
                   clock: StageClock, cache: str) -> CompiledGraph:
     """How each call runs: kernel launch path, CUDA graph replay; recorded in ``arts.runtime``."""
-    from .backend import cudagraphs, launcher
+    from .backend import codecache, cudagraphs, launcher
 
-    launchers = launcher.launchers_of(call.__globals__)
+    module = codecache.output_module(arts.output_code.path)
+    call = codecache.with_constants(module.call, constants)  # call(*inputs) -> module.call(*inputs, *constants)
+    launchers = launcher.launchers_of(vars(module))
     tuning = arts.runtime.autotune if arts.runtime else None
     launcher.apply_choices(launchers, tuning)
     launch = launchers[0].reason if launchers else "C++ through ctypes (argtypes declared once)"

@@ -189,29 +189,50 @@ def _graph_path(key: str, config: Config) -> str:
     return os.path.join(config.cache_dir, "graphs", f"{key}.pkl")
 
 
-def save_graph(key: str, artifacts: Any, config: Config) -> None:
-    """Store a compiled graph's artifacts (which name its output code and kernels on disk)."""
+def save_graph(key: str, artifacts: Any, constants: list, config: Config) -> tuple[bool, str]:
+    """Store a compiled graph's artifacts (which name its output code and kernels on disk) and constants."""
     import pickle
 
+    size = sum(t.numel() * t.element_size() for t in constants)
+    if size > _CONSTANT_HASH_LIMIT:
+        return False, f"its constant tensors take {size} bytes (more than {_CONSTANT_HASH_LIMIT})"
     path = _graph_path(key, config)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "wb") as f:
-        pickle.dump(artifacts, f)
+        pickle.dump((artifacts, [t.detach() for t in constants]), f)
     os.replace(tmp, path)
+    return True, ""
 
 
-def load_graph(key: str, config: Config) -> tuple[Any, types.ModuleType] | None:
-    """The stored artifacts and the imported output code, or None when missing or unusable."""
+def load_graph(key: str, config: Config) -> tuple[Any, list] | None:
+    """The stored artifacts and constants, or None when missing or unusable (then: compile again)."""
     import pickle
 
     path = _graph_path(key, config)
     try:
         with open(path, "rb") as f:
-            artifacts = pickle.load(f)
+            artifacts, constants = pickle.load(f)
         files = [artifacts.output_code.path, *(k.path for k in artifacts.kernels)]
         if not all(os.path.exists(p) for p in files):
-            return None  # someone cleaned part of the cache: compile again
-        return artifacts, python_module_at(artifacts.output_code.path)
-    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError):
+            return None  # someone cleaned part of the cache
+        output_module(artifacts.output_code.path)  # imports, loads the kernels: fails here, not at the call
+        return artifacts, constants
+    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, ValueError, TypeError):
         return None
+
+
+def output_module(path: str) -> types.ModuleType:
+    """The output code at ``path``, imported once per process."""
+    return python_module_at(path)
+
+
+def with_constants(call: Any, constants: list) -> Any:
+    """``call(*inputs)`` that passes the graph's constant tensors after the inputs."""
+    if not constants:
+        return call
+    constants = tuple(constants)
+
+    def call_with_constants(*args: Any) -> Any:
+        return call(*args, *constants)
+    return call_with_constants

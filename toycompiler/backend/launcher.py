@@ -183,9 +183,9 @@ def launchers_of(namespace: dict) -> list[TritonLauncher]:
     return [v for v in namespace.values() if isinstance(v, TritonLauncher)]
 
 
-def autotune(namespace: dict, example_inputs: list, target: str) -> AutotuneArtifact:
+def autotune(module: Any, example_inputs: list, target: str, constants: list = ()) -> AutotuneArtifact:
     """Run the output code once on random inputs like the examples, each kernel trying its candidates."""
-    launchers = launchers_of(namespace)
+    launchers = launchers_of(vars(module))
     if target != "triton":
         return AutotuneArtifact((), f"nothing to tune: {target} kernels have no block size")
     if not launchers:
@@ -194,7 +194,7 @@ def autotune(namespace: dict, example_inputs: list, target: str) -> AutotuneArti
     for launcher in launchers:
         launcher.tune = True
     try:
-        namespace["call"](*inputs)
+        module.call(*inputs, *constants)
     finally:
         for launcher in launchers:
             launcher.tune = False
