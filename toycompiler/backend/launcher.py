@@ -69,9 +69,15 @@ class TritonLauncher:
 
     # -- autotuning (mode="max-autotune") -------------------------------------------
     def candidates(self, meta: dict) -> list[dict]:
-        """Block sizes (and warps on a GPU) to try; only XBLOCK changes the grid."""
+        """Block sizes (and warps on a GPU) to try; only XBLOCK changes the grid.
+
+        A kernel with other block sizes (a reduction's RBLOCK) may rely on them
+        covering a whole row: only its warps are tuned.
+        """
         if "XBLOCK" not in meta or "xnumel" not in self.arg_names or set(meta) - {"XBLOCK", "num_warps"}:
-            return [dict(meta)]
+            if not self.direct:
+                return [dict(meta)]
+            return [dict(meta) | {"num_warps": w} for w in (1, 2, 4, 8, 16)]
         blocks = [64, 128, 256, 512, 1024, 2048]
         warps = [1, 2, 4, 8] if self.direct else [None]
         out = []
@@ -86,7 +92,7 @@ class TritonLauncher:
         if "XBLOCK" not in meta or "xnumel" not in self.arg_names:
             return grid
         xnumel = args[self.arg_names.index("xnumel")]
-        return (-(-xnumel // meta["XBLOCK"]), *grid[1:])
+        return (max(1, -(-xnumel // meta["XBLOCK"])), *grid[1:])
 
     def benchmark(self, grid: tuple, args: tuple, meta: dict) -> AutotuneChoice:
         timings = []

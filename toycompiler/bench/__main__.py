@@ -19,7 +19,7 @@ import warnings
 
 import torch
 
-from . import measure, workloads
+from . import measure, runners, workloads
 from .runners import make_compiled, outputs_match, toy_status, toy_target
 
 
@@ -32,6 +32,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.threads:  # every contender, and the compile subprocesses, get the same CPU threads
         os.environ["OMP_NUM_THREADS"] = str(args.threads)
         torch.set_num_threads(args.threads)
+    runners.TOY_MODE[0] = args.toy_mode
     torch.manual_seed(0)
     bandwidth = measure.copy_bandwidth(device, args.quick)
     print(f"# {machine_name(device)}: copy bandwidth {bandwidth / 1e9:.1f} GB/s", flush=True)
@@ -39,7 +40,8 @@ def main(argv: list[str] | None = None) -> None:
     rows = [run_workload(w, device, args.quick, bandwidth) for w in chosen]
     compile_times = {} if args.no_compile_time else measure_compile(device)
     overhead = per_call_overhead(device)
-    result = {"machine": machine_info(device, bandwidth), "quick": args.quick, "workloads": rows,
+    result = {"machine": machine_info(device, bandwidth), "quick": args.quick, "toy_mode": args.toy_mode or "default",
+              "workloads": rows,
               "compile": compile_times, "overhead_us": overhead, "notes": notes(device)}
     result["summary"] = summarize(result, device)
     table = markdown(result)
@@ -61,6 +63,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--out", help="write results as JSON, e.g. bench/results/<machine>.json")
     p.add_argument("--chart", help="write a PNG chart of speedups over eager")
     p.add_argument("--only", nargs="*", help="run only these workloads")
+    p.add_argument("--toy-mode", choices=["default", "max-autotune", "reduce-overhead"],
+                   help="toycompiler's mode for the workload timings (default: default)")
     p.add_argument("--threads", type=int, help="CPU threads for every contender (a shared machine: 1)")
     p.add_argument("--no-compile-time", action="store_true", help="skip cold/warm compile in subprocesses")
     p.add_argument("--child-compile", help=argparse.SUPPRESS)
@@ -207,8 +211,8 @@ def summarize(result: dict, device: str) -> dict:
 def markdown(result: dict) -> str:
     m = result["machine"]
     lines = [f"**{m['name']}** ({m['device']}, {m['threads']} thread(s)), torch {m['torch']}, triton {m['triton']}; "
-             f"copy bandwidth {m['copy_gbps']:.0f} GB/s. Times are medians in ms; ratios > 1 mean toycompiler "
-             f"is faster.", "",
+             f"copy bandwidth {m['copy_gbps']:.0f} GB/s; toycompiler mode {result['toy_mode']}. "
+             f"Times are medians in ms; ratios > 1 mean toycompiler is faster.", "",
              "| workload | input | eager | torch.compile | toycompiler | toy vs eager | toy vs torch.compile "
              "| toy GB/s (% of copy) |", "|---|---|---:|---:|---:|---:|---:|---:|"]
     for r in result["workloads"]:

@@ -25,10 +25,15 @@ def toy_target(device: str) -> str:
     return "triton" if device == "cuda" else "cpp"
 
 
+TOY_MODE: list[str | None] = [None]  # --toy-mode: toycompiler's mode for the "toy" contender
+
+
 def make_compiled(w: Workload, compiler: str, device: str) -> Callable:
     import toycompiler
 
     mode = "reduce-overhead" if compiler.endswith("reduce-overhead") else None
+    if compiler == "toy":
+        mode = TOY_MODE[0]
     if compiler == "eager":
         fn = w.fn
     elif compiler.startswith("inductor"):

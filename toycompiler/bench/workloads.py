@@ -84,17 +84,21 @@ def mlp_loss(x, w1, b1, w2, b2):
 
 
 def transformer_block(x, ln1_w, ln1_b, w_qkv, w_out, ln2_w, ln2_b, w_up, w_down):
-    """Pre-norm block: causal self-attention (4 heads) then a GELU MLP; x is [batch, seq, dim]."""
-    batch, seq, dim = x.shape
-    heads = 4
+    """Pre-norm block: causal self-attention (4 heads) then a GELU MLP; x is [batch, seq, dim].
+
+    Written with ``x.shape[i]`` and ``narrow`` rather than tuple unpacking and
+    slices (and logical_not for ~), which not every translator handles yet.
+    """
+    batch, seq, dim = x.shape[0], x.shape[1], x.shape[2]
+    head = dim // 4
     h = F.layer_norm(x, (dim,), ln1_w, ln1_b)
-    q, k, v = (h @ w_qkv).split(dim, dim=-1)
-    q = q.reshape(batch, seq, heads, dim // heads).transpose(1, 2)  # [batch, heads, seq, dim/heads]
-    k = k.reshape(batch, seq, heads, dim // heads).transpose(1, 2)
-    v = v.reshape(batch, seq, heads, dim // heads).transpose(1, 2)
-    scores = (q @ k.transpose(-2, -1)) / math.sqrt(dim // heads)  # [batch, heads, seq, seq]
+    qkv = h @ w_qkv  # [batch, seq, 3 * dim]
+    q = qkv.narrow(2, 0, dim).reshape(batch, seq, 4, head).transpose(1, 2)  # [batch, heads, seq, head]
+    k = qkv.narrow(2, dim, dim).reshape(batch, seq, 4, head).transpose(1, 2)
+    v = qkv.narrow(2, 2 * dim, dim).reshape(batch, seq, 4, head).transpose(1, 2)
+    scores = (q @ k.transpose(-2, -1)) / math.sqrt(head)  # [batch, heads, seq, seq]
     mask = torch.ones(seq, seq, dtype=torch.bool, device=x.device).tril()
-    att = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
+    att = torch.softmax(scores.masked_fill(mask.logical_not(), float("-inf")), dim=-1)
     y = (att @ v).transpose(1, 2).reshape(batch, seq, dim)
     x = x + y @ w_out
     return x + F.gelu(F.layer_norm(x, (dim,), ln2_w, ln2_b) @ w_up, approximate="tanh") @ w_down
