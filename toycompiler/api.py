@@ -92,7 +92,8 @@ class CompiledFunction:
                           stacklevel=3)
             return self.fn(*args, **kwargs)
         label = f"[{cache.frame_id}/{len(cache.entries)}]"
-        entry = compile_frame(self.fn, args, kwargs, self.backend, self.backend_name, config, label, failure)
+        with config.patch(**({"mode": self.mode} if self.mode else {})):  # the backend reads config.mode
+            entry = compile_frame(self.fn, args, kwargs, self.backend, self.backend_name, config, label, failure)
         brk = entry.artifact.translation.graph_break
         if brk is not None and self.fullgraph:
             raise CompileError(f"{brk.filename}:{brk.line}: {brk.reason} (fullgraph=True)\n    {brk.source}")

@@ -357,6 +357,50 @@ class StageTime:
 
 
 @dataclass(frozen=True)
+class AutotuneChoice:
+    """One kernel's autotuning: every candidate's time, and the fastest."""
+
+    kernel: str
+    chosen: str  # "XBLOCK=1024, num_warps=4"
+    seconds: float
+    timings: tuple[tuple[str, float], ...]  # (candidate, seconds per call)
+    meta: dict  # the chosen meta-parameters, as passed to the kernel
+
+    def __str__(self) -> str:
+        rows = ", ".join(f"{c}: {t * 1e6:.1f} us" for c, t in self.timings)
+        return f"{self.kernel}: chose {self.chosen} ({self.seconds * 1e6:.1f} us) among {rows}"
+
+
+@dataclass(frozen=True)
+class AutotuneArtifact(Artifact):
+    """What ``mode="max-autotune"`` tried and chose, per kernel."""
+
+    choices: tuple[AutotuneChoice, ...]
+    note: str
+
+    def __str__(self) -> str:
+        return "\n".join([self.note, *map(str, self.choices)])
+
+
+@dataclass(frozen=True)
+class RuntimeArtifact(Artifact):
+    """How the compiled graph runs on each call, with the reason for each choice."""
+
+    mode: str  # "default", "max-autotune", "reduce-overhead"
+    launch: str  # how kernels are launched, and why
+    cudagraphs: str  # whether calls replay a CUDA graph, and why (not)
+    cache: str  # "hit <key>" / "miss, stored as <key>" / "bypassed: <reason>"
+    autotune: AutotuneArtifact | None = None
+
+    def __str__(self) -> str:
+        out = [f"mode: {self.mode}", f"launch: {self.launch}", f"CUDA graphs: {self.cudagraphs}",
+               f"graph cache: {self.cache}"]
+        if self.autotune is not None:
+            out.append(f"autotune: {self.autotune}")
+        return "\n".join(out)
+
+
+@dataclass(frozen=True)
 class BackendArtifacts(Artifact):
     """Everything a toy backend produced for one FX graph."""
 
@@ -369,6 +413,8 @@ class BackendArtifacts(Artifact):
     output_code: OutputCodeArtifact | None = None
     times: tuple[StageTime, ...] = ()
     fallback_reason: str | None = None  # set when the backend failed and eager ran instead
+    runtime: RuntimeArtifact | None = None  # launch path, CUDA graphs, graph cache, autotuning
+    backward: BackendArtifacts | None = None  # training: the backward graph AOTAutograd made
 
     def __str__(self) -> str:
         parts = [f"== backend: {self.backend}"]
@@ -381,6 +427,10 @@ class BackendArtifacts(Artifact):
             parts += [f"== kernel {k.name} ({k.language})", k.source.rstrip()]
         if self.output_code is not None:
             parts += ["== output code", self.output_code.source.rstrip()]
+        if self.runtime is not None:
+            parts += ["== runtime", str(self.runtime)]
+        if self.backward is not None:
+            parts += ["== backward graph (AOTAutograd)", str(self.backward)]
         return "\n".join(parts)
 
 
@@ -462,7 +512,8 @@ class Report(Artifact):
 
     @property
     def kernels(self) -> tuple[KernelArtifact, ...]:
-        return tuple(k for f in self.frames if f.backend for k in f.backend.kernels)
+        backends = [b for f in self.frames for b in (f.backend, f.backend and f.backend.backward) if b]
+        return tuple(k for b in backends for k in b.kernels)
 
     @property
     def output_code(self) -> str:

@@ -58,7 +58,11 @@ def _toy(target: str | None) -> Backend:
     def backend(gm: torch.fx.GraphModule, example_inputs: list, source: A.SourceArtifact | None = None) -> Callable:
         from .pipeline import CompiledGraph, compile_graph
 
+        from .backend import training
+
         chosen = target or default_target()
+        if training.needs_autograd(list(example_inputs)):  # forward and backward, through AOTAutograd
+            return training.compile_training(gm, list(example_inputs), chosen, config, source)
         try:
             return compile_graph(gm, list(example_inputs), chosen, config, source)
         except Exception as e:  # fall back to eager, with the compiler's message
