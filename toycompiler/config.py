@@ -32,6 +32,8 @@ class Config:
     cse: bool = True
     constant_folding: bool = True
     simplify: bool = True
+    # Fold an eval-mode BatchNorm into the convolution before it (weights known at compile time).
+    fold_conv_bn: bool = True
 
     # -- backend -----------------------------------------------------------
     # Turn fusion off to see one kernel per operation (lesson 9).
