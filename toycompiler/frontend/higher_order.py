@@ -1,0 +1,1 @@
+"""Higher-order ops: ``torch.cond``. (placeholder, filled in below)"""
