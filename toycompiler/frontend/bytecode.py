@@ -39,6 +39,8 @@ ALIASES: dict[str, str] = {
     "LOAD_FAST_CHECK": "LOAD_FAST",
     # 3.11 calls a method in two steps (PRECALL then CALL); PRECALL does nothing for us.
     "PRECALL": "NOP",
+    # dis already folds EXTENDED_ARG into the next instruction's argument.
+    "EXTENDED_ARG": "NOP",
 }
 
 # 3.12 moved rarely used operations into CALL_INTRINSIC_1; those we trace get

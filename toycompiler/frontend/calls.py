@@ -134,19 +134,11 @@ class CallDispatch:
 
     def record_inplace(self, op: str, target: Any, tensor: TensorVariable, args: list[Variable],
                        kwargs: dict[str, Variable]) -> Variable:
-        """An in-place op: record it, keep it through dead-code elimination, and point ``tensor`` at it.
-
-        ``x.add_(1)`` becomes ``add_ = x.add_(1)``; later reads of ``x`` (and of every
-        alias) use ``add_``, and when ``x`` is a graph input the running graph changes the
-        caller's tensor exactly as eager does.
-        """
+        """An in-place op (``x.add_(1)``, ``x += 1``): recorded like any other; ``record_call``
+        notices the change through the fake tensor's version counter and keeps the node."""
         result = self.record_call(op, target, args, kwargs)
         if not isinstance(result, TensorVariable):
             raise Unsupported(f"in-place {target} did not return a tensor", "mutation")
-        self.output.side_effect_nodes.append(result.node)
-        if result.example is tensor.example:
-            tensor.node = result.node
-            return tensor
         return result
 
     def call_module(self, module: torch.nn.Module, source: str | None, args: list[Variable],
@@ -184,7 +176,8 @@ def _foldable(fn: Any) -> bool:
         return True
     owner = getattr(fn, "__self__", None)
     # a bound method of a constant: "a,b".split, (3).bit_length, torch.float32.is_floating_point
-    if isinstance(fn, types.BuiltinMethodType | types.MethodWrapperType) and isinstance(owner, CONSTANT_TYPES):
+    if isinstance(fn, types.BuiltinMethodType | types.MethodWrapperType) and owner is not None \
+            and isinstance(owner, CONSTANT_TYPES):
         return True
     return isinstance(fn, type) and issubclass(fn, CONSTANT_TYPES) and fn is not type
 

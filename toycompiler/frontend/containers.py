@@ -66,6 +66,23 @@ class TupleVariable(Variable):
 
 
 @dataclass(eq=False)
+class NamedTupleVariable(TupleVariable):
+    """A structseq or namedtuple result (``torch.topk(...).values``); ``example`` names the fields."""
+
+    example: Any = None
+
+    def python_type(self) -> type:
+        return type(self.example)
+
+    def getattr(self, tx, name):
+        field_value = getattr(self.example, name, None)
+        for item, value in zip(self.items, self.example):
+            if value is field_value:
+                return item
+        return super().getattr(tx, name)
+
+
+@dataclass(eq=False)
 class ListVariable(TupleVariable):
     """A list of variables; changes are allowed only to lists made while tracing."""
 

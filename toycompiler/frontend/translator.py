@@ -37,7 +37,7 @@ from ..artifacts import GraphBreak, SourceArtifact, TranslationArtifact, Transla
 from ..config import Config
 from . import bytecode as bc
 from .calls import CallDispatch
-from .containers import DictVariable, IteratorVariable, ListVariable, TupleVariable
+from .containers import DictVariable, IteratorVariable, ListVariable, NamedTupleVariable, TupleVariable
 from .guards import GuardBuilder
 from .handlers_calls import CallHandlers
 from .handlers_control import ControlHandlers
@@ -298,11 +298,19 @@ class InstructionTranslator(NameHandlers, CallHandlers, DataHandlers, ControlHan
         return v.as_python() if v.is_python_constant() and not isinstance(v, TensorVariable) else id(v)
 
     def record_call(self, op: str, target: Any, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
-        """Add a node and compute its fake result to learn the output's shape and dtype."""
+        """Add a node and compute its fake result to learn the output's shape and dtype.
+
+        In-place operations are recognised by the fake tensors' version counters, whatever
+        their spelling (``x.add_(1)``, ``x += 1``, ``F.relu(x, inplace=True)``, ``out=``): the
+        node is kept through dead-code elimination, and a tensor that the op returns
+        (``self``) is pointed at the new node, so every alias reads the new value.
+        """
         node_args = tuple(_as_node_arg(a) for a in args)
         node_kwargs = {k: _as_node_arg(v) for k, v in kwargs.items()}
         fake_args = tuple(_as_fake(a) for a in args)
         fake_kwargs = {k: _as_fake(v) for k, v in kwargs.items()}
+        tensors = [v for v in _tensor_variables([*args, *kwargs.values()])]
+        versions = [t.example._version for t in tensors]
         try:
             with self.output.fake_mode:
                 if op == "call_method":
@@ -312,7 +320,19 @@ class InstructionTranslator(NameHandlers, CallHandlers, DataHandlers, ControlHan
         except Exception as e:
             name = target if isinstance(target, str) else getattr(target, "__name__", repr(target))
             raise Unsupported(f"{name} failed on fake tensors: {type(e).__name__}: {e}", "fake-tensor") from e
-        return self.wrap_result(op, target, node_args, node_kwargs, example)
+        result = self.wrap_result(op, target, node_args, node_kwargs, example)
+        mutated = [t for t, v in zip(tensors, versions) if t.example._version != v]
+        if mutated:
+            node = result.node if isinstance(result, TensorVariable) else self.last_node()
+            self.output.side_effect_nodes.append(node)
+            for t in mutated:
+                if isinstance(result, TensorVariable) and result.example is t.example:
+                    t.node, result = result.node, t
+                    self.output.events.append(f"in-place: {t.node.name} changes its input")
+        return result
+
+    def last_node(self) -> torch.fx.Node:
+        return next(iter(reversed(self.output.graph.nodes)))
 
     def wrap_result(self, op: str, target: Any, node_args: tuple, node_kwargs: dict, example: Any) -> Variable:
         if isinstance(example, torch.Tensor):
@@ -323,7 +343,12 @@ class InstructionTranslator(NameHandlers, CallHandlers, DataHandlers, ControlHan
             for i, t in enumerate(example):
                 item = self.output.create_node("call_function", operator.getitem, (node, i), {}, t)
                 items.append(TensorVariable(item, t))
+            if type(example) not in (tuple, list):  # torch.return_types.topk(values, indices)
+                return NamedTupleVariable(items, example=example)
             return TupleVariable(items) if isinstance(example, tuple) else ListVariable(items)
+        if example is None and op == "call_function" and target is not None:
+            self.output.create_node(op, target, node_args, node_kwargs, None)  # e.g. torch.add(a, b, out=c)
+            return ConstantVariable(None)
         if example is None or isinstance(example, CONSTANT_TYPES) or type(example) in (tuple, list):
             return wrap_constant_result(example)
         raise Unsupported(f"{target} returned {type(example).__name__}, which the translator can't track")
@@ -407,6 +432,18 @@ def _bind(fn: types.FunctionType, args: tuple, kwargs: dict) -> dict[str, Any]:
     return dict(bound.arguments)
 
 
+def _tensor_variables(vs: list[Variable]) -> list[TensorVariable]:
+    out = []
+    for v in vs:
+        if isinstance(v, TensorVariable):
+            out.append(v)
+        elif isinstance(v, TupleVariable):
+            out += _tensor_variables(v.items)
+        elif isinstance(v, DictVariable):
+            out += _tensor_variables(list(v.items.values()))
+    return out
+
+
 def _as_node_arg(v: Variable) -> Any:
     if isinstance(v, TensorVariable):
         return v.node
@@ -438,6 +475,10 @@ def _rebuild_expr(v: Variable, outputs: list[torch.fx.Node], constants: dict[str
         return f"__out[{len(outputs) - 1}]"
     if isinstance(v, ListVariable):
         return "[" + ", ".join(_rebuild_expr(i, outputs, constants) for i in v.items) + "]"
+    if isinstance(v, NamedTupleVariable):
+        name = f"__const_{len(constants)}"
+        constants[name] = type(v.example)
+        return f"{name}(({', '.join(_rebuild_expr(i, outputs, constants) for i in v.items)},))"
     if isinstance(v, TupleVariable):
         inner = ", ".join(_rebuild_expr(i, outputs, constants) for i in v.items)
         return f"({inner},)" if len(v.items) == 1 else f"({inner})"
