@@ -71,6 +71,19 @@ CALL_LAYOUT = "null_or_callable_first" if VERSION < (3, 13) else "callable_first
 KW_NAMES_OPCODE = VERSION < (3, 13)
 
 
+# Opcode names in ``dis.opmap`` that never reach the translator: 3.12's
+# pseudo-instructions (resolved by the compiler) and the INSTRUMENTED_* forms
+# (``sys.monitoring``; ``dis`` shows the plain opcode).
+PSEUDO_OPCODES = frozenset({
+    "CACHE", "RESERVED", "JUMP_NO_INTERRUPT", "LOAD_SUPER_METHOD", "LOAD_ZERO_SUPER_ATTR",
+    "LOAD_ZERO_SUPER_METHOD", "POP_BLOCK", "SETUP_CLEANUP", "SETUP_FINALLY", "SETUP_WITH", "STORE_FAST_MAYBE_NULL",
+}) | (frozenset({"LOAD_METHOD", "JUMP"}) if VERSION >= (3, 12) else frozenset())
+
+
+def never_seen(opname: str) -> bool:
+    return opname in PSEUDO_OPCODES or opname.startswith("INSTRUMENTED_")
+
+
 @dataclass(frozen=True)
 class Inst:
     """One normalised instruction."""

@@ -87,6 +87,8 @@ class CallDispatch:
             return self.fold(fn, args, kwargs)
         if isinstance(fn, type) and issubclass(fn, torch.nn.Module):
             return self.construct_module(fn, args, kwargs)
+        if isinstance(fn, torch._library.custom_ops.CustomOpDef):  # @torch.library.custom_op's handle
+            fn = fn._opoverload
         if fn is torch.cond:
             from .higher_order import trace_cond
             return trace_cond(self, args, kwargs)

@@ -220,12 +220,22 @@ def _filter(tx, args, kwargs):
     return IteratorVariable([v for v in items if fn.call(tx, [v], {}).truth()])
 
 
-@handles(sorted)
-def _sorted(tx, args, kwargs):
-    items = _items(tx, args[0])
-    if _all_constant(items) and _all_constant(list(kwargs.values())):
-        return NotImplemented
-    raise Unsupported("sorted() over tensors compares their values (data-dependent)", "data-dependent-branch")
+def _fold_over_items(fn: Any, why: str) -> Handler:
+    """``sorted(xs)``, ``min(xs)``, ``max(a, b)``: folded when every item is a constant."""
+
+    def handler(tx, args, kwargs):
+        items = _items(tx, args[0]) if len(args) == 1 else list(args)
+        if not (_all_constant(items) and _all_constant(list(kwargs.values()))):
+            raise Unsupported(why, "data-dependent-branch")
+        values = [i.as_python() for i in items]
+        return tx.fold(fn, [ObjectVariable(values)], kwargs)
+    return handler
+
+
+HANDLERS[sorted] = _fold_over_items(sorted, "sorted() over tensors compares their values (data-dependent)")
+for _fn in (min, max):
+    HANDLERS[_fn] = _fold_over_items(_fn, "min()/max() of tensors compares their values (data-dependent); "
+                                          "use torch.minimum/maximum")
 
 
 # -- reductions over iterables ------------------------------------------------------
@@ -240,15 +250,6 @@ def _sum(tx, args, kwargs):
     for item in items:
         acc = tx.call_python(operator.add, [acc, item], {})
     return acc
-
-
-@handles(min, max)
-def _min_max(tx, args, kwargs):
-    items = _items(tx, args[0]) if len(args) == 1 else args
-    if _all_constant(items) and _all_constant(list(kwargs.values())):
-        return NotImplemented
-    raise Unsupported("min()/max() of tensors compares their values (data-dependent); use torch.minimum/maximum",
-                      "data-dependent-branch")
 
 
 @handles(any)

@@ -421,6 +421,18 @@ UNSUPPORTED: dict[str, str] = {
     "GET_AITER": "(async for) is not traced", "GET_ANEXT": "(async for) is not traced",
     "BEFORE_ASYNC_WITH": "(async with) is not traced",
     "YIELD_FROM": "(yield from) is not traced", "GET_YIELD_FROM_ITER": "(yield from) is not traced",
+    "WITH_EXCEPT_START": "(leaving a `with` block on an exception) is not traced",
+    "CHECK_EG_MATCH": "(except*) is not traced", "PREP_RERAISE_STAR": "(except*) is not traced",
+    "DELETE_DEREF": "(del of a closure variable) is not traced",
+    "LOAD_NAME": "(module or class body code) is not traced: only functions are compiled",
+    "STORE_NAME": "(module or class body code) is not traced", "DELETE_NAME": "(module or class body code) is not traced",
+    "LOAD_CLASSDEREF": "(class body code) is not traced", "LOAD_LOCALS": "(class body code) is not traced",
+    "LOAD_FROM_DICT_OR_DEREF": "(class body code) is not traced",
+    "LOAD_FROM_DICT_OR_GLOBALS": "(class body code) is not traced",
+    "PRINT_EXPR": "(interactive-mode expression printing) is not traced",
+    "ASYNC_GEN_WRAP": "(async generators) is not traced", "END_ASYNC_FOR": "(async for) is not traced",
+    "CLEANUP_THROW": "(generator.throw) is not traced", "END_SEND": "(yield from / await) is not traced",
+    "INTERPRETER_EXIT": "(the interpreter's own exit) never appears in a function",
 }
 
 
