@@ -100,13 +100,15 @@ class ListVariable(TupleVariable):
             return ContainerMethodVariable(self, name)
         raise Unsupported(f"list attribute .{name}")
 
-    def check_mutable(self, what: str) -> None:
+    def before_change(self, tx, what: str) -> None:
+        """Refuse to change the caller's list; remember the items so a graph break can undo the change."""
         if self.source is not None:
             raise Unsupported(f"{what} changes {self.source}, which the caller can see; "
                               "the compiled code would not repeat the change", "mutation")
+        tx.output.remember(self, "items")
 
     def setitem(self, tx, index: Variable, value: Variable) -> None:
-        self.check_mutable("item assignment")
+        self.before_change(tx, "item assignment")
         key = _index(index)
         if isinstance(key, slice):
             self.items[key] = value.unpack(tx)
@@ -114,7 +116,7 @@ class ListVariable(TupleVariable):
             self.items[key] = value
 
     def delitem(self, tx, index: Variable) -> None:
-        self.check_mutable("del")
+        self.before_change(tx, "del")
         del self.items[_index(index)]
 
     def call_method(self, tx, name, args, kwargs):
@@ -122,7 +124,7 @@ class ListVariable(TupleVariable):
             return super().call_method(tx, name, args, kwargs)
         if name == "copy":
             return ListVariable(list(self.items))
-        self.check_mutable(f"list.{name}()")
+        self.before_change(tx, f"list.{name}()")
         if name == "append":
             self.items.append(args[0])
         elif name == "extend":
@@ -175,11 +177,11 @@ class DictVariable(Variable):
         return self.items[key]
 
     def setitem(self, tx, index: Variable, value: Variable) -> None:
-        ListVariable.check_mutable(self, "dict item assignment")
+        ListVariable.before_change(self, tx, "dict item assignment")
         self.items[_index(index)] = value
 
     def delitem(self, tx, index: Variable) -> None:
-        ListVariable.check_mutable(self, "del")
+        ListVariable.before_change(self, tx, "del")
         del self.items[_index(index)]
 
     def getattr(self, tx, name):
@@ -203,7 +205,7 @@ class DictVariable(Variable):
             return DictVariable(dict(self.items))
         if name == "__contains__":
             return ConstantVariable(_index(args[0]) in self.items)
-        ListVariable.check_mutable(self, f"dict.{name}()")
+        ListVariable.before_change(self, tx, f"dict.{name}()")
         if name == "update":
             if args:
                 self.update_from(tx, args[0])
@@ -243,12 +245,14 @@ class IteratorVariable(Variable):
 
     def unpack(self, tx):
         rest = self.items[self.index:]
+        tx.output.remember(self, "index")
         self.index = len(self.items)
         return rest
 
-    def next(self) -> Variable | None:
+    def next(self, tx) -> Variable | None:
         if self.index >= len(self.items):
             return None
+        tx.output.remember(self, "index")
         self.index += 1
         return self.items[self.index - 1]
 

@@ -75,7 +75,7 @@ class ControlHandlers:
 
         (3.12 jumps to an END_FOR; the bytecode table moves the target past it, which
         is what CPython does at run time too.)"""
-        item = self.state.stack[-1].next()
+        item = self.state.stack[-1].next(self)
         if item is None:
             self.pop()
             self.jump(inst)

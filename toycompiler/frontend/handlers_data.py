@@ -61,7 +61,7 @@ class DataHandlers:
                 raise Unsupported(f"can only concatenate {a.python_type().__name__} to the same type", "exception")
             items = a.unpack(self) + b.unpack(self)
         if op == "+=" and isinstance(a, ListVariable):
-            a.check_mutable("list +=")
+            a.before_change(self, "list +=")
             a.items[:] = items
             return a
         return type(a if isinstance(a, TupleVariable) else b)(items)

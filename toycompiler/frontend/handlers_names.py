@@ -151,6 +151,7 @@ class NameHandlers:
         if isinstance(cell, RealCellVariable):
             raise Unsupported(f"assigning `nonlocal {inst.argval}` changes a variable of an enclosing function "
                               "outside the compiled code", "mutation")
+        self.output.remember(cell, "contents")
         cell.contents = self.pop()
 
     def LOAD_CLOSURE(self, inst):

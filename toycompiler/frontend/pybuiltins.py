@@ -179,7 +179,7 @@ def _next(tx, args, kwargs):
     it = args[0]
     if not isinstance(it, IteratorVariable):
         return NotImplemented
-    item = it.next()
+    item = it.next(tx)
     if item is None:
         if len(args) > 1:
             return args[1]

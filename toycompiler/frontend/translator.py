@@ -64,13 +64,21 @@ class _Unread:
 
 @dataclass
 class FrameState:
-    """Everything the translator knows at one instruction: one explicit object."""
+    """Everything the translator knows at one instruction: one explicit object.
+
+    After a graph break it holds the state just *before* the breaking instruction
+    (``ip`` is that instruction's index), with the graph rolled back to match.
+    """
 
     stack: list[Variable] = field(default_factory=list)
     locals: dict[str, Variable | _Unread] = field(default_factory=dict)
     ip: int = 0  # index into the instruction list
     kw_names: tuple[str, ...] = ()
     cells: dict[str, Variable] = field(default_factory=dict)  # closure cells by name (MAKE_CELL, COPY_FREE_VARS)
+
+    def snapshot(self) -> FrameState:
+        """A copy to go back to if the next instruction breaks (variables are shared, not copied)."""
+        return FrameState(list(self.stack), dict(self.locals), self.ip, self.kw_names, dict(self.cells))
 
 
 @dataclass
@@ -100,6 +108,7 @@ class OutputGraph:
         self.inputs_by_source: dict[str, TensorVariable] = {}
         self.side_effect_nodes: list[torch.fx.Node] = []  # in-place ops: kept even if unused
         self.submodules: dict[str, torch.nn.Module] = {}  # branch graphs of torch.cond
+        self.journal: list[tuple[Any, str, Any]] = []  # (object, attribute, value before a change)
         self.current_line: int | None = None
         self.current_offset: int | None = None
         self.events: list[str] = []
@@ -123,6 +132,32 @@ class OutputGraph:
         provenance.tag(node, self.current_line, self.current_offset, self.filename, self.source_line(self.current_line))
         self.events.append(f"node added: {node.name}")
         return node
+
+    # -- undo, for a graph break in the middle of an instruction ------------------
+    # A break inside an inlined call happens after the callee already recorded
+    # nodes and changed variables. The caller's CALL will run again as ordinary
+    # Python, so those changes are undone: the graph and the symbolic state at a
+    # break are exactly what they were *before* the breaking instruction.
+
+    def remember(self, obj: Any, attr: str) -> None:
+        """Note ``obj.attr`` (a list's items, a tensor's node...) before a change, to undo it on a break."""
+        value = getattr(obj, attr)
+        self.journal.append((obj, attr, list(value) if isinstance(value, list) else
+                             dict(value) if isinstance(value, dict) else value))
+
+    def checkpoint(self) -> tuple:
+        nodes = list(self.graph.nodes)
+        return (nodes[-1] if nodes else None, len(self.side_effect_nodes), len(self.journal))
+
+    def rollback(self, mark: tuple) -> None:
+        last, n_effects, n_journal = mark
+        for obj, attr, value in reversed(self.journal[n_journal:]):
+            setattr(obj, attr, value)
+        del self.journal[n_journal:], self.side_effect_nodes[n_effects:]
+        nodes = list(self.graph.nodes)
+        for node in reversed(nodes[nodes.index(last) + 1 if last is not None else 0:]):
+            if node.op != "placeholder":  # inputs stay: harmless, and their guards were added
+                self.graph.erase_node(node)
 
     def remove_dead_nodes(self) -> None:
         """Dead-code elimination that keeps in-place operations (their effect is the point)."""
@@ -174,10 +209,14 @@ class InstructionTranslator(NameHandlers, CallHandlers, DataHandlers, ControlHan
         self.output.current_line, self.output.current_offset = inst.line, inst.offset
         self.output.events = events = []
         guards_before = len(self.guards.guards)
+        saved, mark = self.state.snapshot(), self.output.checkpoint()
         try:
             self.dispatch(inst)
         except Unsupported as e:
             self.graph_break = self.make_break(inst, e.reason, e.kind)
+            self.output.rollback(mark)  # the graph and state as they were *before* the breaking instruction
+            self.state = saved
+            self.state.ip -= 1
             events.append(f"graph break: {e.reason}")
         events += [f"guard added: {g.expr}" for g in self.guards.guards[guards_before:]]
         self.steps.append(TranslationStep(
@@ -327,6 +366,7 @@ class InstructionTranslator(NameHandlers, CallHandlers, DataHandlers, ControlHan
             self.output.side_effect_nodes.append(node)
             for t in mutated:
                 if isinstance(result, TensorVariable) and result.example is t.example:
+                    self.output.remember(t, "node")
                     t.node, result = result.node, t
                     self.output.events.append(f"in-place: {t.node.name} changes its input")
         return result
