@@ -1,4 +1,4 @@
-"""At a graph break, the graph and the frame state are those from just before the breaking instruction."""
+"""At a graph break, the graph and frame state are those from before the breaking instruction."""
 
 import torch
 
@@ -35,10 +35,15 @@ def test_break_inside_a_callee_undoes_its_nodes_and_changes():
     targets = [n.target for n in result.graph_module.graph.nodes if n.op == "call_method"]
     assert "add_" not in targets, "the callee's in-place op must not stay in the partial graph"
     acc = tracer.state.locals["acc"]
-    assert isinstance(acc, ListVariable) and len(acc.items) == 1, "the callee's append must be undone"
+    assert isinstance(acc, ListVariable) and len(acc.items) == 1, (
+        "the callee's append must be undone"
+    )
     assert tracer.instructions[tracer.state.ip].offset == brk.offset
     # the stack holds what CALL would have consumed: the callable and its arguments
-    assert [v.describe() for v in tracer.state.stack][-2:] == [acc.describe(), tracer.state.locals["x"].describe()]
+    assert [v.describe() for v in tracer.state.stack][-2:] == [
+        acc.describe(),
+        tracer.state.locals["x"].describe(),
+    ]
 
 
 def test_break_at_top_level_keeps_the_work_before_it():
@@ -49,6 +54,10 @@ def test_break_at_top_level_keeps_the_work_before_it():
         return y
 
     tracer, result = _translate(f, torch.randn(3))
-    nodes = [n.target for n in result.graph_module.graph.nodes if n.op != "placeholder" and n.op != "output"]
+    nodes = [
+        n.target
+        for n in result.graph_module.graph.nodes
+        if n.op != "placeholder" and n.op != "output"
+    ]
     assert "mul_" in nodes  # kept: it ran before the break, and it changes the input
     assert tracer.state.locals["y"].describe().startswith("T[3]")

@@ -1,8 +1,7 @@
-"""Comprehensions (nested code on 3.11, inlined on 3.12), generator expressions, f-strings and strings."""
+"""Comprehensions (nested code on 3.11, inlined on 3.12), generator expressions, f-strings."""
 
 import pytest
 import torch
-
 from translate_harness import XY, Case, X, case_id, run_case
 
 # -- comprehensions -----------------------------------------------------------------
@@ -76,6 +75,7 @@ def dict_comp_items(x):
 def comp_with_helper_call(x, y):
     def act(t):
         return torch.relu(t) - 1
+
     return [act(t) for t in (x, y)]
 
 
@@ -102,7 +102,7 @@ def fstring_repr(x):
 
 def string_methods(x):
     key = "Layer" + "_" + str(x.shape[1])
-    return x, key.upper(), "{}-{}".format(key, 3), key.split("_"), "-".join(["a", "b"])
+    return x, key.upper(), "{}-{}".format(key, 3), key.split("_"), "-".join(["a", "b"])  # noqa: UP032
 
 
 def fstring_dict_keys(x):
@@ -118,12 +118,28 @@ def string_branch(x, mode):
 
 
 CASES = [
-    Case(list_comp, XY), Case(list_comp_condition, X), Case(dict_comp, XY), Case(set_comp_constants, X),
-    Case(genexp_sum, XY), Case(genexp_tuple, X), Case(nested_comp, X), Case(comp_captures_outer, X),
-    Case(comp_makes_tensors, X), Case(map_filter, X), Case(comp_shadows_name, X), Case(stack_comp, XY),
-    Case(any_genexp, X), Case(dict_comp_items, X), Case(comp_with_helper_call, XY), Case(genexp_max_dim, X),
-    Case(fstring_shape, X), Case(fstring_spec, X), Case(fstring_repr, X), Case(string_methods, X),
-    Case(fstring_dict_keys, X), Case(string_branch, lambda n: (torch.randn(n, 4), "double"), name="string_arg_eq"),
+    Case(list_comp, XY),
+    Case(list_comp_condition, X),
+    Case(dict_comp, XY),
+    Case(set_comp_constants, X),
+    Case(genexp_sum, XY),
+    Case(genexp_tuple, X),
+    Case(nested_comp, X),
+    Case(comp_captures_outer, X),
+    Case(comp_makes_tensors, X),
+    Case(map_filter, X),
+    Case(comp_shadows_name, X),
+    Case(stack_comp, XY),
+    Case(any_genexp, X),
+    Case(dict_comp_items, X),
+    Case(comp_with_helper_call, XY),
+    Case(genexp_max_dim, X),
+    Case(fstring_shape, X),
+    Case(fstring_spec, X),
+    Case(fstring_repr, X),
+    Case(string_methods, X),
+    Case(fstring_dict_keys, X),
+    Case(string_branch, lambda n: (torch.randn(n, 4), "double"), name="string_arg_eq"),
     Case(string_branch, lambda n: (torch.randn(n, 4), "triple"), name="string_arg_method"),
 ]
 

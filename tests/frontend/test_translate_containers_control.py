@@ -4,7 +4,6 @@ import itertools
 
 import pytest
 import torch
-
 from translate_harness import XY, Case, X, case_id, run_case
 
 
@@ -264,20 +263,46 @@ def not_operator(x, flag):
 
 
 CASES = [
-    Case(return_nested_tuple, XY), Case(return_list, X), Case(return_dict, XY), Case(dict_build_get_items, X),
-    Case(list_methods, XY), Case(tuple_argument, lambda n: ((torch.randn(n, 4), torch.randn(n, 4)),)),
-    Case(list_argument, XS), Case(dict_argument, lambda n: ({"x": torch.randn(n, 4), "scale": 2.0},)),
-    Case(starred_unpack, XY), Case(build_with_star, XY), Case(dict_merge, XY), Case(zip_enumerate_reversed, XY),
-    Case(sorted_min_max, X), Case(itertools_chain_product, XY), Case(contains_checks, X), Case(tuple_methods, X),
-    Case(nested_indexing, XY), Case(set_membership, X), Case(return_constants, X), Case(list_of_shapes, XY),
-    Case(slice_list, XY), Case(list_comprehension_arg, XS),
-    Case(if_on_shape, X), Case(ternary, X), Case(for_range_accumulate, X), Case(while_static, X),
-    Case(break_continue, X), Case(nested_loops, X), Case(try_no_raise, X), Case(try_finally, X),
-    Case(early_return_in_loop, X), Case(and_or_constants, lambda n: (torch.randn(n, 4), True)),
+    Case(return_nested_tuple, XY),
+    Case(return_list, X),
+    Case(return_dict, XY),
+    Case(dict_build_get_items, X),
+    Case(list_methods, XY),
+    Case(tuple_argument, lambda n: ((torch.randn(n, 4), torch.randn(n, 4)),)),
+    Case(list_argument, XS),
+    Case(dict_argument, lambda n: ({"x": torch.randn(n, 4), "scale": 2.0},)),
+    Case(starred_unpack, XY),
+    Case(build_with_star, XY),
+    Case(dict_merge, XY),
+    Case(zip_enumerate_reversed, XY),
+    Case(sorted_min_max, X),
+    Case(itertools_chain_product, XY),
+    Case(contains_checks, X),
+    Case(tuple_methods, X),
+    Case(nested_indexing, XY),
+    Case(set_membership, X),
+    Case(return_constants, X),
+    Case(list_of_shapes, XY),
+    Case(slice_list, XY),
+    Case(list_comprehension_arg, XS),
+    Case(if_on_shape, X),
+    Case(ternary, X),
+    Case(for_range_accumulate, X),
+    Case(while_static, X),
+    Case(break_continue, X),
+    Case(nested_loops, X),
+    Case(try_no_raise, X),
+    Case(try_finally, X),
+    Case(early_return_in_loop, X),
+    Case(and_or_constants, lambda n: (torch.randn(n, 4), True)),
     Case(is_none_branch, X, name="is_none_default"),
     Case(is_none_branch, lambda n: (torch.randn(n, 4), torch.randn(4)), name="is_not_none"),
-    Case(assert_static, X), Case(for_else, X), Case(while_over_list, XY), Case(any_all_constants, X),
-    Case(loop_over_dict, X), Case(not_operator, lambda n: (torch.randn(n, 4), False)),
+    Case(assert_static, X),
+    Case(for_else, X),
+    Case(while_over_list, XY),
+    Case(any_all_constants, X),
+    Case(loop_over_dict, X),
+    Case(not_operator, lambda n: (torch.randn(n, 4), False)),
 ]
 
 

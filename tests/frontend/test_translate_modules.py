@@ -1,12 +1,12 @@
-"""nn.Module calls: global modules, submodules, containers of modules, parameters as graph inputs."""
+"""nn.Module calls: global modules, submodules, module containers, parameters as graph inputs."""
 
 import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from translate_harness import Case, X, case_id, run_case
 
 import toycompiler
-from translate_harness import Case, X, case_id, run_case
 
 torch.manual_seed(0)
 LINEAR = nn.Linear(4, 3)
@@ -163,14 +163,23 @@ def module_twice(x):
 
 
 CASES = [
-    Case(global_linear, X), Case(global_sequential, X), Case(module_made_inside, X),
-    Case(parameters_directly, X), Case(module_twice, X),
-    Case(MLP(), X, name="submodules"), Case(Stack(), X, name="modulelist_moduledict"),
-    Case(WithBuffer(), X, name="buffer_and_parameters"), Case(TrainingSwitch(), X, name="training_true"),
-    Case(eval_mode(TrainingSwitch()), X, name="training_false"), Case(Helpers(), X, name="helper_method"),
-    Case(MyLinear(4, 4), X, name="super_forward"), Case(eval_mode(Nested()), X, name="nested_blocks"),
+    Case(global_linear, X),
+    Case(global_sequential, X),
+    Case(module_made_inside, X),
+    Case(parameters_directly, X),
+    Case(module_twice, X),
+    Case(MLP(), X, name="submodules"),
+    Case(Stack(), X, name="modulelist_moduledict"),
+    Case(WithBuffer(), X, name="buffer_and_parameters"),
+    Case(TrainingSwitch(), X, name="training_true"),
+    Case(eval_mode(TrainingSwitch()), X, name="training_false"),
+    Case(Helpers(), X, name="helper_method"),
+    Case(MyLinear(4, 4), X, name="super_forward"),
+    Case(eval_mode(Nested()), X, name="nested_blocks"),
     Case(eval_mode(Conv()), lambda n: (torch.randn(2, 3, n, n),), name="conv_batchnorm_eval"),
-    Case(eval_mode(Embed()), lambda n: (torch.randint(0, 10, (n, 5)),), name="embedding_dropout_eval"),
+    Case(
+        eval_mode(Embed()), lambda n: (torch.randint(0, 10, (n, 5)),), name="embedding_dropout_eval"
+    ),
     Case(IndexedSeq(), X, name="sequential_indexing"),
     Case(Hooked(), X, breaks="hooks", name="hooks_break"),
 ]

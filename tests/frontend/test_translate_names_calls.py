@@ -7,7 +7,6 @@ from dataclasses import dataclass
 import pytest
 import torch
 import torch.nn.functional as F
-
 from translate_harness import XY, Case, X, case_id, run_case
 
 SCALE = 2.5
@@ -48,6 +47,7 @@ def builtin_on_constant(x):
 def make_scaler(factor):
     def scale(x):
         return x * factor
+
     return scale
 
 
@@ -57,6 +57,7 @@ closure_read = make_scaler(3.0)
 def make_adder(t):
     def add(x):
         return x + t
+
     return add
 
 
@@ -68,6 +69,7 @@ def nested_def_captures_local(x):
 
     def inner(z):
         return z + y
+
     return inner(x.cos())
 
 
@@ -78,6 +80,7 @@ def nonlocal_counter(x):
         nonlocal count
         count += 1
         return t * count
+
     a = bump(x)
     b = bump(a)
     return b, count
@@ -131,7 +134,9 @@ def chained_compare(x):
 
 def import_inside(x):
     import math as m
+
     from torch.nn import functional as fn
+
     return fn.relu(x) * m.e
 
 
@@ -294,18 +299,44 @@ def generator_helper(x, y):
 
 
 CASES = [
-    Case(local_arithmetic, X), Case(global_constant, X), Case(global_tensor, X), Case(builtin_on_constant, X),
-    Case(closure_read, X, name="closure_read"), Case(closure_tensor, X, name="closure_tensor"),
-    Case(nested_def_captures_local, X), Case(nonlocal_counter, X), Case(lambda_captures, X),
-    Case(lambda_default, X), Case(delete_local, X), Case(augmented_ints, X), Case(math_module, X),
-    Case(multiple_assign, X), Case(swap_names, XY), Case(chained_compare, X), Case(import_inside, X),
-    Case(config_object, X), Case(none_default, X), Case(keyword_only, X),
+    Case(local_arithmetic, X),
+    Case(global_constant, X),
+    Case(global_tensor, X),
+    Case(builtin_on_constant, X),
+    Case(closure_read, X, name="closure_read"),
+    Case(closure_tensor, X, name="closure_tensor"),
+    Case(nested_def_captures_local, X),
+    Case(nonlocal_counter, X),
+    Case(lambda_captures, X),
+    Case(lambda_default, X),
+    Case(delete_local, X),
+    Case(augmented_ints, X),
+    Case(math_module, X),
+    Case(multiple_assign, X),
+    Case(swap_names, XY),
+    Case(chained_compare, X),
+    Case(import_inside, X),
+    Case(config_object, X),
+    Case(none_default, X),
+    Case(keyword_only, X),
     Case(bool_argument, lambda n: (torch.randn(n, 4), True)),
-    Case(call_with_defaults, X), Case(call_nested_helpers, X), Case(call_star_args, XY), Case(call_varargs, XY),
-    Case(call_kwargs, X), Case(call_star_both, XY), Case(global_partial, X), Case(local_partial, X),
-    Case(use_map, XY), Case(use_reduce, XY), Case(method_on_object, X), Case(higher_order_arg, X),
-    Case(closure_factory_inside, X), Case(torch_kwargs, X), Case(functional_kwargs, X),
-    Case(unpack_helper_result, X), Case(generator_helper, XY),
+    Case(call_with_defaults, X),
+    Case(call_nested_helpers, X),
+    Case(call_star_args, XY),
+    Case(call_varargs, XY),
+    Case(call_kwargs, X),
+    Case(call_star_both, XY),
+    Case(global_partial, X),
+    Case(local_partial, X),
+    Case(use_map, XY),
+    Case(use_reduce, XY),
+    Case(method_on_object, X),
+    Case(higher_order_arg, X),
+    Case(closure_factory_inside, X),
+    Case(torch_kwargs, X),
+    Case(functional_kwargs, X),
+    Case(unpack_helper_result, X),
+    Case(generator_helper, XY),
 ]
 
 

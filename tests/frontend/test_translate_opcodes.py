@@ -1,14 +1,10 @@
-"""Opcode coverage is derived by introspection, and the version table leaves no opcode unexplained."""
+"""Opcode coverage comes from introspection; the version table leaves no opcode unexplained."""
 
 import dis
 import sys
 import types
 
 import pytest
-
-from toycompiler.frontend import bytecode as bc
-from toycompiler.frontend.translator import UNSUPPORTED, InstructionTranslator, supported_opcodes
-
 import test_translate_comprehensions_strings
 import test_translate_containers_control
 import test_translate_modules
@@ -16,8 +12,17 @@ import test_translate_names_calls
 import test_translate_ops_cond_breaks
 import test_translate_torch
 
-TABLES = [test_translate_names_calls, test_translate_torch, test_translate_modules,
-          test_translate_containers_control, test_translate_comprehensions_strings, test_translate_ops_cond_breaks]
+from toycompiler.frontend import bytecode as bc
+from toycompiler.frontend.translator import UNSUPPORTED, InstructionTranslator, supported_opcodes
+
+TABLES = [
+    test_translate_names_calls,
+    test_translate_torch,
+    test_translate_modules,
+    test_translate_containers_control,
+    test_translate_comprehensions_strings,
+    test_translate_ops_cond_breaks,
+]
 
 
 def _codes(code: types.CodeType):
@@ -41,8 +46,20 @@ def _functions():
 
 def test_supported_opcodes_are_handler_names():
     ops = supported_opcodes()
-    assert {"LOAD_FAST", "CALL", "BINARY_OP", "FOR_ITER", "MAKE_FUNCTION", "LOAD_DEREF", "CALL_FUNCTION_EX",
-            "UNPACK_EX", "FORMAT_VALUE", "STORE_SUBSCR", "LIST_APPEND", "YIELD_VALUE"} <= set(ops)
+    assert {
+        "LOAD_FAST",
+        "CALL",
+        "BINARY_OP",
+        "FOR_ITER",
+        "MAKE_FUNCTION",
+        "LOAD_DEREF",
+        "CALL_FUNCTION_EX",
+        "UNPACK_EX",
+        "FORMAT_VALUE",
+        "STORE_SUBSCR",
+        "LIST_APPEND",
+        "YIELD_VALUE",
+    } <= set(ops)
     assert all(callable(getattr(InstructionTranslator, op)) for op in ops)
     assert not set(ops) & set(UNSUPPORTED), "an opcode can't be both supported and unsupported"
 
@@ -76,6 +93,7 @@ def test_for_iter_skips_end_for_on_312():
     def loop(xs):
         for x in xs:
             pass
+
     insts = bc.normalise(loop.__code__)
     for_iter = next(i for i in insts if i.opname == "FOR_ITER")
     target = next(i for i in insts if i.offset == for_iter.target)

@@ -1,8 +1,7 @@
-"""Custom ops, torch.cond, and the graph breaks the translator must report (with a result still right)."""
+"""Custom ops, torch.cond, and the graph breaks the translator must report (results still right)."""
 
 import pytest
 import torch
-
 from translate_harness import XY, Case, X, case_id, run_case
 
 
@@ -72,8 +71,6 @@ def cond_on_constant(x, y):
 
 def cond_with_lambdas(x):
     return torch.cond(x.mean() < 0, lambda t: (t * 2, t + 1), lambda t: (t * 3, t - 1), [x])
-
-
 
 
 # -- graph breaks, each with its kind --------------------------------------------------
@@ -164,6 +161,7 @@ def break_nonlocal_outer_factory():
         nonlocal count
         count = x.shape[0]
         return x * 2
+
     return f
 
 
@@ -171,15 +169,25 @@ break_nonlocal_outer = break_nonlocal_outer_factory()
 
 
 CASES = [
-    Case(custom_op_call, X), Case(custom_op_python_handle, X), Case(custom_op_tuple, X),
+    Case(custom_op_call, X),
+    Case(custom_op_python_handle, X),
+    Case(custom_op_tuple, X),
     Case(custom_op_without_fake, X, breaks="fake-tensor"),
-    Case(cond_on_tensor, XY), Case(cond_on_constant, XY), Case(cond_with_lambdas, X),
-    Case(break_item, X, breaks="item"), Case(break_tolist, X, breaks="tolist"), Case(break_numpy, X, breaks="numpy"),
-    Case(break_print, X, breaks="print"), Case(break_data_dependent, X, breaks="data-dependent-branch"),
-    Case(break_bool_tensor, X, breaks="data-dependent-branch"), Case(break_setattr_global, X, breaks="mutation"),
+    Case(cond_on_tensor, XY),
+    Case(cond_on_constant, XY),
+    Case(cond_with_lambdas, X),
+    Case(break_item, X, breaks="item"),
+    Case(break_tolist, X, breaks="tolist"),
+    Case(break_numpy, X, breaks="numpy"),
+    Case(break_print, X, breaks="print"),
+    Case(break_data_dependent, X, breaks="data-dependent-branch"),
+    Case(break_bool_tensor, X, breaks="data-dependent-branch"),
+    Case(break_setattr_global, X, breaks="mutation"),
     Case(break_mutate_list_arg, lambda n: ([torch.randn(n, 4)],), breaks="mutation"),
-    Case(raise_not_taken, X), Case(break_with_block, X, breaks="unsupported-call"),
-    Case(break_exception_in_try, X, breaks="exception"), Case(break_inside_helper, X, breaks="print"),
+    Case(raise_not_taken, X),
+    Case(break_with_block, X, breaks="unsupported-call"),
+    Case(break_exception_in_try, X, breaks="exception"),
+    Case(break_inside_helper, X, breaks="print"),
     Case(break_float_of_tensor, X, breaks="item"),
     Case(break_nonlocal_outer, X, breaks="mutation", name="break_nonlocal_outer"),
 ]

@@ -5,7 +5,6 @@ import operator
 import pytest
 import torch
 import torch.nn.functional as F
-
 from translate_harness import XY, Case, X, case_id, run_case
 
 
@@ -84,7 +83,11 @@ def size_arithmetic(x):
 
 
 def new_tensors(x):
-    return x.new_zeros(x.shape[1]) + x, torch.empty_like(x).fill_(1.0), x.new_ones((2,), device=x.device)
+    return (
+        x.new_zeros(x.shape[1]) + x,
+        torch.empty_like(x).fill_(1.0),
+        x.new_ones((2,), device=x.device),
+    )
 
 
 def reductions(x):
@@ -115,7 +118,7 @@ def unary_ops(x):
 
 
 def scalar_ops(x):
-    return x ** 2, x // 0.5, x % 0.3, 2 ** x, 1 / (x.abs() + 1), 3 - x
+    return x**2, x // 0.5, x % 0.3, 2**x, 1 / (x.abs() + 1), 3 - x
 
 
 def return_size(x):
@@ -256,19 +259,54 @@ def relu_inplace(x):
 
 
 CASES = [
-    Case(pointwise_chain, X), Case(softmax_dim, X), Case(matmul_op, XY), Case(view_reshape, X),
-    Case(permute_transpose, X3), Case(cat_stack, XY), Case(chunk_split, X), Case(basic_indexing, X),
-    Case(tensor_index, lambda n: (torch.randn(4, n),)), Case(list_index, X), Case(compare_where, XY),
-    Case(factories, X), Case(dtype_conversion, X), Case(shape_attributes, X), Case(size_arithmetic, X),
-    Case(new_tensors, X), Case(reductions, X), Case(activation_functions, X), Case(layer_norm_fn, X),
-    Case(einsum_fn, XY), Case(dtype_branch, X), Case(unary_ops, X), Case(scalar_ops, X), Case(return_size, X),
-    Case(len_of_tensor, X), Case(iterate_tensor, X), Case(masked_fill_fn, X), Case(expand_broadcast, X),
-    Case(isinstance_tensor, X), Case(tensor_properties, X), Case(gather_scatter, X), Case(linear_fn, XY),
+    Case(pointwise_chain, X),
+    Case(softmax_dim, X),
+    Case(matmul_op, XY),
+    Case(view_reshape, X),
+    Case(permute_transpose, X3),
+    Case(cat_stack, XY),
+    Case(chunk_split, X),
+    Case(basic_indexing, X),
+    Case(tensor_index, lambda n: (torch.randn(4, n),)),
+    Case(list_index, X),
+    Case(compare_where, XY),
+    Case(factories, X),
+    Case(dtype_conversion, X),
+    Case(shape_attributes, X),
+    Case(size_arithmetic, X),
+    Case(new_tensors, X),
+    Case(reductions, X),
+    Case(activation_functions, X),
+    Case(layer_norm_fn, X),
+    Case(einsum_fn, XY),
+    Case(dtype_branch, X),
+    Case(unary_ops, X),
+    Case(scalar_ops, X),
+    Case(return_size, X),
+    Case(len_of_tensor, X),
+    Case(iterate_tensor, X),
+    Case(masked_fill_fn, X),
+    Case(expand_broadcast, X),
+    Case(isinstance_tensor, X),
+    Case(tensor_properties, X),
+    Case(gather_scatter, X),
+    Case(linear_fn, XY),
     Case(dropout_eval, X),
-    Case(iadd_input, X), Case(add_method_input, XY), Case(chained_inplace, X), Case(setitem_input, X),
-    Case(setitem_slice, X), Case(local_buffer, X), Case(zero_input, X), Case(clone_then_inplace, X),
-    Case(inplace_through_view, X), Case(inplace_then_read, X), Case(inplace_no_return, X),
-    Case(clamp_inplace, X), Case(alias_inplace, X), Case(inplace_in_list, XY), Case(index_iadd, X),
+    Case(iadd_input, X),
+    Case(add_method_input, XY),
+    Case(chained_inplace, X),
+    Case(setitem_input, X),
+    Case(setitem_slice, X),
+    Case(local_buffer, X),
+    Case(zero_input, X),
+    Case(clone_then_inplace, X),
+    Case(inplace_through_view, X),
+    Case(inplace_then_read, X),
+    Case(inplace_no_return, X),
+    Case(clamp_inplace, X),
+    Case(alias_inplace, X),
+    Case(inplace_in_list, XY),
+    Case(index_iadd, X),
     Case(relu_inplace, X),
 ]
 

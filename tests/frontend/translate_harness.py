@@ -14,8 +14,9 @@ eager PyTorch:
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -56,7 +57,13 @@ def _inputs(case: Case, n: int, seed: int) -> tuple:
 
 def _tensor_shapes(args: Any) -> list:
     out = []
-    for a in args if isinstance(args, tuple | list) else args.values() if isinstance(args, dict) else [args]:
+    for a in (
+        args
+        if isinstance(args, tuple | list)
+        else args.values()
+        if isinstance(args, dict)
+        else [args]
+    ):
         if isinstance(a, torch.Tensor):
             out.append(tuple(a.shape))
         elif isinstance(a, tuple | list | dict):
@@ -81,12 +88,16 @@ def run_case(case: Case) -> None:
 
     compiled = toycompiler.compile(case.fn, backend=case.backend)
     first = _inputs(case, case.sizes[0], 1)
-    for step, args in enumerate([first, _inputs(case, case.sizes[0], 2), _inputs(case, case.sizes[1], 3)]):
+    for step, args in enumerate(
+        [first, _inputs(case, case.sizes[0], 2), _inputs(case, case.sizes[1], 3)]
+    ):
         _check_same(case, compiled, args, step)
     if case.breaks is None:
         changed = _tensor_shapes(first) != _tensor_shapes(_inputs(case, case.sizes[1], 3))
         entries = len(_cache_of(compiled).entries)
-        assert entries == (2 if changed else 1), f"expected {'a recompile' if changed else 'one entry'}, got {entries}"
+        assert entries == (2 if changed else 1), (
+            f"expected {'a recompile' if changed else 'one entry'}, got {entries}"
+        )
 
 
 def _check_same(case: Case, compiled: Any, args: tuple, step: int) -> None:

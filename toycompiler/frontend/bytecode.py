@@ -74,10 +74,21 @@ KW_NAMES_OPCODE = VERSION < (3, 13)
 # Opcode names in ``dis.opmap`` that never reach the translator: 3.12's
 # pseudo-instructions (resolved by the compiler) and the INSTRUMENTED_* forms
 # (``sys.monitoring``; ``dis`` shows the plain opcode).
-PSEUDO_OPCODES = frozenset({
-    "CACHE", "RESERVED", "JUMP_NO_INTERRUPT", "LOAD_SUPER_METHOD", "LOAD_ZERO_SUPER_ATTR",
-    "LOAD_ZERO_SUPER_METHOD", "POP_BLOCK", "SETUP_CLEANUP", "SETUP_FINALLY", "SETUP_WITH", "STORE_FAST_MAYBE_NULL",
-}) | (frozenset({"LOAD_METHOD", "JUMP"}) if VERSION >= (3, 12) else frozenset())
+PSEUDO_OPCODES = frozenset(
+    {
+        "CACHE",
+        "RESERVED",
+        "JUMP_NO_INTERRUPT",
+        "LOAD_SUPER_METHOD",
+        "LOAD_ZERO_SUPER_ATTR",
+        "LOAD_ZERO_SUPER_METHOD",
+        "POP_BLOCK",
+        "SETUP_CLEANUP",
+        "SETUP_FINALLY",
+        "SETUP_WITH",
+        "STORE_FAST_MAYBE_NULL",
+    }
+) | (frozenset({"LOAD_METHOD", "JUMP"}) if VERSION >= (3, 12) else frozenset())
 
 
 def never_seen(opname: str) -> bool:
@@ -114,8 +125,11 @@ def normalise(code: types.CodeType) -> list[Inst]:
         if ins.positions is not None and ins.positions.lineno is not None:
             line = ins.positions.lineno
         opname, flag, argval = ALIASES.get(ins.opname, ins.opname), False, ins.argval
-        if ins.opname in LOW_BIT_MEANS_PUSH_NULL or ins.opname in LOW_BIT_METHOD_OPNAME \
-                or ins.opname in LOW_BIT_MEANS_METHOD:
+        if (
+            ins.opname in LOW_BIT_MEANS_PUSH_NULL
+            or ins.opname in LOW_BIT_METHOD_OPNAME
+            or ins.opname in LOW_BIT_MEANS_METHOD
+        ):
             flag = bool((ins.arg or 0) & 1)
             if flag and ins.opname in LOW_BIT_METHOD_OPNAME:
                 opname, flag = LOW_BIT_METHOD_OPNAME[ins.opname], False
@@ -123,7 +137,9 @@ def normalise(code: types.CodeType) -> list[Inst]:
             opname = INTRINSICS.get(ins.argrepr, opname)
         if ins.opname == "FOR_ITER" and FOR_ITER_SKIPS_END_FOR:
             argval = next_offset.get(argval, argval)
-        out.append(Inst(ins.offset, opname, ins.arg, argval, ins.argrepr, line, ins.is_jump_target, flag))
+        out.append(
+            Inst(ins.offset, opname, ins.arg, argval, ins.argrepr, line, ins.is_jump_target, flag)
+        )
     return out
 
 
@@ -136,5 +152,7 @@ def disassemble(code: types.CodeType, name: str | None = None) -> BytecodeArtifa
             continue
         if ins.positions is not None and ins.positions.lineno is not None:
             line = ins.positions.lineno
-        rows.append(InstructionRow(ins.offset, ins.opname, ins.arg, ins.argrepr, line, ins.is_jump_target))
+        rows.append(
+            InstructionRow(ins.offset, ins.opname, ins.arg, ins.argrepr, line, ins.is_jump_target)
+        )
     return BytecodeArtifact(name or code.co_qualname, tuple(rows))

@@ -52,7 +52,9 @@ class TupleVariable(Variable):
         try:
             return self.items[key]
         except (IndexError, TypeError) as e:
-            raise Unsupported(f"{self.describe()}[{key!r}] raised {type(e).__name__}", "exception") from e
+            raise Unsupported(
+                f"{self.describe()}[{key!r}] raised {type(e).__name__}", "exception"
+            ) from e
 
     def getattr(self, tx, name):
         if name in ("index", "count"):
@@ -67,7 +69,7 @@ class TupleVariable(Variable):
 
 @dataclass(eq=False)
 class NamedTupleVariable(TupleVariable):
-    """A structseq or namedtuple result (``torch.topk(...).values``); ``example`` names the fields."""
+    """A structseq result (``torch.topk(...).values``); ``example`` names the fields."""
 
     example: Any = None
 
@@ -101,10 +103,13 @@ class ListVariable(TupleVariable):
         raise Unsupported(f"list attribute .{name}")
 
     def before_change(self, tx, what: str) -> None:
-        """Refuse to change the caller's list; remember the items so a graph break can undo the change."""
+        """Refuse to change the caller's list; remember the items so a break can undo the change."""
         if self.source is not None:
-            raise Unsupported(f"{what} changes {self.source}, which the caller can see; "
-                              "the compiled code would not repeat the change", "mutation")
+            raise Unsupported(
+                f"{what} changes {self.source}, which the caller can see; "
+                "the compiled code would not repeat the change",
+                "mutation",
+            )
         tx.output.remember(self, "items")
 
     def setitem(self, tx, index: Variable, value: Variable) -> None:
@@ -145,7 +150,19 @@ class ListVariable(TupleVariable):
         return ConstantVariable(None)
 
 
-LIST_METHODS = ("append", "extend", "insert", "pop", "clear", "reverse", "sort", "index", "count", "copy", "remove")
+LIST_METHODS = (
+    "append",
+    "extend",
+    "insert",
+    "pop",
+    "clear",
+    "reverse",
+    "sort",
+    "index",
+    "count",
+    "copy",
+    "remove",
+)
 
 
 @dataclass(eq=False)
@@ -216,7 +233,9 @@ class DictVariable(Variable):
                 return args[1]
             return self.items.pop(key)
         elif name == "setdefault":
-            return self.items.setdefault(_index(args[0]), args[1] if len(args) > 1 else ConstantVariable(None))
+            return self.items.setdefault(
+                _index(args[0]), args[1] if len(args) > 1 else ConstantVariable(None)
+            )
         elif name == "clear":
             self.items.clear()
         return ConstantVariable(None)
@@ -235,7 +254,7 @@ DICT_METHODS = ("keys", "values", "items", "get", "copy", "update", "pop", "setd
 
 @dataclass(eq=False)
 class IteratorVariable(Variable):
-    """An iterator over variables known now (``iter(list)``, ``zip``, ``enumerate``, a generator's yields)."""
+    """An iterator over variables known now (``zip``, ``enumerate``, a generator's yields)."""
 
     items: list[Variable] = field(default_factory=list)
     index: int = 0
@@ -244,7 +263,7 @@ class IteratorVariable(Variable):
         return f"iterator({len(self.items) - self.index} left)"
 
     def unpack(self, tx):
-        rest = self.items[self.index:]
+        rest = self.items[self.index :]
         tx.output.remember(self, "index")
         self.index = len(self.items)
         return rest

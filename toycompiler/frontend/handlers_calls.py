@@ -23,11 +23,13 @@ class CallHandlers:
         """``CALL 2`` -- [NULL|callable, callable|self, *args] -> result."""
         args = self.popn(inst.arg)
         kw_names, self.state.kw_names = self.state.kw_names, ()
-        kwargs = dict(zip(kw_names, args[len(args) - len(kw_names):])) if kw_names else {}
+        kwargs = dict(zip(kw_names, args[len(args) - len(kw_names) :])) if kw_names else {}
         args = args[: len(args) - len(kw_names)]
         if bc.CALL_LAYOUT == "null_or_callable_first":
             second, first = self.pop(), self.pop()
-            fn, args = (second, args) if isinstance(first, NullVariable) else (first, [second, *args])
+            fn, args = (
+                (second, args) if isinstance(first, NullVariable) else (first, [second, *args])
+            )
         else:
             self_or_null, fn = self.pop(), self.pop()
             if not isinstance(self_or_null, NullVariable):
@@ -35,20 +37,23 @@ class CallHandlers:
         self.push(fn.call(self, args, kwargs))
 
     def CALL_FUNCTION_EX(self, inst):
-        """``f(*args, **kwargs)`` -- [NULL, callable, args tuple, kwargs dict if arg & 1] -> result."""
+        """``f(*args, **kw)`` -- [NULL, callable, args tuple, kwargs dict if arg & 1] -> result."""
         kwargs = self.pop() if inst.arg & 1 else DictVariable({})
         args, fn = self.pop(), self.pop()
         if self.state.stack and isinstance(self.state.stack[-1], NullVariable):
             self.pop()
         if not isinstance(kwargs, DictVariable):
-            kwargs = DictVariable({k.as_python(): kwargs.getitem(self, k) for k in kwargs.unpack(self)})
+            kwargs = DictVariable(
+                {k.as_python(): kwargs.getitem(self, k) for k in kwargs.unpack(self)}
+            )
         keys = list(kwargs.items)
         if not all(isinstance(k, str) for k in keys):
             raise Unsupported("**kwargs with non-string keys", "exception")
         self.push(fn.call(self, args.unpack(self), dict(kwargs.items)))
 
     def MAKE_FUNCTION(self, inst):
-        """``MAKE_FUNCTION 8 (closure)`` -- a nested def or lambda: [defaults?, kwdefaults?, annotations?,
+        """``MAKE_FUNCTION 8 (closure)`` -- a nested def or lambda:
+        [defaults?, kwdefaults?, annotations?,
         closure?, code] -> function. It is inlined when called."""
         code = self.pop().as_python()
         closure = self.pop().unpack(self) if inst.arg & 0x08 else []

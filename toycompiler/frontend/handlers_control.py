@@ -66,7 +66,7 @@ class ControlHandlers:
     # -- loops -------------------------------------------------------------------------
 
     def GET_ITER(self, inst):
-        """``for v in obj`` -- the items are known now (a list of variables), so the loop unrolls."""
+        """``for v in obj`` -- the items are known now (variables), so the loop unrolls."""
         obj = self.pop()
         self.push(obj if isinstance(obj, IteratorVariable) else IteratorVariable(obj.unpack(self)))
 

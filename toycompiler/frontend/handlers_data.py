@@ -18,17 +18,43 @@ from .variables import ConstantVariable, TensorVariable, Unsupported, Variable
 # BINARY_OP's argrepr -> the function it applies. In-place forms ("+=") are
 # separate: on a tensor they change the caller's object.
 BINARY_OPS = {
-    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
-    "//": operator.floordiv, "%": operator.mod, "**": operator.pow, "@": operator.matmul,
-    "&": operator.and_, "|": operator.or_, "^": operator.xor, "<<": operator.lshift, ">>": operator.rshift,
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "/": operator.truediv,
+    "//": operator.floordiv,
+    "%": operator.mod,
+    "**": operator.pow,
+    "@": operator.matmul,
+    "&": operator.and_,
+    "|": operator.or_,
+    "^": operator.xor,
+    "<<": operator.lshift,
+    ">>": operator.rshift,
 }
 INPLACE_BINARY_OPS = {
-    "+=": operator.iadd, "-=": operator.isub, "*=": operator.imul, "/=": operator.itruediv,
-    "//=": operator.ifloordiv, "%=": operator.imod, "**=": operator.ipow, "@=": operator.imatmul,
-    "&=": operator.iand, "|=": operator.ior, "^=": operator.ixor, "<<=": operator.ilshift, ">>=": operator.irshift,
+    "+=": operator.iadd,
+    "-=": operator.isub,
+    "*=": operator.imul,
+    "/=": operator.itruediv,
+    "//=": operator.ifloordiv,
+    "%=": operator.imod,
+    "**=": operator.ipow,
+    "@=": operator.imatmul,
+    "&=": operator.iand,
+    "|=": operator.ior,
+    "^=": operator.ixor,
+    "<<=": operator.ilshift,
+    ">>=": operator.irshift,
 }
-COMPARE_OPS = {"<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne,
-               ">": operator.gt, ">=": operator.ge}
+COMPARE_OPS = {
+    "<": operator.lt,
+    "<=": operator.le,
+    "==": operator.eq,
+    "!=": operator.ne,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
 FORMAT_CONVERSIONS = {0: None, 1: str, 2: repr, 3: ascii}
 
 
@@ -40,7 +66,7 @@ class DataHandlers:
     # -- operators ---------------------------------------------------------------
 
     def BINARY_OP(self, inst):
-        """``BINARY_OP +`` -- tensors make a node; constants fold; ``+=`` on a tensor is in place."""
+        """``BINARY_OP +`` -- tensors make a node; constants fold; tensor ``+=`` is in place."""
         b, a = self.pop(), self.pop()
         op = inst.argrepr
         if op in INPLACE_BINARY_OPS and isinstance(a, TensorVariable):
@@ -58,7 +84,9 @@ class DataHandlers:
             items = seq.items * n.as_python()
         else:
             if type(a) is not type(b) and not a.is_python_constant() and not b.is_python_constant():
-                raise Unsupported(f"can only concatenate {a.python_type().__name__} to the same type", "exception")
+                raise Unsupported(
+                    f"can only concatenate {a.python_type().__name__} to the same type", "exception"
+                )
             items = a.unpack(self) + b.unpack(self)
         if op == "+=" and isinstance(a, ListVariable):
             a.before_change(self, "list +=")
@@ -74,7 +102,11 @@ class DataHandlers:
     def IS_OP(self, inst):
         """``IS_OP 1`` -- ``a is not b``: known from what the variables are."""
         b, a = self.pop(), self.pop()
-        if a.is_python_constant() and b.is_python_constant() and not isinstance(a, TensorVariable | TupleVariable):
+        if (
+            a.is_python_constant()
+            and b.is_python_constant()
+            and not isinstance(a, TensorVariable | TupleVariable)
+        ):
             same = a.as_python() is b.as_python()
         else:
             same = a is b
@@ -93,7 +125,7 @@ class DataHandlers:
         self.push(self.call_python(operator.neg, [self.pop()], {}))
 
     def UNARY_POSITIVE(self, inst):
-        """``+x`` (3.12: ``CALL_INTRINSIC_1 INTRINSIC_UNARY_POSITIVE``, renamed by the bytecode table)."""
+        """``+x`` (3.12: ``CALL_INTRINSIC_1 INTRINSIC_UNARY_POSITIVE``, renamed by the table)."""
         self.push(self.call_python(operator.pos, [self.pop()], {}))
 
     def UNARY_INVERT(self, inst):
@@ -102,7 +134,7 @@ class DataHandlers:
     # -- subscripts and slices -----------------------------------------------------
 
     def BINARY_SUBSCR(self, inst):
-        """``BINARY_SUBSCR`` -- ``a[b]``: indexing a tensor records a node; containers hand back an item."""
+        """``BINARY_SUBSCR`` -- ``a[b]``: a tensor records a node; a container gives an item."""
         index, obj = self.pop(), self.pop()
         self.push(obj.getitem(self, index))
 
@@ -112,7 +144,7 @@ class DataHandlers:
         self.push(obj.getitem(self, self.make_slice([start, stop])))
 
     def STORE_SUBSCR(self, inst):
-        """``STORE_SUBSCR`` -- ``a[i] = v``: [v, a, i]. On a tensor an in-place node, kept in the graph."""
+        """``STORE_SUBSCR`` -- ``a[i] = v``: [v, a, i]. On a tensor, an in-place node that stays."""
         key, obj, value = self.pop(), self.pop(), self.pop()
         self.store_item(obj, key, value)
 
@@ -127,21 +159,30 @@ class DataHandlers:
         elif isinstance(obj, ListVariable | DictVariable):
             obj.setitem(self, key, value)
         else:
-            raise Unsupported(f"item assignment on {obj.describe()} changes an object outside the compiled code",
-                              "mutation")
+            raise Unsupported(
+                f"item assignment on {obj.describe()} changes an object outside the compiled code",
+                "mutation",
+            )
 
     def record_setitem(self, obj: TensorVariable, key: Variable, value: Variable) -> None:
         """``out[idx] = v`` as an ``operator.setitem`` node that dead-code elimination keeps."""
-        from .translator import _as_fake, _as_node_arg
+        from .output_graph import as_fake, as_node_arg
 
         try:
             with self.output.fake_mode:
-                operator.setitem(obj.example, _as_fake(key), _as_fake(value))
+                operator.setitem(obj.example, as_fake(key), as_fake(value))
         except Exception as e:
-            raise Unsupported(f"tensor item assignment failed on fake tensors: {type(e).__name__}: {e}",
-                              "fake-tensor") from e
-        node = self.output.create_node("call_function", operator.setitem,
-                                       (obj.node, _as_node_arg(key), _as_node_arg(value)), {}, None)
+            raise Unsupported(
+                f"tensor item assignment failed on fake tensors: {type(e).__name__}: {e}",
+                "fake-tensor",
+            ) from e
+        node = self.output.create_node(
+            "call_function",
+            operator.setitem,
+            (obj.node, as_node_arg(key), as_node_arg(value)),
+            {},
+            None,
+        )
         self.output.side_effect_nodes.append(node)
 
     def DELETE_SUBSCR(self, inst):
@@ -189,7 +230,7 @@ class DataHandlers:
         self.state.stack[-inst.arg].items.extend(seq.unpack(self))
 
     def LIST_TO_TUPLE(self, inst):
-        """``(*a,)`` (3.12: ``CALL_INTRINSIC_1 INTRINSIC_LIST_TO_TUPLE``, renamed by the bytecode table)."""
+        """``(*a,)`` (3.12: ``CALL_INTRINSIC_1 INTRINSIC_LIST_TO_TUPLE``, renamed by the table)."""
         self.push(TupleVariable(list(self.pop().items)))
 
     def SET_ADD(self, inst):
@@ -218,7 +259,9 @@ class DataHandlers:
         """``a, b = t`` -- push the items, first on top."""
         items = self.pop().unpack(self)
         if len(items) != inst.arg:
-            raise Unsupported(f"unpacking {len(items)} values into {inst.arg} names (ValueError)", "exception")
+            raise Unsupported(
+                f"unpacking {len(items)} values into {inst.arg} names (ValueError)", "exception"
+            )
         for item in reversed(items):
             self.push(item)
 
@@ -228,8 +271,8 @@ class DataHandlers:
         items = self.pop().unpack(self)
         if len(items) < before + after:
             raise Unsupported("not enough values to unpack (ValueError)", "exception")
-        middle = items[before:len(items) - after]
-        for item in reversed(items[len(items) - after:]):
+        middle = items[before : len(items) - after]
+        for item in reversed(items[len(items) - after :]):
             self.push(item)
         self.push(ListVariable(middle))
         for item in reversed(items[:before]):

@@ -57,12 +57,14 @@ class NameHandlers:
         return self.load_local_value(self.state.locals[name], name)
 
     def load_local_value(self, value, name: str) -> Variable:
-        if not isinstance(value, Variable):  # an argument read for the first time: wrap and guard it
+        if not isinstance(
+            value, Variable
+        ):  # an argument read for the first time: wrap and guard it
             value = self.state.locals[name] = self.wrap(value.value, name)
         return value
 
     def LOAD_FAST(self, inst):
-        """``LOAD_FAST x`` -- a local or an argument; arguments become graph inputs on first read."""
+        """``LOAD_FAST x`` -- a local or an argument; an argument is wrapped on first read."""
         self.push(self.load_local(inst.argval))
 
     def STORE_FAST(self, inst):
@@ -77,7 +79,7 @@ class NameHandlers:
         self.state.locals.pop(inst.argval, None)
 
     def LOAD_FAST_AND_CLEAR(self, inst):
-        """3.12 inlined comprehension: ``LOAD_FAST_AND_CLEAR a`` saves the outer ``a`` and unbinds it."""
+        """3.12 inlined comprehension: ``LOAD_FAST_AND_CLEAR a`` saves the outer ``a``."""
         value = self.state.locals.pop(inst.argval, None)
         self.push(UnboundVariable() if value is None else self.load_local_value(value, inst.argval))
         self.state.locals.pop(inst.argval, None)
@@ -85,8 +87,10 @@ class NameHandlers:
     # -- globals and builtins ----------------------------------------------------
 
     def globals_source(self) -> str:
-        """How the compiled code reaches this frame's globals: ``G`` for the compiled function's own."""
-        return "G" if self.globals is self.guard_objects["G"] else self.register_object(self.globals)
+        """How compiled code reaches this frame's globals: ``G`` for the compiled function's own."""
+        return (
+            "G" if self.globals is self.guard_objects["G"] else self.register_object(self.globals)
+        )
 
     def LOAD_GLOBAL(self, inst):
         """``LOAD_GLOBAL torch`` -- a global (or builtin), guarded by value or identity."""
@@ -112,7 +116,7 @@ class NameHandlers:
     # -- closure cells -------------------------------------------------------------
 
     def MAKE_CELL(self, inst):
-        """``MAKE_CELL y`` -- ``y`` is captured by an inner function: its value moves into a cell."""
+        """``MAKE_CELL y`` -- ``y`` is captured by an inner function: its value moves to a cell."""
         name = inst.argval
         value = self.load_local(name) if name in self.state.locals else None
         self.state.locals.pop(name, None)
@@ -129,11 +133,15 @@ class NameHandlers:
                 try:
                     value = cell.cell.cell_contents
                 except ValueError:
-                    raise Unsupported(f"free variable {cell.name!r} is not bound yet", "exception") from None
+                    raise Unsupported(
+                        f"free variable {cell.name!r} is not bound yet", "exception"
+                    ) from None
                 cell.contents = self.wrap(value, cell.source)
             return cell.contents
         if cell.contents is None:
-            raise Unsupported(f"free variable {cell.name!r} is used before it is assigned", "exception")
+            raise Unsupported(
+                f"free variable {cell.name!r} is used before it is assigned", "exception"
+            )
         return cell.contents
 
     def LOAD_DEREF(self, inst):
@@ -146,11 +154,14 @@ class NameHandlers:
         return self.state.cells[name]
 
     def STORE_DEREF(self, inst):
-        """``STORE_DEREF y`` -- assign a closure cell; a cell of a real (outer) function is off limits."""
+        """``STORE_DEREF y`` -- assign a closure cell; a real outer function's cell: a break."""
         cell = self.cell_named(inst.argval)
         if isinstance(cell, RealCellVariable):
-            raise Unsupported(f"assigning `nonlocal {inst.argval}` changes a variable of an enclosing function "
-                              "outside the compiled code", "mutation")
+            raise Unsupported(
+                f"assigning `nonlocal {inst.argval}` changes a variable of an enclosing function "
+                "outside the compiled code",
+                "mutation",
+            )
         self.output.remember(cell, "contents")
         cell.contents = self.pop()
 
@@ -174,7 +185,7 @@ class NameHandlers:
         self.push(obj.getattr(self, inst.argval))
 
     def LOAD_SUPER_ATTR(self, inst):
-        """3.12: ``LOAD_GLOBAL super; LOAD_DEREF __class__; LOAD_FAST self; LOAD_SUPER_ATTR forward``."""
+        """3.12: ``LOAD_GLOBAL super; LOAD_DEREF __class__; LOAD_FAST self; LOAD_SUPER_ATTR f``."""
         self_var, cls, _super = self.pop(), self.pop(), self.pop()
         attr = SuperVariable(cls.as_python(), self_var).getattr(self, inst.argval)
         if inst.flag:
@@ -184,8 +195,11 @@ class NameHandlers:
     def STORE_ATTR(self, inst):
         """``STORE_ATTR name`` -- ``obj.name = v``: changes an object the caller can see."""
         obj, _value = self.pop(), self.pop()
-        raise Unsupported(f"assigning {obj.describe()}.{inst.argval} changes an object outside the compiled "
-                          "code; not traced", "mutation")
+        raise Unsupported(
+            f"assigning {obj.describe()}.{inst.argval} changes an object outside the compiled "
+            "code; not traced",
+            "mutation",
+        )
 
 
 __all__ = ["NameHandlers", "BoundMethodVariable", "ConstantVariable"]

@@ -25,7 +25,7 @@ from .containers import DictVariable, TupleVariable
 from .variables import RealCellVariable, Unsupported, UserFunctionVariable, Variable
 
 if TYPE_CHECKING:
-    from .translator import InstructionTranslator
+    pass
 
 
 @functools.lru_cache(maxsize=512)
@@ -37,23 +37,41 @@ def instructions_of(code: types.CodeType) -> tuple[list[bc.Inst], dict[int, int]
 class InlineMixin:
     """Mixed into the translator: entry points for calling Python functions."""
 
-    def inline_function(self, fn: types.FunctionType, source: str | None, args: list[Variable],
-                        kwargs: dict[str, Variable]) -> Variable:
+    def inline_function(
+        self,
+        fn: types.FunctionType,
+        source: str | None,
+        args: list[Variable],
+        kwargs: dict[str, Variable],
+    ) -> Variable:
         """Inline a real Python function (a global helper, a method, ``Module.forward``)."""
         if not self.config.inline_user_functions:
-            raise Unsupported(f"call to {fn.__qualname__}: inlining is turned off (config.inline_user_functions)",
-                              "unsupported-call")
-        defaults = [self.wrap(d, f"{source}.__defaults__[{i}]" if source else None)
-                    for i, d in enumerate(fn.__defaults__ or ())]
-        kwdefaults = {k: self.wrap(v, f"{source}.__kwdefaults__[{k!r}]" if source else None)
-                      for k, v in (fn.__kwdefaults__ or {}).items()}
-        closure = [self.wrap_cell(c, n) for c, n in zip(fn.__closure__ or (), fn.__code__.co_freevars)]
-        return self.inline_code(fn.__code__, fn.__globals__, args, kwargs, defaults, kwdefaults, closure)
+            raise Unsupported(
+                f"call to {fn.__qualname__}: inlining is turned off (config.inline_user_functions)",
+                "unsupported-call",
+            )
+        defaults = [
+            self.wrap(d, f"{source}.__defaults__[{i}]" if source else None)
+            for i, d in enumerate(fn.__defaults__ or ())
+        ]
+        kwdefaults = {
+            k: self.wrap(v, f"{source}.__kwdefaults__[{k!r}]" if source else None)
+            for k, v in (fn.__kwdefaults__ or {}).items()
+        }
+        closure = [
+            self.wrap_cell(c, n) for c, n in zip(fn.__closure__ or (), fn.__code__.co_freevars)
+        ]
+        return self.inline_code(
+            fn.__code__, fn.__globals__, args, kwargs, defaults, kwdefaults, closure
+        )
 
-    def inline_user_function(self, fn: UserFunctionVariable, args: list[Variable],
-                             kwargs: dict[str, Variable]) -> Variable:
+    def inline_user_function(
+        self, fn: UserFunctionVariable, args: list[Variable], kwargs: dict[str, Variable]
+    ) -> Variable:
         """Inline a function made while tracing (nested ``def``, lambda, comprehension)."""
-        return self.inline_code(fn.code, fn.globals, args, kwargs, fn.defaults, fn.kwdefaults, fn.closure)
+        return self.inline_code(
+            fn.code, fn.globals, args, kwargs, fn.defaults, fn.kwdefaults, fn.closure
+        )
 
     def inline_code(self, code, globals_, args, kwargs, defaults, kwdefaults, closure) -> Variable:
         from .translator import InliningTranslator
@@ -68,8 +86,13 @@ class InlineMixin:
         return RealCellVariable(cell, f"{self.register_object(cell)}.cell_contents", name=name)
 
 
-def bind_arguments(code: types.CodeType, args: list[Variable], kwargs: dict[str, Variable],
-                   defaults: list[Variable], kwdefaults: dict[str, Variable]) -> dict[str, Variable]:
+def bind_arguments(
+    code: types.CodeType,
+    args: list[Variable],
+    kwargs: dict[str, Variable],
+    defaults: list[Variable],
+    kwdefaults: dict[str, Variable],
+) -> dict[str, Variable]:
     """Match call arguments to parameters the way CPython does (``*args`` and ``**kwargs`` too)."""
     cells = tuple(types.CellType() for _ in code.co_freevars) or None
     shape = types.FunctionType(code, {}, code.co_name, tuple(defaults) or None, cells)
@@ -87,7 +110,9 @@ def bind_arguments(code: types.CodeType, args: list[Variable], kwargs: dict[str,
             value = TupleVariable(list(value))
         elif kind is inspect.Parameter.VAR_KEYWORD:
             value = DictVariable(dict(value))
-        if name.startswith("implicit") and name not in code.co_varnames:  # inspect renames ".0" (comprehensions)
-            name = "." + name[len("implicit"):]
+        if (
+            name.startswith("implicit") and name not in code.co_varnames
+        ):  # inspect renames ".0" (comprehensions)
+            name = "." + name[len("implicit") :]
         out[name] = value
     return out

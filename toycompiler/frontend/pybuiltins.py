@@ -16,7 +16,8 @@ from __future__ import annotations
 import functools
 import itertools
 import operator
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -47,6 +48,7 @@ def handles(*fns: Any) -> Callable[[Handler], Handler]:
         for fn in fns:
             HANDLERS[fn] = h
         return h
+
     return register
 
 
@@ -133,7 +135,9 @@ def _id(tx, args, kwargs):
 @handles(int, float, bool, complex)
 def _scalar(tx, args, kwargs):
     if args and isinstance(args[0], TensorVariable):
-        raise Unsupported("converting a tensor to a Python number needs its data (like .item())", "item")
+        raise Unsupported(
+            "converting a tensor to a Python number needs its data (like .item())", "item"
+        )
     return NotImplemented
 
 
@@ -183,20 +187,28 @@ def _next(tx, args, kwargs):
     if item is None:
         if len(args) > 1:
             return args[1]
-        raise Unsupported("next() on an exhausted iterator raised StopIteration while tracing", "exception")
+        raise Unsupported(
+            "next() on an exhausted iterator raised StopIteration while tracing", "exception"
+        )
     return item
 
 
 @handles(enumerate)
 def _enumerate(tx, args, kwargs):
     start = (args[1] if len(args) > 1 else kwargs.get("start", ConstantVariable(0))).as_python()
-    return IteratorVariable([TupleVariable([ConstantVariable(start + i), v]) for i, v in enumerate(_items(tx, args[0]))])
+    return IteratorVariable(
+        [TupleVariable([ConstantVariable(start + i), v]) for i, v in enumerate(_items(tx, args[0]))]
+    )
 
 
 @handles(zip)
 def _zip(tx, args, kwargs):
     columns = [_items(tx, a) for a in args]
-    if kwargs.get("strict") is not None and kwargs["strict"].as_python() and len({len(c) for c in columns}) > 1:
+    if (
+        kwargs.get("strict") is not None
+        and kwargs["strict"].as_python()
+        and len({len(c) for c in columns}) > 1
+    ):
         raise Unsupported("zip(strict=True) got iterables of different lengths", "exception")
     return IteratorVariable([TupleVariable(list(row)) for row in zip(*columns)])
 
@@ -229,13 +241,18 @@ def _fold_over_items(fn: Any, why: str) -> Handler:
             raise Unsupported(why, "data-dependent-branch")
         values = [i.as_python() for i in items]
         return tx.fold(fn, [ObjectVariable(values)], kwargs)
+
     return handler
 
 
-HANDLERS[sorted] = _fold_over_items(sorted, "sorted() over tensors compares their values (data-dependent)")
+HANDLERS[sorted] = _fold_over_items(
+    sorted, "sorted() over tensors compares their values (data-dependent)"
+)
 for _fn in (min, max):
-    HANDLERS[_fn] = _fold_over_items(_fn, "min()/max() of tensors compares their values (data-dependent); "
-                                          "use torch.minimum/maximum")
+    HANDLERS[_fn] = _fold_over_items(
+        _fn,
+        "min()/max() of tensors compares their values (data-dependent); use torch.minimum/maximum",
+    )
 
 
 # -- reductions over iterables ------------------------------------------------------
@@ -310,7 +327,9 @@ def _contains(tx, args, kwargs):
         key = tx.identity_key(item)
         return ConstantVariable(any(tx.identity_key(i) == key for i in container.unpack(tx)))
     if isinstance(container, TensorVariable):
-        raise Unsupported("`in` on a tensor compares values (data-dependent)", "data-dependent-branch")
+        raise Unsupported(
+            "`in` on a tensor compares values (data-dependent)", "data-dependent-branch"
+        )
     return NotImplemented
 
 

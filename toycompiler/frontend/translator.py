@@ -17,8 +17,11 @@ by a child translator sharing this one's graph and guards (:mod:`.inline`).
 The instructions arrive normalised by :mod:`.bytecode`, so handlers contain no
 Python-version checks.
 
-Mirrors: torch/_dynamo/symbolic_convert.py (InstructionTranslator) and
-torch/_dynamo/output_graph.py (OutputGraph).
+The graph being built, shared with inlined calls, is an :class:`~.output_graph.OutputGraph`.
+
+Mirrors: torch/_dynamo/symbolic_convert.py (InstructionTranslator,
+InliningInstructionTranslator). Leaves out: restarting analysis after a break
+(a break is recorded, never retried), speculation logs, ``with`` blocks.
 """
 
 from __future__ import annotations
@@ -30,20 +33,25 @@ from typing import Any
 
 import torch
 import torch.fx
-from torch._subclasses.fake_tensor import FakeTensorMode
 
-from .. import provenance
 from ..artifacts import GraphBreak, SourceArtifact, TranslationArtifact, TranslationStep
 from ..config import Config
 from . import bytecode as bc
 from .calls import CallDispatch
-from .containers import DictVariable, IteratorVariable, ListVariable, NamedTupleVariable, TupleVariable
+from .containers import (
+    DictVariable,
+    IteratorVariable,
+    ListVariable,
+    NamedTupleVariable,
+    TupleVariable,
+)
 from .guards import GuardBuilder
 from .handlers_calls import CallHandlers
 from .handlers_control import ControlHandlers
 from .handlers_data import DataHandlers
 from .handlers_names import NameHandlers
 from .inline import InlineMixin, instructions_of
+from .output_graph import OutputGraph, as_fake, as_node_arg, rebuild_expr, tensor_variables
 from .variables import (
     CONSTANT_TYPES,
     ConstantVariable,
@@ -74,11 +82,15 @@ class FrameState:
     locals: dict[str, Variable | _Unread] = field(default_factory=dict)
     ip: int = 0  # index into the instruction list
     kw_names: tuple[str, ...] = ()
-    cells: dict[str, Variable] = field(default_factory=dict)  # closure cells by name (MAKE_CELL, COPY_FREE_VARS)
+    cells: dict[str, Variable] = field(
+        default_factory=dict
+    )  # closure cells by name (MAKE_CELL, COPY_FREE_VARS)
 
     def snapshot(self) -> FrameState:
-        """A copy to go back to if the next instruction breaks (variables are shared, not copied)."""
-        return FrameState(list(self.stack), dict(self.locals), self.ip, self.kw_names, dict(self.cells))
+        """A copy to go back to if the next instruction breaks (variables shared, not copied)."""
+        return FrameState(
+            list(self.stack), dict(self.locals), self.ip, self.kw_names, dict(self.cells)
+        )
 
 
 @dataclass
@@ -96,83 +108,21 @@ class TranslationResult:
     ops: int  # call nodes recorded
 
 
-class OutputGraph:
-    """The FX graph under construction, its fake tensors and its inputs (shared by inlined calls)."""
-
-    def __init__(self, source: SourceArtifact) -> None:
-        self.filename, self.source_line = source.filename, source.line
-        self.graph = torch.fx.Graph()
-        self.fake_mode = FakeTensorMode()
-        self.example_inputs: list[torch.Tensor] = []
-        self.input_sources: list[str] = []
-        self.inputs_by_source: dict[str, TensorVariable] = {}
-        self.side_effect_nodes: list[torch.fx.Node] = []  # in-place ops: kept even if unused
-        self.submodules: dict[str, torch.nn.Module] = {}  # branch graphs of torch.cond
-        self.journal: list[tuple[Any, str, Any]] = []  # (object, attribute, value before a change)
-        self.current_line: int | None = None
-        self.current_offset: int | None = None
-        self.events: list[str] = []
-
-    def add_input(self, source: str, value: torch.Tensor) -> TensorVariable:
-        if source in self.inputs_by_source:
-            return self.inputs_by_source[source]
-        name = "".join(c if c.isalnum() else "_" for c in source).strip("_")
-        node = self.graph.placeholder(name)
-        fake = self.fake_mode.from_tensor(value, static_shapes=True)
-        node.meta.update(example_value=fake, toy_source=source)
-        self.example_inputs.append(value)
-        self.input_sources.append(source)
-        self.events.append(f"graph input {node.name}")
-        var = self.inputs_by_source[source] = TensorVariable(node, fake, source)
-        return var
-
-    def create_node(self, op: str, target: Any, args: tuple, kwargs: dict, example: Any) -> torch.fx.Node:
-        node = self.graph.create_node(op, target, args, kwargs)
-        node.meta["example_value"] = example
-        provenance.tag(node, self.current_line, self.current_offset, self.filename, self.source_line(self.current_line))
-        self.events.append(f"node added: {node.name}")
-        return node
-
-    # -- undo, for a graph break in the middle of an instruction ------------------
-    # A break inside an inlined call happens after the callee already recorded
-    # nodes and changed variables. The caller's CALL will run again as ordinary
-    # Python, so those changes are undone: the graph and the symbolic state at a
-    # break are exactly what they were *before* the breaking instruction.
-
-    def remember(self, obj: Any, attr: str) -> None:
-        """Note ``obj.attr`` (a list's items, a tensor's node...) before a change, to undo it on a break."""
-        value = getattr(obj, attr)
-        self.journal.append((obj, attr, list(value) if isinstance(value, list) else
-                             dict(value) if isinstance(value, dict) else value))
-
-    def checkpoint(self) -> tuple:
-        nodes = list(self.graph.nodes)
-        return (nodes[-1] if nodes else None, len(self.side_effect_nodes), len(self.journal))
-
-    def rollback(self, mark: tuple) -> None:
-        last, n_effects, n_journal = mark
-        for obj, attr, value in reversed(self.journal[n_journal:]):
-            setattr(obj, attr, value)
-        del self.journal[n_journal:], self.side_effect_nodes[n_effects:]
-        nodes = list(self.graph.nodes)
-        for node in reversed(nodes[nodes.index(last) + 1 if last is not None else 0:]):
-            if node.op != "placeholder":  # inputs stay: harmless, and their guards were added
-                self.graph.erase_node(node)
-
-    def remove_dead_nodes(self) -> None:
-        """Dead-code elimination that keeps in-place operations (their effect is the point)."""
-        keep = set(self.side_effect_nodes)
-        for node in reversed(list(self.graph.nodes)):
-            if node.op in ("call_function", "call_method", "get_attr") and not node.users and node not in keep:
-                self.graph.erase_node(node)
-
-
-class InstructionTranslator(NameHandlers, CallHandlers, DataHandlers, ControlHandlers, CallDispatch, InlineMixin):
+class InstructionTranslator(
+    NameHandlers, CallHandlers, DataHandlers, ControlHandlers, CallDispatch, InlineMixin
+):
     """Runs one code object symbolically. Construct, then call :meth:`run`."""
 
     MAX_INLINE_DEPTH = 32
 
-    def __init__(self, fn: types.FunctionType, args: tuple, kwargs: dict, source: SourceArtifact, config: Config):
+    def __init__(
+        self,
+        fn: types.FunctionType,
+        args: tuple,
+        kwargs: dict,
+        source: SourceArtifact,
+        config: Config,
+    ):
         self.fn, self.code, self.config, self.source = fn, fn.__code__, config, source
         self.parent: InstructionTranslator | None = None
         self.depth = 0
@@ -181,13 +131,19 @@ class InstructionTranslator(NameHandlers, CallHandlers, DataHandlers, ControlHan
         self.output = OutputGraph(source)
         self.guards = GuardBuilder()
         self.guard_objects: dict[str, Any] = {"G": fn.__globals__}
-        self.wrapped: dict[str, Variable] = {}  # source -> variable, so a value is wrapped (and guarded) once
-        self.closure = [self.wrap_cell(c, name) for c, name in zip(fn.__closure__ or (), self.code.co_freevars)]
+        self.wrapped: dict[
+            str, Variable
+        ] = {}  # source -> variable, so a value is wrapped (and guarded) once
+        self.closure = [
+            self.wrap_cell(c, name) for c, name in zip(fn.__closure__ or (), self.code.co_freevars)
+        ]
         self.state = FrameState(locals={k: _Unread(v) for k, v in _bind(fn, args, kwargs).items()})
         self.steps: list[TranslationStep] = []
         self.returned: Variable | None = None
         self.graph_break: GraphBreak | None = None
-        self.yielded: list[Variable] | None = [] if self.code.co_flags & 0x20 else None  # CO_GENERATOR
+        self.yielded: list[Variable] | None = (
+            [] if self.code.co_flags & 0x20 else None
+        )  # CO_GENERATOR
 
     def set_globals(self, globals_: dict) -> None:
         self.globals = globals_
@@ -214,17 +170,29 @@ class InstructionTranslator(NameHandlers, CallHandlers, DataHandlers, ControlHan
             self.dispatch(inst)
         except Unsupported as e:
             self.graph_break = self.make_break(inst, e.reason, e.kind)
-            self.output.rollback(mark)  # the graph and state as they were *before* the breaking instruction
+            self.output.rollback(
+                mark
+            )  # the graph and state as they were *before* the breaking instruction
             self.state = saved
             self.state.ip -= 1
             events.append(f"graph break: {e.reason}")
         events += [f"guard added: {g.expr}" for g in self.guards.guards[guards_before:]]
-        self.steps.append(TranslationStep(
-            inst.offset, inst.opname, inst.argrepr, inst.line, before,
-            tuple(v.describe() for v in self.state.stack),
-            tuple((k, v.describe()) for k, v in self.state.locals.items() if isinstance(v, Variable)),
-            tuple(events),
-        ))
+        self.steps.append(
+            TranslationStep(
+                inst.offset,
+                inst.opname,
+                inst.argrepr,
+                inst.line,
+                before,
+                tuple(v.describe() for v in self.state.stack),
+                tuple(
+                    (k, v.describe())
+                    for k, v in self.state.locals.items()
+                    if isinstance(v, Variable)
+                ),
+                tuple(events),
+            )
+        )
 
     def dispatch(self, inst: bc.Inst) -> None:
         handler = getattr(self, inst.opname, None)
@@ -235,7 +203,15 @@ class InstructionTranslator(NameHandlers, CallHandlers, DataHandlers, ControlHan
 
     def make_break(self, inst: bc.Inst, reason: str, kind: str) -> GraphBreak:
         line = inst.line or self.code.co_firstlineno
-        return GraphBreak(reason, self.code.co_filename, line, self.source.line(line), inst.offset, inst.opname, kind)
+        return GraphBreak(
+            reason,
+            self.code.co_filename,
+            line,
+            self.source.line(line),
+            inst.offset,
+            inst.opname,
+            kind,
+        )
 
     def result(self) -> TranslationResult:
         return_expr, constants = None, {}
@@ -243,7 +219,7 @@ class InstructionTranslator(NameHandlers, CallHandlers, DataHandlers, ControlHan
         if self.returned is not None:
             outputs: list[torch.fx.Node] = []
             try:
-                return_expr = _rebuild_expr(self.returned, outputs, constants)
+                return_expr = rebuild_expr(self.returned, outputs, constants)
             except Unsupported as e:
                 inst = self.instructions[self.state.ip - 1]
                 self.graph_break = self.make_break(inst, e.reason, e.kind)
@@ -257,10 +233,21 @@ class InstructionTranslator(NameHandlers, CallHandlers, DataHandlers, ControlHan
             root.add_module(name, sub)
         gm = torch.fx.GraphModule(root, graph, class_name=self.code.co_name)
         ops = sum(n.op in ("call_function", "call_method", "call_module") for n in graph.nodes)
-        constants.update(self.guard_objects)  # input sources may name registered objects (cells, globals dicts)
+        constants.update(
+            self.guard_objects
+        )  # input sources may name registered objects (cells, globals dicts)
         artifact = TranslationArtifact(self.code.co_qualname, tuple(self.steps), self.graph_break)
-        return TranslationResult(gm, self.output.example_inputs, self.output.input_sources, return_expr,
-                                 constants, self.guards, self.guard_objects, artifact, ops)
+        return TranslationResult(
+            gm,
+            self.output.example_inputs,
+            self.output.input_sources,
+            return_expr,
+            constants,
+            self.guards,
+            self.guard_objects,
+            artifact,
+            ops,
+        )
 
     # -- helpers used by handlers and variables ---------------------------------
 
@@ -303,8 +290,10 @@ class InstructionTranslator(NameHandlers, CallHandlers, DataHandlers, ControlHan
         line = self.output.current_line
         if isinstance(value, torch.Tensor):
             if source is None:
-                raise Unsupported("a tensor reached without a source the compiled code could read it from "
-                                  "(e.g. a module made inside the function, or a tensor default argument)")
+                raise Unsupported(
+                    "a tensor reached without a source the compiled code could read it from "
+                    "(e.g. a module made inside the function, or a tensor default argument)"
+                )
             self.guards.tensor(source, value, line)
             return self.output.add_input(source, value)
         if isinstance(value, CONSTANT_TYPES) and not isinstance(value, slice | set):
@@ -323,20 +312,39 @@ class InstructionTranslator(NameHandlers, CallHandlers, DataHandlers, ControlHan
 
     def _wrap_container(self, value: Any, source: str, line: int | None) -> Variable:
         kind = type(value).__name__
-        self.guards.add(f"type({source}) is {kind}", "TYPE_MATCH", f"{source} was read as a {kind}", line)
+        self.guards.add(
+            f"type({source}) is {kind}", "TYPE_MATCH", f"{source} was read as a {kind}", line
+        )
         if isinstance(value, dict):
             keys = list(value)
-            self.guards.add(f"list({source}.keys()) == {keys!r}", "DICT_KEYS", f"{source}'s keys were read", line)
-            return DictVariable({k: self.wrap(v, f"{source}[{k!r}]") for k, v in value.items()}, source)
-        self.guards.add(f"len({source}) == {len(value)}", "LENGTH_MATCH", f"{source} was unpacked", line)
+            self.guards.add(
+                f"list({source}.keys()) == {keys!r}",
+                "DICT_KEYS",
+                f"{source}'s keys were read",
+                line,
+            )
+            return DictVariable(
+                {k: self.wrap(v, f"{source}[{k!r}]") for k, v in value.items()}, source
+            )
+        self.guards.add(
+            f"len({source}) == {len(value)}", "LENGTH_MATCH", f"{source} was unpacked", line
+        )
         items = [self.wrap(v, f"{source}[{i}]") for i, v in enumerate(value)]
-        return TupleVariable(items, source) if isinstance(value, tuple) else ListVariable(items, source)
+        return (
+            TupleVariable(items, source)
+            if isinstance(value, tuple)
+            else ListVariable(items, source)
+        )
 
     def identity_key(self, v: Variable) -> Any:
-        """What ``==``-style lookups (``list.index``, ``in``) compare: the value, or the variable itself."""
-        return v.as_python() if v.is_python_constant() and not isinstance(v, TensorVariable) else id(v)
+        """What ``list.index`` and ``in`` compare: the constant value, or the variable itself."""
+        return (
+            v.as_python() if v.is_python_constant() and not isinstance(v, TensorVariable) else id(v)
+        )
 
-    def record_call(self, op: str, target: Any, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
+    def record_call(
+        self, op: str, target: Any, args: list[Variable], kwargs: dict[str, Variable]
+    ) -> Variable:
         """Add a node and compute its fake result to learn the output's shape and dtype.
 
         In-place operations are recognised by the fake tensors' version counters, whatever
@@ -344,11 +352,11 @@ class InstructionTranslator(NameHandlers, CallHandlers, DataHandlers, ControlHan
         node is kept through dead-code elimination, and a tensor that the op returns
         (``self``) is pointed at the new node, so every alias reads the new value.
         """
-        node_args = tuple(_as_node_arg(a) for a in args)
-        node_kwargs = {k: _as_node_arg(v) for k, v in kwargs.items()}
-        fake_args = tuple(_as_fake(a) for a in args)
-        fake_kwargs = {k: _as_fake(v) for k, v in kwargs.items()}
-        tensors = [v for v in _tensor_variables([*args, *kwargs.values()])]
+        node_args = tuple(as_node_arg(a) for a in args)
+        node_kwargs = {k: as_node_arg(v) for k, v in kwargs.items()}
+        fake_args = tuple(as_fake(a) for a in args)
+        fake_kwargs = {k: as_fake(v) for k, v in kwargs.items()}
+        tensors = [v for v in tensor_variables([*args, *kwargs.values()])]
         versions = [t.example._version for t in tensors]
         try:
             with self.output.fake_mode:
@@ -358,7 +366,9 @@ class InstructionTranslator(NameHandlers, CallHandlers, DataHandlers, ControlHan
                     example = target(*fake_args, **fake_kwargs)
         except Exception as e:
             name = target if isinstance(target, str) else getattr(target, "__name__", repr(target))
-            raise Unsupported(f"{name} failed on fake tensors: {type(e).__name__}: {e}", "fake-tensor") from e
+            raise Unsupported(
+                f"{name} failed on fake tensors: {type(e).__name__}: {e}", "fake-tensor"
+            ) from e
         result = self.wrap_result(op, target, node_args, node_kwargs, example)
         mutated = [t for t, v in zip(tensors, versions) if t.example._version != v]
         if mutated:
@@ -374,10 +384,18 @@ class InstructionTranslator(NameHandlers, CallHandlers, DataHandlers, ControlHan
     def last_node(self) -> torch.fx.Node:
         return next(iter(reversed(self.output.graph.nodes)))
 
-    def wrap_result(self, op: str, target: Any, node_args: tuple, node_kwargs: dict, example: Any) -> Variable:
+    def wrap_result(
+        self, op: str, target: Any, node_args: tuple, node_kwargs: dict, example: Any
+    ) -> Variable:
         if isinstance(example, torch.Tensor):
-            return TensorVariable(self.output.create_node(op, target, node_args, node_kwargs, example), example)
-        if isinstance(example, tuple | list) and example and all(isinstance(t, torch.Tensor) for t in example):
+            return TensorVariable(
+                self.output.create_node(op, target, node_args, node_kwargs, example), example
+            )
+        if (
+            isinstance(example, tuple | list)
+            and example
+            and all(isinstance(t, torch.Tensor) for t in example)
+        ):
             node = self.output.create_node(op, target, node_args, node_kwargs, example)
             items = []
             for i, t in enumerate(example):
@@ -387,27 +405,43 @@ class InstructionTranslator(NameHandlers, CallHandlers, DataHandlers, ControlHan
                 return NamedTupleVariable(items, example=example)
             return TupleVariable(items) if isinstance(example, tuple) else ListVariable(items)
         if example is None and op == "call_function" and target is not None:
-            self.output.create_node(op, target, node_args, node_kwargs, None)  # e.g. torch.add(a, b, out=c)
+            self.output.create_node(
+                op, target, node_args, node_kwargs, None
+            )  # e.g. torch.add(a, b, out=c)
             return ConstantVariable(None)
         if example is None or isinstance(example, CONSTANT_TYPES) or type(example) in (tuple, list):
             return wrap_constant_result(example)
-        raise Unsupported(f"{target} returned {type(example).__name__}, which the translator can't track")
+        raise Unsupported(
+            f"{target} returned {type(example).__name__}, which the translator can't track"
+        )
 
 
 class InliningTranslator(InstructionTranslator):
     """Traces a called Python function into the caller's graph (see :mod:`.inline`)."""
 
-    def __init__(self, parent: InstructionTranslator, code: types.CodeType, globals_: dict,
-                 local_vars: dict[str, Variable], closure: list[Variable]):
+    def __init__(
+        self,
+        parent: InstructionTranslator,
+        code: types.CodeType,
+        globals_: dict,
+        local_vars: dict[str, Variable],
+        closure: list[Variable],
+    ):
         self.parent, self.depth = parent, parent.depth + 1
         if self.depth > self.MAX_INLINE_DEPTH:
-            raise Unsupported(f"inlining {code.co_qualname} goes {self.depth} calls deep (recursion?)",
-                              "unsupported-call")
+            raise Unsupported(
+                f"inlining {code.co_qualname} goes {self.depth} calls deep (recursion?)",
+                "unsupported-call",
+            )
         self.fn, self.code, self.config, self.source = None, code, parent.config, parent.source
         self.set_globals(globals_)
         self.instructions, self.index_of = instructions_of(code)
         # shared with the caller: one graph, one set of guards, one list of inputs
-        self.output, self.guards, self.guard_objects = parent.output, parent.guards, parent.guard_objects
+        self.output, self.guards, self.guard_objects = (
+            parent.output,
+            parent.guards,
+            parent.guard_objects,
+        )
         self.wrapped, self.closure = parent.wrapped, closure
         self.state = FrameState(locals=dict(local_vars))
         self.steps, self.returned, self.graph_break = [], None, None
@@ -422,7 +456,8 @@ class InliningTranslator(InstructionTranslator):
                 self.dispatch(inst)
             except Unsupported as e:
                 if not getattr(e, "located", False):
-                    e.reason = f"{e.reason} (inside {self.code.co_qualname}, {self.code.co_filename}:{inst.line})"
+                    where = f"{self.code.co_filename}:{inst.line}"
+                    e.reason = f"{e.reason} (inside {self.code.co_qualname}, {where})"
                     e.located = True
                 raise
         return IteratorVariable(self.yielded) if self.yielded is not None else self.returned
@@ -430,12 +465,16 @@ class InliningTranslator(InstructionTranslator):
 
 def supported_opcodes() -> list[str]:
     """Every opcode the translator has a handler for (after normalisation), by introspection."""
-    return sorted(n for n in dir(InstructionTranslator) if n.isupper() and callable(getattr(InstructionTranslator, n)))
+    return sorted(
+        n
+        for n in dir(InstructionTranslator)
+        if n.isupper() and callable(getattr(InstructionTranslator, n))
+    )
 
 
 # Opcodes that have no handler on purpose, with the reason a user sees.
 UNSUPPORTED: dict[str, str] = {
-    "BEFORE_WITH": "(a `with` block) is not traced: context managers run code on exit the graph can't hold",
+    "BEFORE_WITH": "(a `with` block) is not traced: context managers run code on exit",
     "SETUP_WITH": "(a `with` block) is not traced",
     "RAISE_VARARGS": "(raising an exception) is not traced: the compiled graph can't raise",
     "RERAISE": "(re-raising inside an except block) is not traced: exceptions are not traced",
@@ -445,9 +484,9 @@ UNSUPPORTED: dict[str, str] = {
     "CALL_INTRINSIC_2": "(a 3.12 intrinsic: exception groups, type parameters) is not traced",
     "CHECK_EXC_MATCH": "(an except clause) is not traced: exceptions are not traced",
     "LOAD_ASSERTION_ERROR": "(a failing assert) is not traced: the compiled graph can't raise",
-    "SEND": "(await / yield from) is not traced: coroutines and delegating generators are out of scope",
+    "SEND": "(await / yield from) is not traced: coroutines are out of scope",
     "GET_AWAITABLE": "(await) is not traced: coroutines are out of scope",
-    "LOAD_BUILD_CLASS": "(a class statement) is not traced: classes defined inside the function are out of scope",
+    "LOAD_BUILD_CLASS": "(a class statement inside the function) is not traced",
     "IMPORT_STAR": "(from m import *) is not allowed inside functions",
     "MATCH_CLASS": "(a match statement) is not traced",
     "MATCH_MAPPING": "(a match statement) is not traced",
@@ -458,20 +497,27 @@ UNSUPPORTED: dict[str, str] = {
     "DELETE_GLOBAL": "(deleting a global) changes state outside the function; not traced",
     "DELETE_ATTR": "(deleting an attribute) changes an object the caller can see; not traced",
     "SETUP_ANNOTATIONS": "(annotations at module level) is not traced",
-    "GET_AITER": "(async for) is not traced", "GET_ANEXT": "(async for) is not traced",
+    "GET_AITER": "(async for) is not traced",
+    "GET_ANEXT": "(async for) is not traced",
     "BEFORE_ASYNC_WITH": "(async with) is not traced",
-    "YIELD_FROM": "(yield from) is not traced", "GET_YIELD_FROM_ITER": "(yield from) is not traced",
+    "YIELD_FROM": "(yield from) is not traced",
+    "GET_YIELD_FROM_ITER": "(yield from) is not traced",
     "WITH_EXCEPT_START": "(leaving a `with` block on an exception) is not traced",
-    "CHECK_EG_MATCH": "(except*) is not traced", "PREP_RERAISE_STAR": "(except*) is not traced",
+    "CHECK_EG_MATCH": "(except*) is not traced",
+    "PREP_RERAISE_STAR": "(except*) is not traced",
     "DELETE_DEREF": "(del of a closure variable) is not traced",
     "LOAD_NAME": "(module or class body code) is not traced: only functions are compiled",
-    "STORE_NAME": "(module or class body code) is not traced", "DELETE_NAME": "(module or class body code) is not traced",
-    "LOAD_CLASSDEREF": "(class body code) is not traced", "LOAD_LOCALS": "(class body code) is not traced",
+    "STORE_NAME": "(module or class body code) is not traced",
+    "DELETE_NAME": "(module or class body code) is not traced",
+    "LOAD_CLASSDEREF": "(class body code) is not traced",
+    "LOAD_LOCALS": "(class body code) is not traced",
     "LOAD_FROM_DICT_OR_DEREF": "(class body code) is not traced",
     "LOAD_FROM_DICT_OR_GLOBALS": "(class body code) is not traced",
     "PRINT_EXPR": "(interactive-mode expression printing) is not traced",
-    "ASYNC_GEN_WRAP": "(async generators) is not traced", "END_ASYNC_FOR": "(async for) is not traced",
-    "CLEANUP_THROW": "(generator.throw) is not traced", "END_SEND": "(yield from / await) is not traced",
+    "ASYNC_GEN_WRAP": "(async generators) is not traced",
+    "END_ASYNC_FOR": "(async for) is not traced",
+    "CLEANUP_THROW": "(generator.throw) is not traced",
+    "END_SEND": "(yield from / await) is not traced",
     "INTERPRETER_EXIT": "(the interpreter's own exit) never appears in a function",
 }
 
@@ -482,70 +528,3 @@ def _bind(fn: types.FunctionType, args: tuple, kwargs: dict) -> dict[str, Any]:
     bound = inspect.signature(fn).bind(*args, **kwargs)
     bound.apply_defaults()
     return dict(bound.arguments)
-
-
-def _tensor_variables(vs: list[Variable]) -> list[TensorVariable]:
-    out = []
-    for v in vs:
-        if isinstance(v, TensorVariable):
-            out.append(v)
-        elif isinstance(v, TupleVariable):
-            out += _tensor_variables(v.items)
-        elif isinstance(v, DictVariable):
-            out += _tensor_variables(list(v.items.values()))
-    return out
-
-
-def _as_node_arg(v: Variable) -> Any:
-    if isinstance(v, TensorVariable):
-        return v.node
-    if isinstance(v, ListVariable):
-        return [_as_node_arg(i) for i in v.items]
-    if isinstance(v, TupleVariable):
-        return tuple(_as_node_arg(i) for i in v.items)
-    if isinstance(v, DictVariable):
-        return {k: _as_node_arg(i) for k, i in v.items.items()}
-    return v.as_python()
-
-
-def _as_fake(v: Variable) -> Any:
-    if isinstance(v, TensorVariable):
-        return v.example
-    if isinstance(v, ListVariable):
-        return [_as_fake(i) for i in v.items]
-    if isinstance(v, TupleVariable):
-        return tuple(_as_fake(i) for i in v.items)
-    if isinstance(v, DictVariable):
-        return {k: _as_fake(i) for k, i in v.items.items()}
-    return v.as_python()
-
-
-def _rebuild_expr(v: Variable, outputs: list[torch.fx.Node], constants: dict[str, Any]) -> str:
-    """Python source that rebuilds the returned value from the graph's outputs ``__out``."""
-    if isinstance(v, TensorVariable):
-        outputs.append(v.node)
-        return f"__out[{len(outputs) - 1}]"
-    if isinstance(v, ListVariable):
-        return "[" + ", ".join(_rebuild_expr(i, outputs, constants) for i in v.items) + "]"
-    if isinstance(v, NamedTupleVariable):
-        name = f"__const_{len(constants)}"
-        constants[name] = type(v.example)
-        return f"{name}(({', '.join(_rebuild_expr(i, outputs, constants) for i in v.items)},))"
-    if isinstance(v, TupleVariable):
-        inner = ", ".join(_rebuild_expr(i, outputs, constants) for i in v.items)
-        return f"({inner},)" if len(v.items) == 1 else f"({inner})"
-    if isinstance(v, DictVariable):
-        inner = ", ".join(f"{_rebuild_expr(wrap_constant_result(k), outputs, constants)}: "
-                          f"{_rebuild_expr(i, outputs, constants)}" for k, i in v.items.items())
-        return "{" + inner + "}"
-    try:
-        value = v.as_python()
-    except Unsupported:
-        raise Unsupported(f"returning {v.describe()} is not supported: the compiled code can't rebuild it",
-                          "unsupported-return") from None
-    if type(value) in (int, bool, str, type(None)) or (type(value) is float and value == value
-                                                      and value not in (float("inf"), float("-inf"))):
-        return repr(value)
-    name = f"__const_{len(constants)}"
-    constants[name] = value
-    return name

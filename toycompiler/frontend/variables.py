@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 
 class Unsupported(Exception):
-    """Raised by a handler that cannot trace an instruction; the translator records a graph break."""
+    """Raised by a handler that cannot trace an instruction; the translator records a break."""
 
     def __init__(self, reason: str, kind: str = "unsupported"):
         super().__init__(reason)
@@ -65,7 +65,9 @@ class Variable:
     def getattr(self, tx: InstructionTranslator, name: str) -> Variable:
         raise Unsupported(f"attribute .{name} of {self.describe()}")
 
-    def call(self, tx: InstructionTranslator, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
+    def call(
+        self, tx: InstructionTranslator, args: list[Variable], kwargs: dict[str, Variable]
+    ) -> Variable:
         raise Unsupported(f"calling {self.describe()}", "unsupported-call")
 
     def unpack(self, tx: InstructionTranslator) -> list[Variable]:
@@ -143,8 +145,11 @@ class ObjectVariable(Variable):
             attr = getattr(self.value, name)
         except AttributeError as e:
             raise Unsupported(f"{self.describe()} has no attribute {name!r}", "exception") from e
-        if isinstance(attr, types.MethodType) and attr.__self__ is self.value \
-                and isinstance(attr.__func__, types.FunctionType):
+        if (
+            isinstance(attr, types.MethodType)
+            and attr.__self__ is self.value
+            and isinstance(attr.__func__, types.FunctionType)
+        ):
             # ``self.helper``: inline the function with this object as ``self``
             return BoundMethodVariable(ObjectVariable(attr.__func__), self)
         source = f"{self.source}.{name}" if self.source else None
@@ -154,8 +159,13 @@ class ObjectVariable(Variable):
         return tx.call_python(self.value, args, kwargs, self.source)
 
     def unpack(self, tx):
-        if isinstance(self.value, torch.nn.Sequential | torch.nn.ModuleList | torch.nn.ParameterList):
-            return [tx.wrap(m, f"{self.source}[{i}]" if self.source else None) for i, m in enumerate(self.value)]
+        if isinstance(
+            self.value, torch.nn.Sequential | torch.nn.ModuleList | torch.nn.ParameterList
+        ):
+            return [
+                tx.wrap(m, f"{self.source}[{i}]" if self.source else None)
+                for i, m in enumerate(self.value)
+            ]
         if isinstance(self.value, torch.nn.ModuleDict | torch.nn.ParameterDict):
             return [ConstantVariable(k) for k in self.value]
         return super().unpack(tx)
@@ -163,7 +173,9 @@ class ObjectVariable(Variable):
     def getitem(self, tx, index):
         if isinstance(self.value, torch.nn.Module):
             key = index.as_python()
-            source = f"{self.source}[{key!r}]" if self.source and not isinstance(key, slice) else None
+            source = (
+                f"{self.source}[{key!r}]" if self.source and not isinstance(key, slice) else None
+            )
             return tx.wrap(self.value[key], source)
         return super().getitem(tx, index)
 
@@ -192,11 +204,34 @@ class TensorVariable(Variable):
 
     # Attributes read at compile time. They depend only on properties already
     # checked by the tensor's guard (dtype, device, shape, stride, requires_grad).
-    STATIC_ATTRIBUTES = ("shape", "dtype", "device", "ndim", "requires_grad", "is_cuda", "layout",
-                         "is_sparse", "is_quantized", "is_meta", "is_leaf")
+    STATIC_ATTRIBUTES = (
+        "shape",
+        "dtype",
+        "device",
+        "ndim",
+        "requires_grad",
+        "is_cuda",
+        "layout",
+        "is_sparse",
+        "is_quantized",
+        "is_meta",
+        "is_leaf",
+    )
     # Methods answered from the fake tensor, without a graph node.
-    STATIC_METHODS = ("size", "dim", "ndimension", "numel", "nelement", "stride", "is_contiguous",
-                      "element_size", "is_floating_point", "is_complex", "get_device", "type")
+    STATIC_METHODS = (
+        "size",
+        "dim",
+        "ndimension",
+        "numel",
+        "nelement",
+        "stride",
+        "is_contiguous",
+        "element_size",
+        "is_floating_point",
+        "is_complex",
+        "get_device",
+        "type",
+    )
 
     def getattr(self, tx, name):
         if name in self.STATIC_ATTRIBUTES:
@@ -219,7 +254,9 @@ class TensorVariable(Variable):
         return tx.record_call("call_function", operator.getitem, [self, index], {})
 
     def truth(self) -> bool:
-        raise Unsupported("branching on a tensor's value (data-dependent control flow)", "data-dependent-branch")
+        raise Unsupported(
+            "branching on a tensor's value (data-dependent control flow)", "data-dependent-branch"
+        )
 
 
 @dataclass(eq=False)
@@ -284,8 +321,13 @@ class UserFunctionVariable(Variable):
             if c.contents is not None:
                 cell.cell_contents = c.contents.as_python()
             cells.append(cell)
-        fn = types.FunctionType(self.code, self.globals, self.code.co_name,
-                                tuple(d.as_python() for d in self.defaults) or None, tuple(cells) or None)
+        fn = types.FunctionType(
+            self.code,
+            self.globals,
+            self.code.co_name,
+            tuple(d.as_python() for d in self.defaults) or None,
+            tuple(cells) or None,
+        )
         fn.__kwdefaults__ = {k: v.as_python() for k, v in self.kwdefaults.items()} or None
         return fn
 
@@ -357,16 +399,68 @@ def wrap_constant_result(value: Any) -> Variable:
     return ObjectVariable(value)
 
 
-CONSTANT_TYPES = (int, float, bool, str, bytes, type(None), complex, torch.dtype, torch.device, torch.layout,
-                  torch.memory_format, slice, type(...), range, torch.Size, frozenset, set)
+CONSTANT_TYPES = (
+    int,
+    float,
+    bool,
+    str,
+    bytes,
+    type(None),
+    complex,
+    torch.dtype,
+    torch.device,
+    torch.layout,
+    torch.memory_format,
+    slice,
+    type(...),
+    range,
+    torch.Size,
+    frozenset,
+    set,
+)
 
 # Python functions that are pure on constant arguments, so a call can be folded.
 FOLDABLE = {
-    *(getattr(builtins, n) for n in (
-        "abs", "len", "min", "max", "int", "float", "bool", "str", "round", "pow", "tuple", "list", "dict",
-        "set", "frozenset", "isinstance", "issubclass", "range", "divmod", "sum", "any", "all", "sorted",
-        "repr", "format", "hash", "chr", "ord", "slice", "type", "callable", "hasattr", "complex", "bin", "hex",
-    )),
+    *(
+        getattr(builtins, n)
+        for n in (
+            "abs",
+            "len",
+            "min",
+            "max",
+            "int",
+            "float",
+            "bool",
+            "str",
+            "round",
+            "pow",
+            "tuple",
+            "list",
+            "dict",
+            "set",
+            "frozenset",
+            "isinstance",
+            "issubclass",
+            "range",
+            "divmod",
+            "sum",
+            "any",
+            "all",
+            "sorted",
+            "repr",
+            "format",
+            "hash",
+            "chr",
+            "ord",
+            "slice",
+            "type",
+            "callable",
+            "hasattr",
+            "complex",
+            "bin",
+            "hex",
+        )
+    ),
     *(v for v in vars(math).values() if callable(v)),
     *(v for v in vars(operator).values() if callable(v)),
     torch.Size,
@@ -382,9 +476,13 @@ def is_torch_op(fn: Any) -> bool:
     module = getattr(fn, "__module__", None) or ""
     if not isinstance(module, str):
         return False
-    if module.startswith(("torch.nn.modules", "torch.nn.utils")) and isinstance(fn, types.FunctionType):
+    if module.startswith(("torch.nn.modules", "torch.nn.utils")) and isinstance(
+        fn, types.FunctionType
+    ):
         return False  # nn.Module methods (forward, _conv_forward...) are inlined, not recorded
-    if module.startswith("torch") and not module.startswith(("torch._dynamo", "torch.fx", "torch.compiler")):
+    if module.startswith("torch") and not module.startswith(
+        ("torch._dynamo", "torch.fx", "torch.compiler")
+    ):
         return True
     return fn in OPERATOR_FUNCTIONS
 
