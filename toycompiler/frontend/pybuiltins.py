@@ -350,3 +350,27 @@ def _super(tx, args, kwargs):
 @handles(torch.is_tensor)
 def _is_tensor(tx, args, kwargs):
     return ConstantVariable(isinstance(args[0], TensorVariable))
+
+
+def _global_state(fn: Any, expr: str) -> Handler:
+    """Global torch state the function reads: its value now, and a guard that it stays so."""
+
+    def handler(tx, args, kwargs):
+        value = fn()
+        tx.guards.add(
+            f"{expr} == {value}",
+            "GLOBAL_STATE",
+            f"{expr} was read",
+            tx.output.current_line,
+            expr,
+            str(value),
+        )
+        return ConstantVariable(value)
+
+    return handler
+
+
+HANDLERS[torch.is_grad_enabled] = _global_state(torch.is_grad_enabled, "torch.is_grad_enabled()")
+HANDLERS[torch.get_default_dtype] = _global_state(
+    torch.get_default_dtype, "torch.get_default_dtype()"
+)

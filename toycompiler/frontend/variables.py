@@ -464,6 +464,13 @@ FOLDABLE = {
     *(v for v in vars(math).values() if callable(v)),
     *(v for v in vars(operator).values() if callable(v)),
     torch.Size,
+    # torch's answers about dtypes and modes, constant while tracing
+    torch.finfo,
+    torch.iinfo,
+    torch.device,
+    torch.jit.is_scripting,
+    torch.jit.is_tracing,
+    torch.compiler.is_compiling,
 }
 
 
