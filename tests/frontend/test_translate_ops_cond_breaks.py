@@ -1,5 +1,7 @@
 """Custom ops, torch.cond, and the graph breaks the translator must report (results still right)."""
 
+import contextlib
+
 import pytest
 import torch
 from translate_harness import XY, Case, X, case_id, run_case
@@ -126,9 +128,33 @@ def raise_not_taken(x):
     return x * 2
 
 
-def break_with_block(x):
+def with_no_grad(x):
     with torch.no_grad():
         y = x * 2
+    return y + 1, torch.is_grad_enabled()
+
+
+def with_set_grad_enabled(x):
+    with torch.set_grad_enabled(False):
+        y = x.sin()
+        with torch.enable_grad():
+            z = y * x
+    return z
+
+
+NULLCTX = contextlib.nullcontext()
+
+
+def break_other_with_block(x):
+    with NULLCTX:
+        y = x * 2
+    return y
+
+
+def break_inside_no_grad(x):
+    with torch.no_grad():
+        y = x * 2
+        print(y.shape)
     return y
 
 
@@ -185,7 +211,10 @@ CASES = [
     Case(break_setattr_global, X, breaks="mutation"),
     Case(break_mutate_list_arg, lambda n: ([torch.randn(n, 4)],), breaks="mutation"),
     Case(raise_not_taken, X),
-    Case(break_with_block, X, breaks="unsupported-call"),
+    Case(with_no_grad, X),
+    Case(with_set_grad_enabled, X),
+    Case(break_other_with_block, X, breaks="unsupported-opcode"),
+    Case(break_inside_no_grad, X, breaks="print"),
     Case(break_exception_in_try, X, breaks="exception"),
     Case(break_inside_helper, X, breaks="print"),
     Case(break_float_of_tensor, X, breaks="item"),
@@ -205,3 +234,32 @@ def test_break_inside_helper_names_the_helper():
     (brk,) = report.breaks
     assert "helper_that_prints" in brk.reason and "print" in brk.reason
     assert brk.source.strip().startswith("return helper_that_prints(x)")
+
+
+def test_no_grad_block_matches_eager_requires_grad():
+    import toycompiler
+
+    def f(x):
+        with torch.no_grad():
+            a = x * 2
+        b = x * 3
+        return a, b
+
+    x = torch.randn(3, requires_grad=True)
+    a, b = toycompiler.compile(f, backend="eager")(x)
+    ea, eb = f(x)
+    assert (
+        (a.requires_grad, b.requires_grad) == (ea.requires_grad, eb.requires_grad) == (False, True)
+    )
+    assert torch.is_grad_enabled()
+
+
+def test_break_inside_no_grad_leaves_grad_mode_alone():
+    import toycompiler
+
+    report = toycompiler.explain(break_inside_no_grad, backend="eager")(torch.randn(2, 4))
+    assert report.graph_break_count == 1 and torch.is_grad_enabled()
+    graph = report.frames[0].graph
+    assert str(graph).count("torch._C._set_grad_enabled(") in (0, 2), (
+        "a graph may not leave grad mode switched"
+    )

@@ -14,7 +14,14 @@ Mirrors: the jump and iteration handlers of torch/_dynamo/symbolic_convert.py.
 from __future__ import annotations
 
 from .containers import IteratorVariable
-from .variables import ConstantVariable, TensorVariable, Unsupported, Variable, wrap_constant_result
+from .variables import (
+    ConstantVariable,
+    GradModeVariable,
+    TensorVariable,
+    Unsupported,
+    Variable,
+    wrap_constant_result,
+)
 
 
 class ControlHandlers:
@@ -85,6 +92,23 @@ class ControlHandlers:
     def END_FOR(self, inst):
         """3.12: pops the exhausted iterator and its last value (not reached: FOR_ITER skips it)."""
         self.popn(2)
+
+    # -- with blocks -------------------------------------------------------------------
+
+    def BEFORE_WITH(self, inst):
+        """``with torch.no_grad():`` -- [ctx] -> [exit function, ctx.__enter__()].
+
+        The normal exit is an ordinary call of the exit function with (None, None, None);
+        the exceptional exit is only reached through the exception table, never here."""
+        ctx = self.pop()
+        if not isinstance(ctx, GradModeVariable):
+            raise Unsupported(
+                f"`with {ctx.describe()}:` is not traced: only torch.no_grad(), "
+                "torch.enable_grad() and torch.set_grad_enabled() blocks are",
+                "unsupported-opcode",
+            )
+        self.push(ctx.enter(self))
+        self.push(ConstantVariable(None))
 
     # -- return and generators ------------------------------------------------------------
 

@@ -24,6 +24,7 @@ import torch
 from .containers import DictVariable, IteratorVariable, ListVariable, TupleVariable
 from .variables import (
     ConstantVariable,
+    GradModeVariable,
     ObjectVariable,
     PartialVariable,
     SuperVariable,
@@ -374,3 +375,22 @@ HANDLERS[torch.is_grad_enabled] = _global_state(torch.is_grad_enabled, "torch.is
 HANDLERS[torch.get_default_dtype] = _global_state(
     torch.get_default_dtype, "torch.get_default_dtype()"
 )
+
+
+@handles(torch.no_grad)
+def _no_grad(tx, args, kwargs):
+    return GradModeVariable(False)
+
+
+@handles(torch.enable_grad)
+def _enable_grad(tx, args, kwargs):
+    return GradModeVariable(True)
+
+
+@handles(torch.set_grad_enabled)
+def _set_grad_enabled(tx, args, kwargs):
+    """Switches at once (it works as a plain call too); as a ``with``, the exit switches back."""
+    (mode,) = [*args, *kwargs.values()]
+    previous = torch.is_grad_enabled()
+    tx.set_grad_mode(bool(mode.as_python()))
+    return GradModeVariable(bool(mode.as_python()), previous)

@@ -134,6 +134,7 @@ class InstructionTranslator(
         self.wrapped: dict[
             str, Variable
         ] = {}  # source -> variable, so a value is wrapped (and guarded) once
+        self.initial_grad_mode = torch.is_grad_enabled()
         self.closure = [
             self.wrap_cell(c, name) for c, name in zip(fn.__closure__ or (), self.code.co_freevars)
         ]
@@ -166,10 +167,12 @@ class InstructionTranslator(
         self.output.events = events = []
         guards_before = len(self.guards.guards)
         saved, mark = self.state.snapshot(), self.output.checkpoint()
+        grad_mode = torch.is_grad_enabled()
         try:
             self.dispatch(inst)
         except Unsupported as e:
             self.graph_break = self.make_break(inst, e.reason, e.kind)
+            torch._C._set_grad_enabled(grad_mode)
             self.output.rollback(
                 mark
             )  # the graph and state as they were *before* the breaking instruction
@@ -227,6 +230,7 @@ class InstructionTranslator(
             graph.output(tuple(outputs))
         else:
             graph.output(())
+        self.restore_grad_mode()
         self.output.remove_dead_nodes()
         root = torch.nn.Module()
         for name, sub in self.output.submodules.items():
@@ -250,6 +254,22 @@ class InstructionTranslator(
         )
 
     # -- helpers used by handlers and variables ---------------------------------
+
+    def set_grad_mode(self, enabled: bool) -> None:
+        """Record a grad-mode switch in the graph, and make it now for the fake tensors."""
+        node = self.output.create_node(
+            "call_function", torch._C._set_grad_enabled, (enabled,), {}, None
+        )
+        self.output.side_effect_nodes.append(node)
+        torch._C._set_grad_enabled(enabled)
+
+    def restore_grad_mode(self) -> None:
+        """At the end of tracing: the graph leaves grad mode as it found it (a break inside a
+        ``with torch.no_grad()`` block ends the graph inside the block), and so does tracing."""
+        if torch.is_grad_enabled() != self.initial_grad_mode:
+            outputs = [n for n in self.output.graph.nodes if n.op == "output"]
+            with self.output.graph.inserting_before(outputs[0] if outputs else None):
+                self.set_grad_mode(self.initial_grad_mode)
 
     def push(self, v: Variable) -> None:
         self.state.stack.append(v)
@@ -474,7 +494,6 @@ def supported_opcodes() -> list[str]:
 
 # Opcodes that have no handler on purpose, with the reason a user sees.
 UNSUPPORTED: dict[str, str] = {
-    "BEFORE_WITH": "(a `with` block) is not traced: context managers run code on exit",
     "SETUP_WITH": "(a `with` block) is not traced",
     "RAISE_VARARGS": "(raising an exception) is not traced: the compiled graph can't raise",
     "RERAISE": "(re-raising inside an except block) is not traced: exceptions are not traced",

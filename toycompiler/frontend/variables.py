@@ -382,6 +382,40 @@ class SuperVariable(Variable):
         return tx.wrap(attr, None)
 
 
+@dataclass(eq=False)
+class GradModeVariable(Variable):
+    """``torch.no_grad()``, ``torch.enable_grad()``, ``torch.set_grad_enabled(b)``, for a ``with``.
+
+    Entering records ``torch._C._set_grad_enabled(b)`` in the graph (and sets it
+    while tracing, so fake results get the right ``requires_grad``); the exit
+    function it leaves on the stack records the switch back.
+    """
+
+    enabled: bool
+    previous: bool | None = None  # set_grad_enabled switches at the call, not at __enter__
+
+    def describe(self) -> str:
+        return f"grad_mode({self.enabled})"
+
+    def enter(self, tx: InstructionTranslator) -> Variable:
+        previous = self.previous
+        if previous is None:
+            previous = torch.is_grad_enabled()
+            tx.set_grad_mode(self.enabled)
+        return GradModeExitVariable(previous)
+
+
+@dataclass(eq=False)
+class GradModeExitVariable(Variable):
+    """The ``__exit__`` of a grad-mode block: called with (None, None, None) on the normal path."""
+
+    previous: bool
+
+    def call(self, tx, args, kwargs):
+        tx.set_grad_mode(self.previous)
+        return ConstantVariable(None)
+
+
 def wrap_constant_result(value: Any) -> Variable:
     """A compile-time Python result (e.g. ``x.shape``, a folded call) as a variable."""
     from .containers import DictVariable, ListVariable, TupleVariable
