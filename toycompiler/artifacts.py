@@ -118,9 +118,14 @@ class GraphBreak:
     opname: str
     kind: str = "unsupported"  # print, item, data-dependent-branch, unsupported, explicit ...
     frame: str = ""  # "[0/0]"-style label of the frame entry it happened in
+    resumes_at: tuple[int, ...] = ()  # offsets the resume function(s) continue at (two for a branch)
+    no_resume_reason: str | None = None  # set when the frame could not be split: it then ran eagerly
 
     def __str__(self) -> str:
-        return f"{self.filename}:{self.line}: {self.reason}\n    {self.source}"
+        where = f"{self.frame} " if self.frame else ""
+        then = (f"\n    (the whole frame ran eagerly: {self.no_resume_reason})" if self.no_resume_reason
+                else f"\n    (resumes at offset {', '.join(map(str, self.resumes_at))})" if self.resumes_at else "")
+        return f"{where}{self.filename}:{self.line}: {self.reason}\n    {self.source}{then}"
 
 
 @dataclass(frozen=True)
@@ -165,6 +170,20 @@ class GuardsArtifact(Artifact):
 
     def __str__(self) -> str:
         return "\n".join(str(g) for g in self.guards) or "(no guards)"
+
+
+@dataclass(frozen=True)
+class RecompileRecord:
+    """One cache miss: why each existing entry was rejected, and what happened next."""
+
+    frame: str  # the code object's name
+    miss: int  # which cache miss of this frame (1-based): the rows of the recompile matrix
+    failures: tuple["GuardFailure", ...]  # one per entry tried, in order
+    outcome: str  # "compiled [0/2]" or "recompile limit (8) reached: ran eagerly"
+
+    def __str__(self) -> str:
+        lines = [f"miss {self.miss} of {self.frame}: {self.outcome}"]
+        return "\n".join(lines + [f"    {f}" for f in self.failures])
 
 
 @dataclass(frozen=True)
@@ -401,11 +420,13 @@ class FrameCompilation(Artifact):
     resume_functions: tuple[BytecodeArtifact, ...] = ()
     times: tuple[StageTime, ...] = ()
     recompile_reason: GuardFailure | None = None
+    symbolic_sizes: tuple[str, ...] = ()  # "x.shape[0]: automatic dynamic: size changed (4 -> 5)"
 
     def __str__(self) -> str:
         parts = [f"==== frame {self.label} {self.source.name}"]
         if self.recompile_reason:
             parts.append(f"recompiled because {self.recompile_reason}")
+        parts += [f"symbolic size {s}" for s in self.symbolic_sizes]
         parts += ["== source", str(self.source), "== bytecode", str(self.bytecode)]
         parts += ["== guards", str(self.guards)]
         if self.graph is not None:
@@ -430,6 +451,7 @@ class Report(Artifact):
     frames: tuple[FrameCompilation, ...]
     fallback_reasons: tuple[str, ...] = ()
     recompiles: tuple[GuardFailure, ...] = ()
+    misses: tuple[RecompileRecord, ...] = ()  # the recompile matrix: every miss, every entry tried
 
     @property
     def graphs(self) -> tuple[GraphArtifact, ...]:
@@ -474,7 +496,7 @@ class Report(Artifact):
             f"graphs: {self.graph_count}, graph breaks: {self.graph_break_count}, "
             f"ops per graph: {list(self.ops_per_graph)}",
         ]
-        head += [f"break: {b.filename}:{b.line}: {b.reason}" for b in self.breaks]
+        head += [f"break {b.frame}: {b.filename}:{b.line}: {b.reason}  |  {b.source}" for b in self.breaks]
         head += [f"fallback: {r}" for r in self.fallback_reasons]
         head += [f"recompile: {r}" for r in self.recompiles]
         return "\n".join(head + [str(f) for f in self.frames])

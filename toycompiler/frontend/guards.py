@@ -50,6 +50,8 @@ class GuardBuilder:
                  f"{source}.device", repr(t.device))
         if dynamic_dims:
             self.add(f"{source}.dim() == {t.dim()}", "TENSOR_MATCH", why, line, f"{source}.dim()", str(t.dim()))
+            self.add(f"{source}.is_contiguous()", "TENSOR_MATCH", f"{why} with symbolic sizes (strides follow them)",
+                     line, f"{source}.is_contiguous()", "True")
             for d, size in enumerate(t.shape):
                 if d not in dynamic_dims:
                     self.add(f"{source}.shape[{d}] == {size}", "TENSOR_MATCH", why, line,
@@ -71,9 +73,26 @@ class GuardBuilder:
                      line, f"type({source}).__name__", type(value).__name__)
 
     def identity(self, source: str, value: Any, line: int | None, name: str) -> None:
-        """ID_MATCH: an object (module, function) whose identity the trace relied on."""
+        """ID_MATCH: an object (module, function) whose identity the trace relied on.
+
+        A bound method is a new object on every attribute read, so it is matched by its ``__self__``
+        (identity) and its function instead.
+        """
+        owner = getattr(value, "__self__", None)
+        if owner is not None and not isinstance(owner, types.ModuleType) and hasattr(value, "__name__"):
+            why = f"{source} is a method of an object the trace relied on"
+            self.add(f"{source}.__self__ is {name}.__self__", "ID_MATCH", why, line, f"{source}.__self__",
+                     f"{name}.__self__")
+            self.add(f"{source}.__name__ == {value.__name__!r}", "ID_MATCH", why, line, f"{source}.__name__",
+                     repr(value.__name__))
+            return
         self.add(f"{source} is {name}", "ID_MATCH", f"{source} was called or read as an object", line,
                  source, name)
+
+    def shapes(self, policy: Any) -> None:
+        """SHAPE_ENV: what the trace assumed about symbolic sizes (see shapes.py)."""
+        for expr, reason, actual, expected in policy.guards():
+            self.add(expr, "SHAPE_ENV", reason, None, actual, expected)
 
     def artifact(self, params: str, objects: dict[str, Any]) -> GuardsArtifact:
         return GuardsArtifact(tuple(self.guards), check_function_source(params, self.guards))
@@ -105,7 +124,7 @@ def check_function_source(params: str, guards: list[Guard] | tuple[Guard, ...]) 
 
 def compile_check(artifact: GuardsArtifact, objects: dict[str, Any], like: Callable) -> Callable[..., bool]:
     """Turn the guard source into a function with the same signature (and defaults) as ``like``."""
-    namespace = dict(GUARD_GLOBALS, **objects)
+    namespace = dict(GUARD_GLOBALS, G=like.__globals__, **objects)
     exec(compile(artifact.code, "<guards>", "exec"), namespace)
     check = namespace["check"]
     check.__defaults__ = getattr(like, "__defaults__", None)
@@ -116,7 +135,7 @@ def compile_check(artifact: GuardsArtifact, objects: dict[str, Any], like: Calla
 def first_failure(artifact: GuardsArtifact, objects: dict[str, Any], params: str, like: Callable,
                   args: tuple, kwargs: dict, entry: str) -> GuardFailure:
     """Evaluate guards one by one to say which failed and what the value was (only on a miss)."""
-    namespace = dict(GUARD_GLOBALS, **objects)
+    namespace = dict(GUARD_GLOBALS, G=like.__globals__, **objects)
     src = f"def frame_locals({params}):\n    return locals()\n"
     exec(src, namespace)
     bind = namespace["frame_locals"]
@@ -136,4 +155,4 @@ def first_failure(artifact: GuardsArtifact, objects: dict[str, Any], params: str
                 except Exception as e:
                     actual = f"{type(e).__name__}: {e}"
             return GuardFailure(entry, g.expr, g.expected or "True", actual)
-    return GuardFailure(entry, "(all guards passed)", "", "")
+    return GuardFailure(entry, "(check function failed though each guard passed alone)", "True", "False")

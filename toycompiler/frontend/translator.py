@@ -24,13 +24,14 @@ from typing import Any
 
 import torch
 import torch.fx
-from torch._subclasses.fake_tensor import FakeTensorMode
 
 from ..artifacts import GraphBreak, SourceArtifact, TranslationArtifact, TranslationStep
 from .. import provenance
 from ..config import Config
 from . import bytecode as bc
 from .guards import GuardBuilder
+from .resume import graph_break
+from .shapes import ShapePolicy
 from .variables import (
     CONSTANT_TYPES,
     FOLDABLE,
@@ -88,15 +89,19 @@ class TranslationResult:
     guard_objects: dict[str, Any]  # objects ID guards compare against
     artifact: TranslationArtifact
     ops: int  # call nodes recorded
+    break_plan: Any = None  # resume.BreakPlan: how to split the frame at its break (None: no break)
+    no_resume_reason: str | None = None  # why the break can't be split (the entry then runs eagerly)
+    shapes: Any = None  # shapes.ShapePolicy: symbolic sizes and their guards
 
 
 class OutputGraph:
     """The FX graph under construction, its fake tensors and its inputs."""
 
-    def __init__(self, source: SourceArtifact) -> None:
+    def __init__(self, source: SourceArtifact, shapes: ShapePolicy | None = None) -> None:
         self.filename, self.source_line = source.filename, source.line
         self.graph = torch.fx.Graph()
-        self.fake_mode = FakeTensorMode()
+        self.shapes = shapes or ShapePolicy(dynamic=False)  # symbolic sizes: see shapes.py
+        self.fake_mode = self.shapes.fake_mode
         self.example_inputs: list[torch.Tensor] = []
         self.input_sources: list[str] = []
         self.current_line: int | None = None
@@ -106,7 +111,7 @@ class OutputGraph:
     def add_input(self, source: str, value: torch.Tensor) -> TensorVariable:
         name = source.replace(".", "_").replace("[", "_").replace("]", "").replace("'", "")
         node = self.graph.placeholder(name)
-        fake = self.fake_mode.from_tensor(value, static_shapes=True)
+        fake = self.shapes.fake(source, value)
         node.meta.update(example_value=fake, toy_source=source)
         self.example_inputs.append(value)
         self.input_sources.append(source)
@@ -124,7 +129,8 @@ class OutputGraph:
 class InstructionTranslator:
     """Runs one code object symbolically. Construct, then call :meth:`run`."""
 
-    def __init__(self, fn: types.FunctionType, args: tuple, kwargs: dict, source: SourceArtifact, config: Config):
+    def __init__(self, fn: types.FunctionType, args: tuple, kwargs: dict, source: SourceArtifact, config: Config,
+                 shapes: ShapePolicy | None = None):
         self.fn, self.code, self.config, self.source = fn, fn.__code__, config, source
         self.globals = fn.__globals__
         self.builtins = self.globals.get("__builtins__", __builtins__)
@@ -132,13 +138,16 @@ class InstructionTranslator:
             self.builtins = vars(self.builtins)
         self.instructions = bc.normalise(self.code)
         self.index_of = {inst.offset: i for i, inst in enumerate(self.instructions)}
-        self.output = OutputGraph(source)
+        self.output = OutputGraph(source, shapes)
         self.guards = GuardBuilder()
         self.guard_objects: dict[str, Any] = {}
         self.state = FrameState(locals={k: _Unread(v) for k, v in _bind(fn, args, kwargs).items()})
         self.steps: list[TranslationStep] = []
         self.returned: Variable | None = None
         self.graph_break: GraphBreak | None = None
+        self.break_state: tuple | None = None  # (stack, locals, kw_names) just before the breaking instruction
+        self.break_plan: Any = None  # resume.BreakPlan, made by plan_break()
+        self.no_resume_reason: str | None = None
 
     # -- the main loop ----------------------------------------------------------
 
@@ -155,6 +164,7 @@ class InstructionTranslator:
         self.output.current_line, self.output.current_offset = inst.line, inst.offset
         self.output.events = events = []
         guards_before = len(self.guards.guards)
+        snapshot = (list(self.state.stack), dict(self.state.locals), self.state.kw_names)
         handler = getattr(self, inst.opname, None)
         try:
             if handler is None:
@@ -162,6 +172,7 @@ class InstructionTranslator:
             handler(inst)
         except Unsupported as e:
             self.graph_break = self.make_break(inst, e.reason, e.kind)
+            self.break_state = snapshot
             events.append(f"graph break: {e.reason}")
         events += [f"guard added: {g.expr}" for g in self.guards.guards[guards_before:]]
         self.steps.append(TranslationStep(
@@ -183,13 +194,30 @@ class InstructionTranslator:
             return_expr = _rebuild_expr(self.returned, outputs, constants)
             graph.output(tuple(outputs))
         else:
-            graph.output(())
+            graph.output(tuple(v.node for v in self.plan_break()))
         graph.eliminate_dead_code()
         gm = torch.fx.GraphModule(torch.nn.Module(), graph, class_name=self.code.co_name)
         ops = sum(n.op in ("call_function", "call_method", "call_module") for n in graph.nodes)
         artifact = TranslationArtifact(self.code.co_qualname, tuple(self.steps), self.graph_break)
         return TranslationResult(gm, self.output.example_inputs, self.output.input_sources, return_expr,
-                                 constants, self.guards, self.guard_objects, artifact, ops)
+                                 constants, self.guards, self.guard_objects, artifact, ops, self.break_plan,
+                                 self.no_resume_reason, self.output.shapes)
+
+    def plan_break(self) -> list:
+        """At a break: plan the resume (see resume.py) and return the tensors the graph must output."""
+        from .resume import CannotResume, plan_break
+
+        self.break_plan, self.no_resume_reason = None, None
+        if self.graph_break is None or self.break_state is None:
+            return []
+        stack, locals_, kw_names = self.break_state
+        try:
+            self.break_plan = plan_break(self.code, self.instructions, stack, locals_, kw_names,
+                                         self.graph_break.offset)
+        except CannotResume as e:
+            self.no_resume_reason = str(e)
+            return []
+        return self.break_plan.graph_outputs
 
     # -- helpers used by handlers and variables ---------------------------------
 
@@ -212,8 +240,9 @@ class InstructionTranslator:
         if isinstance(value, torch.Tensor):
             if source is None:
                 raise Unsupported("a tensor reached without a source (e.g. a global's attribute chain)")
-            self.guards.tensor(source, value, line)
-            return self.output.add_input(source, value)
+            var = self.output.add_input(source, value)
+            self.guards.tensor(source, value, line, self.output.shapes.dims.get(source, frozenset()))
+            return var
         if isinstance(value, CONSTANT_TYPES) and not isinstance(value, slice):
             if source is not None:
                 self.guards.constant(source, value, line)
@@ -229,6 +258,8 @@ class InstructionTranslator:
 
     def call_python(self, fn: Any, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
         """Call a compile-time-known callable: record it, fold it, or refuse."""
+        if fn is graph_break:
+            raise Unsupported("toycompiler.graph_break() called", "explicit")
         has_tensor = any(_contains_tensor(a) for a in [*args, *kwargs.values()])
         if is_torch_op(fn):
             return self.record_call("call_function", fn, args, kwargs)

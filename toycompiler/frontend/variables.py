@@ -177,11 +177,20 @@ class TupleVariable(Variable):
 
 def wrap_constant_result(value: Any) -> Variable:
     """A compile-time Python result (e.g. ``x.shape``) as a variable."""
+    if isinstance(value, torch.SymInt | torch.SymFloat | torch.SymBool):
+        value = specialize_symbol(value)
     if isinstance(value, tuple):
         return TupleVariable([wrap_constant_result(v) for v in value])
     if isinstance(value, CONSTANT_TYPES):
         return ConstantVariable(value)
     return ObjectVariable(value)
+
+
+def specialize_symbol(value: Any) -> Any:
+    """A symbolic size read as a Python value: fix it to its traced value (the ShapeEnv adds the guard)."""
+    from torch.fx.experimental.symbolic_shapes import guard_scalar
+
+    return guard_scalar(value)
 
 
 CONSTANT_TYPES = (int, float, bool, str, type(None), complex, torch.dtype, torch.device, slice, type(...))
