@@ -46,8 +46,7 @@ class GuardBuilder:
         why = f"{source} is a graph input"
         self.add(f"isinstance({source}, Tensor)", "TYPE_MATCH", why, line, f"type({source}).__name__", "Tensor")
         self.add(f"{source}.dtype == {t.dtype}", "TENSOR_MATCH", why, line, f"{source}.dtype", str(t.dtype))
-        self.add(f"{source}.device == torch.device({str(t.device)!r})", "TENSOR_MATCH", why, line,
-                 f"{source}.device", repr(t.device))
+        self.add(device_guard(source, t.device), "TENSOR_MATCH", why, line, f"{source}.device", repr(t.device))
         if dynamic_dims:
             self.add(f"{source}.dim() == {t.dim()}", "TENSOR_MATCH", why, line, f"{source}.dim()", str(t.dim()))
             self.add(f"{source}.is_contiguous()", "TENSOR_MATCH", f"{why} with symbolic sizes (strides follow them)",
@@ -62,7 +61,8 @@ class GuardBuilder:
             stride = tuple(int(s) for s in t.stride())
             self.add(f"{source}.stride() == {stride}", "TENSOR_MATCH", why, line, f"{source}.stride()", str(stride))
         rg = bool(t.requires_grad)
-        self.add(f"{source}.requires_grad == {rg}", "TENSOR_MATCH", why, line, f"{source}.requires_grad", str(rg))
+        self.add(f"{source}.requires_grad" if rg else f"not {source}.requires_grad", "TENSOR_MATCH", why, line,
+                 f"{source}.requires_grad", str(rg))
 
     def constant(self, source: str, value: Any, line: int | None) -> None:
         """CONSTANT_MATCH: a Python value that was baked into the graph."""
@@ -96,6 +96,15 @@ class GuardBuilder:
 
     def artifact(self, params: str, objects: dict[str, Any]) -> GuardsArtifact:
         return GuardsArtifact(tuple(self.guards), check_function_source(params, self.guards))
+
+
+def device_guard(source: str, device: torch.device) -> str:
+    """The cheapest readable device check: ``x.is_cpu`` reads a flag; ``x.device == ...`` builds an object."""
+    if device.type == "cpu":
+        return f"{source}.is_cpu"
+    if device.type == "cuda" and device.index is not None:
+        return f"{source}.get_device() == {device.index}"  # -1 on CPU, so this checks the type too
+    return f"{source}.device == torch.device({str(device)!r})"
 
 
 def signature_params(code: types.CodeType) -> str:

@@ -37,6 +37,17 @@ TORCH_MARK_ATTRIBUTE = "_dynamo_dynamic_indices"
 RELATIONS = {sympy.Eq: "==", sympy.Ne: "!=", sympy.Lt: "<", sympy.Le: "<=", sympy.Gt: ">", sympy.Ge: ">="}
 
 
+class CountingShapeEnv(ShapeEnv):
+    """A ShapeEnv naming symbols s0, s1, ... in order (newer torch hashes the source name: s77)."""
+
+    def _generate_unique_id(self, source_name: str) -> int:
+        attempt = len(self.unique_ids)
+        while attempt in self.unique_ids:
+            attempt += 1
+        self.unique_ids.add(attempt)
+        return attempt
+
+
 def mark_dynamic(t: torch.Tensor, dim: int | list[int] | tuple[int, ...]) -> torch.Tensor:
     """Ask for ``t``'s dimension(s) ``dim`` to be symbolic from the first compile."""
     dims = {dim} if isinstance(dim, int) else set(dim)
@@ -51,7 +62,7 @@ class ShapePolicy:
     def __init__(self, dynamic: bool | None = None, previous: dict[str, tuple] | None = None,
                  automatic: bool = True, specialize_zero_one: bool = True) -> None:
         self.dynamic, self.previous, self.automatic = dynamic, previous or {}, automatic
-        self.shape_env = ShapeEnv(specialize_zero_one=specialize_zero_one)
+        self.shape_env = CountingShapeEnv(specialize_zero_one=specialize_zero_one)
         self.fake_mode = FakeTensorMode(shape_env=self.shape_env)
         self.symbols: dict[sympy.Symbol, str] = {}  # s0 -> "x.shape[0]", where it was first seen
         self.aliases: list[tuple[str, str]] = []  # ("y.shape[0]", "x.shape[0]"): same symbol
