@@ -227,3 +227,60 @@ def test_graph_nodes_carry_provenance():
     report = toycompiler.explain(branch, backend="eager")(torch.zeros(4))
     nodes = [n for n in report.graphs[0].nodes if n.op == "call_function" or n.op == "call_method"]
     assert nodes and all(n.line is not None and n.offset is not None for n in nodes)
+
+
+class Box:
+    pass
+
+
+def store_attr(x, box):
+    y = x * 2
+    box.value = y  # STORE_ATTR: not traced, so it runs as Python between two graphs
+    return y + box.value
+
+
+def test_break_at_an_untraced_opcode_runs_that_instruction_for_real():
+    box, eager_box = Box(), Box()
+    x = torch.randn(3)
+    expected = store_attr(x, eager_box)
+    compiled = toycompiler.compile(store_attr, backend="eager")
+    torch.testing.assert_close(compiled(x, box), expected)
+    torch.testing.assert_close(box.value, eager_box.value)
+    report = toycompiler.explain(store_attr, backend="eager")(x, Box())
+    assert report.breaks[0].opname == "STORE_ATTR" and report.breaks[0].no_resume_reason is None
+
+
+def maybe_unbound(x, flag):
+    if flag:
+        y = x + 1
+    print("between")
+    if flag:
+        return y
+    return x * 3
+
+
+def varargs(*args, scale=2):
+    total = args[0] * scale
+    print("n =", len(args))
+    return total + args[1]
+
+
+class Printing(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        h = torch.relu(x) + 1
+        print("forward")
+        return h * 2
+
+
+def test_unbound_locals_varargs_and_modules():
+    x = torch.randn(4)
+    for flag in (True, False):
+        torch.testing.assert_close(toycompiler.compile(maybe_unbound, backend="eager")(x, flag),
+                                   maybe_unbound(x, flag))
+    run_both(varargs, x, x + 1)
+    m = Printing()
+    torch.testing.assert_close(toycompiler.compile(m, backend="eager")(x), m(x))

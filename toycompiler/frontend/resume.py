@@ -91,6 +91,10 @@ CONDITIONAL_JUMPS = {"POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE"}  # normalised name
 # Instructions whose result may include a NULL (which can't be passed to a resume function).
 PUSHES_NULL = {"LOAD_METHOD", "LOAD_GLOBAL", "LOAD_ATTR", "LOAD_SUPER_ATTR", "FOR_ITER", "RETURN_VALUE",
                "RETURN_CONST", "YIELD_VALUE", "SEND", "JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP"}
+# Instructions that can't run in the transformed function, which has no cells and its own globals.
+NOT_REPLAYABLE = {"COPY_FREE_VARS", "MAKE_CELL", "LOAD_DEREF", "STORE_DEREF", "DELETE_DEREF", "LOAD_CLOSURE",
+                  "LOAD_CLASSDEREF", "LOAD_FROM_DICT_OR_DEREF", "STORE_GLOBAL", "DELETE_GLOBAL", "IMPORT_NAME",
+                  "IMPORT_FROM", "RESUME", "RETURN_GENERATOR", "GET_AWAITABLE", "BEFORE_WITH", "SETUP_ANNOTATIONS"}
 LITERALS = (int, float, bool, str, bytes, complex, type(None), type(...))
 CO_VARARGS, CO_VARKEYWORDS = inspect.CO_VARARGS, inspect.CO_VARKEYWORDS
 CO_OPTIMIZED, CO_NEWLOCALS = inspect.CO_OPTIMIZED, inspect.CO_NEWLOCALS
@@ -146,7 +150,7 @@ def plan_break(code: types.CodeType, instructions: list, stack: list[Variable], 
         kind, consumed, produced, targets = "call", inst.arg + 2, 1, [after]
     elif inst.opname in CONDITIONAL_JUMPS:
         kind, consumed, produced, targets = "jump", 1, 0, [after, inst.target]
-    elif inst.opname in PUSHES_NULL or instruction_at(code, offset).has_jump():
+    elif inst.opname in PUSHES_NULL | NOT_REPLAYABLE or instruction_at(code, offset).has_jump():
         raise CannotResume(f"can't resume after {inst.opname}")
     else:
         pre, post = instruction_at(code, offset).pre_and_post_stack_effect(jump=False)
@@ -176,6 +180,8 @@ def _tensors_to_output(plan: BreakPlan) -> list[TensorVariable]:
                 found.setdefault(v.node, v)
         elif isinstance(v, TensorMethodVariable):
             visit(v.tensor)
+        elif isinstance(v, TupleVariable) and _simple_source(v.source):
+            self.load_source(v.source)  # a tuple can't have changed: read it where it came from
         elif isinstance(v, TupleVariable):
             for item in v.items:
                 visit(item)
