@@ -181,7 +181,7 @@ def _tensors_to_output(plan: BreakPlan) -> list[TensorVariable]:
         elif isinstance(v, TensorMethodVariable):
             visit(v.tensor)
         elif isinstance(v, TupleVariable) and _simple_source(v.source):
-            self.load_source(v.source)  # a tuple can't have changed: read it where it came from
+            pass  # reloaded from its source
         elif isinstance(v, TupleVariable):
             for item in v.items:
                 visit(item)
@@ -330,6 +330,8 @@ class Codegen:
         elif isinstance(v, TensorMethodVariable):
             self.reconstruct(v.tensor)
             self.load_attr(v.name)
+        elif isinstance(v, TupleVariable) and _simple_source(v.source):
+            self.load_source(v.source)  # a tuple can't have changed: read it where it came from
         elif isinstance(v, TupleVariable):
             for item in v.items:
                 self.reconstruct(item)
