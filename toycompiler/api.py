@@ -105,6 +105,9 @@ class CompiledFunction:
                              config.specialize_zero_one)
         entry = compile_frame(self.fn, args, kwargs, self.backend, self.backend_name, config, label, failure,
                               self._wrap_resume, shapes)
+        if shapes.symbols and not _passes(entry, args, kwargs):  # a symbolic guard we can't evaluate: go static
+            entry = compile_frame(self.fn, args, kwargs, self.backend, self.backend_name, config, label, failure,
+                                  self._wrap_resume, ShapePolicy(dynamic=False))
         brk = entry.artifact.translation.graph_break
         if brk is not None and self.fullgraph:
             raise CompileError(f"{brk.filename}:{brk.line}: {brk.reason} (fullgraph=True)\n    {brk.source}")
@@ -199,3 +202,11 @@ def _merge_shapes(seen: dict[str, tuple], new: dict[str, tuple]) -> None:
             seen[source] = shape
         else:
             seen[source] = tuple(o if o == n else None for o, n in zip(old, shape))
+
+
+def _passes(entry: FrameEntry, args: tuple, kwargs: dict) -> bool:
+    """A new entry's guards must accept the very inputs it was traced with."""
+    try:
+        return bool(entry.check(*args, **kwargs))
+    except Exception:
+        return False

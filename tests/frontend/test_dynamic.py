@@ -91,3 +91,30 @@ def test_cpp_backend_with_symbolic_sizes_falls_back_with_a_reason():
     reason = c.compiled_frames[1].backend.fallback_reason
     if not getattr(toycompiler.get_backend("cpp"), "supports_dynamic_shapes", False):
         assert "symbolic sizes" in reason
+
+
+def halves(x):
+    return x.view(-1, 2) * 2
+
+
+def test_shape_env_relations_render_as_python():
+    c = toycompiler.compile(halves, backend="eager", dynamic=True)
+    for n in (4, 6, 8):
+        x = torch.randn(n)
+        torch.testing.assert_close(c(x), halves(x))
+    assert len(c.compiled_frames) == 1
+    exprs = [g.expr for g in c.compiled_frames[0].guards.guards]
+    assert "(x.shape[0] % 2) == 0" in exprs  # view(-1, 2) needs an even size
+    assert c.compiled_frames[0].guards.code.count("x.shape[0]") >= 2
+
+
+def test_resume_function_inputs_are_guarded_by_value_where_rebuilt_each_call():
+    def pairs_sum(x):
+        print("slicing")
+        return x[1:] + x[:-1]
+
+    c = toycompiler.compile(pairs_sum, backend="eager")
+    for n in (4, 4, 4):
+        x = torch.randn(n)
+        torch.testing.assert_close(c(x), pairs_sum(x))
+    assert not c.all_misses  # no recompiles: nothing compared by identity that is rebuilt per call

@@ -78,6 +78,10 @@ class GuardBuilder:
         A bound method is a new object on every attribute read, so it is matched by its ``__self__``
         (identity) and its function instead.
         """
+        if isinstance(value, slice):  # immutable and rebuilt on every call: compare by value
+            self.add(f"{source} == {value!r}", "CONSTANT_MATCH", f"{source} was read as a constant", line,
+                     source, repr(value))
+            return
         owner = getattr(value, "__self__", None)
         if owner is not None and not isinstance(owner, types.ModuleType) and hasattr(value, "__name__"):
             why = f"{source} is a method of an object the trace relied on"

@@ -129,14 +129,17 @@ class ShapePolicy:
 
     def render(self, expr: Any) -> str:
         """A sympy condition over symbols as Python over the user's names: ``x.shape[0] == y.shape[0]``."""
-        names = {sym: sympy.Symbol(where) for sym, where in self.symbols.items()}
+        names = {sym: sympy.Symbol(where, integer=True) for sym, where in self.symbols.items()}
         for sym, value in self.shape_env.replacements.items():  # s1 -> s0 when the trace learned they are equal
             if sym not in names and isinstance(sym, sympy.Symbol):
-                names[sym] = sympy.Symbol(str(value.xreplace(names)))
-        op = RELATIONS.get(type(expr))
-        if op is not None:
-            return f"{expr.lhs.xreplace(names)} {op} {expr.rhs.xreplace(names)}"
-        return str(expr.xreplace(names))
+                names[sym] = value.xreplace(names)
+        expr = expr.xreplace(names)
+        try:  # torch's printer knows its own functions (FloorDiv, PythonMod, ...): ``x.shape[0] // 2``
+            from torch.utils._sympy.printers import PythonPrinter
+        except ImportError:
+            op = RELATIONS.get(type(expr))
+            return f"{expr.lhs} {op} {expr.rhs}" if op else str(expr)
+        return PythonPrinter().doprint(expr)
 
     def symbolic_inputs(self) -> dict[str, frozenset[int]]:
         return {k: v for k, v in self.dims.items() if v}
