@@ -482,6 +482,15 @@ class Report(Artifact):
         return tuple(g for f in self.frames for g in f.guards.guards)
 
     @property
+    def stage_times(self) -> dict[str, float]:
+        """Seconds spent per compile stage, summed over every frame compiled."""
+        out: dict[str, float] = {}
+        for f in self.frames:
+            for t in (*f.times, *(f.backend.times if f.backend else ())):
+                out[t.stage] = out.get(t.stage, 0.0) + t.seconds
+        return out
+
+    @property
     def kernels(self) -> tuple[KernelArtifact, ...]:
         return tuple(k for f in self.frames if f.backend for k in f.backend.kernels)
 
@@ -498,6 +507,8 @@ class Report(Artifact):
         ]
         head += [f"break {b.frame}: {b.filename}:{b.line}: {b.reason}  |  {b.source}" for b in self.breaks]
         head += [f"fallback: {r}" for r in self.fallback_reasons]
+        if self.stage_times:
+            head.append("compile time: " + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in self.stage_times.items()))
         head += [f"recompile: {r}" for r in self.recompiles]
         return "\n".join(head + [str(f) for f in self.frames])
 

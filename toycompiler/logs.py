@@ -72,7 +72,7 @@ def frame_compiled(art: A.FrameCompilation, miss: A.RecompileRecord | None) -> N
     name = art.source.name
     brk = art.translation.graph_break
     if brk is not None:
-        log("graph_breaks", lambda: f"{art.label} graph break in {name}: {brk}")
+        log("graph_breaks", lambda: f"graph break in {name}: {brk}")
     if miss is not None:
         log("recompiles", lambda: f"{art.label} recompiling {name}\n{miss}")
     log("guards", lambda: f"{art.label} guards of {name}:\n{art.guards}")

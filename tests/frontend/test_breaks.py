@@ -284,3 +284,21 @@ def test_unbound_locals_varargs_and_modules():
     run_both(varargs, x, x + 1)
     m = Printing()
     torch.testing.assert_close(toycompiler.compile(m, backend="eager")(x), m(x))
+
+
+def torch_graph_break(x):
+    y = x.cos()
+    torch._dynamo.graph_break()
+    return y + 1
+
+
+def test_explain_reports_counts_reasons_guards_and_stage_times():
+    run_both(torch_graph_break, torch.randn(3))
+    report = toycompiler.explain(torch_graph_break, backend="eager")(torch.randn(3))
+    assert (report.graph_count, report.graph_break_count, report.ops_per_graph) == (2, 1, (1, 1))
+    assert report.breaks[0].kind == "explicit"
+    text = str(report)
+    line = line_of(torch_graph_break, "torch._dynamo.graph_break()")
+    assert f"break [0/0]: {__file__}:{line}: " in text and "torch._dynamo.graph_break()" in text
+    assert "isinstance(x, Tensor)" in text and "== transformed bytecode" in text and "== resume function" in text
+    assert {"translate", "guards", "resume"} <= set(report.stage_times)

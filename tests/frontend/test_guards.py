@@ -125,7 +125,7 @@ def test_logs_channels(caplog):
         by_channel.setdefault(rec.name, []).append(rec.getMessage())
     assert set(by_channel) == {f"toycompiler.{c}" for c in
                                ("graph_breaks", "guards", "recompiles", "bytecode", "graph_code")}
-    assert "[0/0] graph break in" in by_channel["toycompiler.graph_breaks"][0]
+    assert "<locals>.breaks: [0/0] " in by_channel["toycompiler.graph_breaks"][0]
     assert "graph_break()" in by_channel["toycompiler.graph_breaks"][0]
     assert "x.dtype == torch.float32" in by_channel["toycompiler.recompiles"][0]
     assert "__resume_at_" in by_channel["toycompiler.bytecode"][0]

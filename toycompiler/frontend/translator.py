@@ -258,7 +258,7 @@ class InstructionTranslator:
 
     def call_python(self, fn: Any, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
         """Call a compile-time-known callable: record it, fold it, or refuse."""
-        if fn is graph_break:
+        if fn is graph_break or fn is getattr(torch._dynamo, "graph_break", graph_break):
             raise Unsupported("toycompiler.graph_break() called", "explicit")
         has_tensor = any(_contains_tensor(a) for a in [*args, *kwargs.values()])
         if is_torch_op(fn):
