@@ -72,7 +72,7 @@ class CompiledFunction:
         # Every compile, in order, including resume functions' (shared with them, for explain).
         self.compiled_frames: list[A.FrameCompilation] = parent.compiled_frames if parent else []
         self.all_misses: list[A.RecompileRecord] = parent.all_misses if parent else []
-        self.resume_functions: dict[types.CodeType, CompiledFunction] = {}
+        self.resume_functions: dict[types.CodeType, CompiledFunction] = parent.resume_functions if parent else {}
         functools.update_wrapper(self, self.fn)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

@@ -302,3 +302,22 @@ def test_explain_reports_counts_reasons_guards_and_stage_times():
     assert f"break [0/0]: {__file__}:{line}: " in text and "torch._dynamo.graph_break()" in text
     assert "isinstance(x, Tensor)" in text and "== transformed bytecode" in text and "== resume function" in text
     assert {"translate", "guards", "resume"} <= set(report.stage_times)
+
+
+def doubling_loop(x):
+    n = 0
+    while x.sum() < 10:
+        x = x * 2
+        n += 1
+    return x, n
+
+
+def test_loop_on_tensor_condition_reuses_one_cache_per_resume_function():
+    compiled = toycompiler.compile(doubling_loop, backend="eager")
+    for v in (1.0, 0.5, 3.0, 1.0):
+        x = torch.full((3,), v)
+        assert_close_tree(compiled(x), doubling_loop(x))
+    labels = [f.label for f in compiled.compiled_frames]
+    assert len(labels) == len(set(labels))  # each resume function has one cache, entries [k/0], [k/1], ...
+    miss = compiled.all_misses[1]
+    assert [f.entry for f in miss.failures] == ["[1/0]", "[1/1]"] and miss.failures[0].expr == "n == 0"
