@@ -321,3 +321,18 @@ def test_loop_on_tensor_condition_reuses_one_cache_per_resume_function():
     assert len(labels) == len(set(labels))  # each resume function has one cache, entries [k/0], [k/1], ...
     miss = compiled.all_misses[1]
     assert [f.entry for f in miss.failures] == ["[1/0]", "[1/1]"] and miss.failures[0].expr == "n == 0"
+
+
+def star_call(x):
+    y = x.abs()
+    parts = ("sum", y.sum())
+    print(*parts)  # CALL_FUNCTION_EX
+    return y / 2
+
+
+def test_star_args_call_breaks_and_resumes(capsys):
+    run_both(star_call, torch.ones(2))
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == out[1] == "sum tensor(2.)"
+    report = toycompiler.explain(star_call, backend="eager")(torch.ones(2))
+    assert report.breaks[0].line == line_of(star_call, "print(*parts)") and report.breaks[0].resumes_at

@@ -124,7 +124,7 @@ class ResumePoint:
 class BreakPlan:
     """How to split a frame at a break: made by :func:`plan_break`, used by :func:`build_break`."""
 
-    kind: str  # "call", "jump" or "generic"
+    kind: str  # "call", "call_ex", "jump" or "generic"
     offset: int
     below: list[Variable]  # stack items the instruction leaves alone
     operands: list[Variable]  # stack items it consumes
@@ -148,6 +148,8 @@ def plan_break(code: types.CodeType, instructions: list, stack: list[Variable], 
     inst, after = instructions[index], instructions[index + 1].offset if index + 1 < len(instructions) else None
     if inst.opname == "CALL":
         kind, consumed, produced, targets = "call", inst.arg + 2, 1, [after]
+    elif inst.opname == "CALL_FUNCTION_EX":  # f(*args, **kwargs): [NULL, f, args, kwargs if arg & 1]
+        kind, consumed, produced, targets = "call_ex", 3 + (inst.arg & 1), 1, [after]
     elif inst.opname in CONDITIONAL_JUMPS:
         kind, consumed, produced, targets = "jump", 1, 0, [after, inst.target]
     elif inst.opname in PUSHES_NULL | NOT_REPLAYABLE or instruction_at(code, offset).has_jump():
@@ -155,8 +157,8 @@ def plan_break(code: types.CodeType, instructions: list, stack: list[Variable], 
     else:
         pre, post = instruction_at(code, offset).pre_and_post_stack_effect(jump=False)
         kind, consumed, produced, targets = "generic", -pre, post, [after]
-    if consumed > len(stack) or any(isinstance(v, NullVariable) for v in stack[len(stack) - consumed:]) \
-            and kind != "call":
+    nulls_consumed = any(isinstance(v, NullVariable) for v in stack[len(stack) - consumed:])
+    if consumed > len(stack) or (nulls_consumed and kind not in ("call", "call_ex")):
         raise CannotResume(f"unexpected stack at {inst.opname}")
     below, operands = stack[:len(stack) - consumed], stack[len(stack) - consumed:]
     original, to_original = origin_of(code)  # a resume function resumes in the original code
