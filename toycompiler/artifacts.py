@@ -482,6 +482,15 @@ class Report(Artifact):
         return tuple(g for f in self.frames for g in f.guards.guards)
 
     @property
+    def recompile_matrix(self) -> str:
+        """One row per cache miss, one column per entry tried: the guard that rejected it."""
+        rows = []
+        for m in self.misses:
+            cells = [f"{f.entry} {f.expr} (got {f.actual})" for f in m.failures]
+            rows.append(f"{m.frame} miss {m.miss}: " + " | ".join(cells) + f"  => {m.outcome}")
+        return "\n".join(rows)
+
+    @property
     def stage_times(self) -> dict[str, float]:
         """Seconds spent per compile stage, summed over every frame compiled."""
         out: dict[str, float] = {}
@@ -509,6 +518,7 @@ class Report(Artifact):
         head += [f"fallback: {r}" for r in self.fallback_reasons]
         if self.stage_times:
             head.append("compile time: " + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in self.stage_times.items()))
-        head += [f"recompile: {r}" for r in self.recompiles]
+        head += [f"recompile: {r}" for r in self.misses] if self.misses else \
+            [f"recompile: {r}" for r in self.recompiles]
         return "\n".join(head + [str(f) for f in self.frames])
 

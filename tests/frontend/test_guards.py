@@ -142,3 +142,23 @@ def test_logs_from_environment_string():
         assert logs.enabled["graph_breaks"] and logs.enabled["guards"] and not logs.enabled["bytecode"]
     finally:
         toycompiler.set_logs(all=False)
+
+
+def test_recompile_matrix_in_explain_report():
+    def twice(x):
+        return x * 2
+
+    calls = []
+    orig = twice
+
+    report = toycompiler.explain(orig, backend="eager", dynamic=False)(torch.ones(2))
+    assert report.recompile_matrix == ""
+    f = toycompiler.compile(orig, backend="eager", dynamic=False)
+    for dtype in (torch.float32, torch.float64, torch.int32):
+        calls.append(f(torch.ones(2, dtype=dtype)))
+    from toycompiler.artifacts import Report
+
+    matrix = Report(tuple(f.compiled_frames), misses=tuple(f.all_misses)).recompile_matrix.splitlines()
+    assert len(matrix) == 2
+    assert matrix[1].count("|") == 1 and "[0/1] x.dtype == torch.float64 (got torch.int32)" in matrix[1]
+    assert matrix[1].endswith("=> compiled [0/2]")
