@@ -145,19 +145,12 @@ def test_logs_from_environment_string():
 
 
 def test_recompile_matrix_in_explain_report():
-    def twice(x):
-        return x * 2
-
-    calls = []
-    orig = twice
-
-    report = toycompiler.explain(orig, backend="eager", dynamic=False)(torch.ones(2))
-    assert report.recompile_matrix == ""
-    f = toycompiler.compile(orig, backend="eager", dynamic=False)
-    for dtype in (torch.float32, torch.float64, torch.int32):
-        calls.append(f(torch.ones(2, dtype=dtype)))
     from toycompiler.artifacts import Report
 
+    assert toycompiler.explain(add, backend="eager")(torch.ones(2), torch.ones(2)).recompile_matrix == ""
+    f = toycompiler.compile(add, backend="eager", dynamic=False)
+    for dtype in (torch.float32, torch.float64, torch.int32):
+        f(torch.ones(2, dtype=dtype), torch.ones(2, dtype=dtype))
     matrix = Report(tuple(f.compiled_frames), misses=tuple(f.all_misses)).recompile_matrix.splitlines()
     assert len(matrix) == 2
     assert matrix[1].count("|") == 1 and "[0/1] x.dtype == torch.float64 (got torch.int32)" in matrix[1]
