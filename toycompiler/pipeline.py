@@ -112,18 +112,13 @@ def compile_frame(fn: types.FunctionType, args: tuple, kwargs: dict, backend: Ca
     graph, backend_art, transformed, transformed_art, resumes = None, None, fn, None, ()
     if result.ops:  # an empty graph is not compiled (nor counted), as in TorchDynamo
         graph = graph_artifact(result.graph_module, f"{fn.__code__.co_qualname} graph")
-    translation = result.artifact
-    if translation.graph_break is None or result.break_plan is not None:
+    if result.artifact.graph_break is None or result.break_plan is not None:  # else: the frame runs eagerly
         compiled, backend_art = None, None
         if result.ops:
             compiled, backend_art = clock("backend", call_backend, backend, backend_name, result, source, graph)
         transformed, transformed_art, resumes = clock("resume", build_transformed, fn, params, result, compiled,
                                                       wrap_resume)
-    if translation.graph_break is not None:
-        brk = dataclasses.replace(translation.graph_break, frame=label, no_resume_reason=result.no_resume_reason,
-                                  resumes_at=tuple(p.offset for p in result.break_plan.resumes)
-                                  if result.break_plan else ())
-        translation = dataclasses.replace(translation, graph_break=brk)
+    translation = _with_break_details(result, label)
     symbolic = tuple(f"{where}: {why}" for where, why in (result.shapes.why.items() if result.shapes else ()))
     artifact = A.FrameCompilation(label, source, code_art, translation, guards, graph, backend_art,
                                   transformed_art, resumes, tuple(clock.times), recompile_reason, symbolic)
@@ -142,6 +137,16 @@ def build_transformed(fn: types.FunctionType, params: str, result: Any, compiled
     transformed, art = resume.build_transformed_function(fn, params, compiled, result.input_sources,
                                                          result.return_expr, result.constants)
     return transformed, art, ()
+
+
+def _with_break_details(result: Any, label: str) -> A.TranslationArtifact:
+    """The translator's log, its break (if any) labelled with the entry and where it resumes."""
+    brk = result.artifact.graph_break
+    if brk is None:
+        return result.artifact
+    resumes_at = tuple(p.offset for p in result.break_plan.resumes) if result.break_plan else ()
+    brk = dataclasses.replace(brk, frame=label, no_resume_reason=result.no_resume_reason, resumes_at=resumes_at)
+    return dataclasses.replace(result.artifact, graph_break=brk)
 
 
 def _input_shapes(result: Any) -> dict[str, tuple]:
