@@ -208,9 +208,11 @@ class InstructionTranslator:
         from .resume import CannotResume, plan_break
 
         self.break_plan, self.no_resume_reason = None, None
-        if self.graph_break is None or self.break_state is None:
+        if self.graph_break is None:
             return []
-        stack, locals_, kw_names = self.break_state
+        # The symbolic state just before the breaking instruction (a translator that rolls its state
+        # back on a break can leave break_state unset).
+        stack, locals_, kw_names = self.break_state or (self.state.stack, self.state.locals, self.state.kw_names)
         try:
             self.break_plan = plan_break(self.code, self.instructions, stack, locals_, kw_names,
                                          self.graph_break.offset)
