@@ -137,7 +137,7 @@ def check_function_source(params: str, guards: list[Guard] | tuple[Guard, ...]) 
 
 def compile_check(artifact: GuardsArtifact, objects: dict[str, Any], like: Callable) -> Callable[..., bool]:
     """Turn the guard source into a function with the same signature (and defaults) as ``like``."""
-    namespace = dict(GUARD_GLOBALS, G=like.__globals__, **objects)
+    namespace = {**GUARD_GLOBALS, "G": like.__globals__, **objects}
     exec(compile(artifact.code, "<guards>", "exec"), namespace)
     check = namespace["check"]
     check.__defaults__ = getattr(like, "__defaults__", None)
@@ -148,7 +148,7 @@ def compile_check(artifact: GuardsArtifact, objects: dict[str, Any], like: Calla
 def first_failure(artifact: GuardsArtifact, objects: dict[str, Any], params: str, like: Callable,
                   args: tuple, kwargs: dict, entry: str) -> GuardFailure:
     """Evaluate guards one by one to say which failed and what the value was (only on a miss)."""
-    namespace = dict(GUARD_GLOBALS, G=like.__globals__, **objects)
+    namespace = {**GUARD_GLOBALS, "G": like.__globals__, **objects}
     src = f"def frame_locals({params}):\n    return locals()\n"
     exec(src, namespace)
     bind = namespace["frame_locals"]
