@@ -86,6 +86,9 @@ def eager(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
     return gm.forward
 
 
+eager.supports_dynamic_shapes = True  # the FX graph runs for any size
+
+
 @register_backend("inductor")
 def inductor(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
     from torch._inductor.compile_fx import compile_fx

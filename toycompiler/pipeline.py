@@ -118,36 +118,85 @@ class FrameEntry:
     run: Callable
     artifact: A.FrameCompilation
     guard_objects: dict[str, Any]
+    input_shapes: dict[str, tuple] = dataclasses.field(default_factory=dict)  # source -> sizes when traced
 
 
 def compile_frame(fn: types.FunctionType, args: tuple, kwargs: dict, backend: Callable, backend_name: str,
-                  config: Config, label: str, recompile_reason: A.GuardFailure | None) -> FrameEntry:
-    """Source -> bytecode -> symbolic execution -> guards -> FX graph -> backend -> transformed code."""
-    from .frontend import bytecode, guards as G, resume, translator
+                  config: Config, label: str, recompile_reason: A.GuardFailure | None,
+                  wrap_resume: Callable | None = None, shapes: Any = None) -> FrameEntry:
+    """Source -> bytecode -> symbolic execution -> guards -> FX graph -> backend -> transformed code.
+
+    ``wrap_resume`` turns each resume function into something callable (the API compiles them lazily);
+    ``shapes`` (a frontend.shapes.ShapePolicy) says which sizes are symbolic.
+    """
+    from .frontend import bytecode, guards as G, translator
 
     clock = StageClock()
     source = clock("source", read_source, fn)
     code_art = clock("bytecode", bytecode.disassemble, fn.__code__)
-    tracer = translator.InstructionTranslator(fn, args, kwargs, source, config)
+    tracer = translator.InstructionTranslator(fn, args, kwargs, source, config, shapes)
     result = clock("translate", tracer.run)
     params = G.signature_params(fn.__code__)
+    if result.shapes is not None:
+        result.guards.shapes(result.shapes)
     guards = clock("guards", result.guards.artifact, params, result.guard_objects)
     check = G.compile_check(guards, result.guard_objects, fn)
-    graph = graph_artifact(result.graph_module, f"{fn.__code__.co_qualname} graph")
-    backend_art, transformed, transformed_art = None, fn, None
-    if result.artifact.graph_break is None:
-        compiled, backend_art = clock("backend", call_backend, backend, backend_name, result, source, graph)
-        transformed, transformed_art = resume.build_transformed_function(
-            fn, params, compiled, result.input_sources, result.return_expr, result.constants)
-    artifact = A.FrameCompilation(label, source, code_art, result.artifact, guards, graph, backend_art,
-                                  transformed_art, (), tuple(clock.times), recompile_reason)
-    return FrameEntry(check, transformed, artifact, result.guard_objects)
+    graph, backend_art, transformed, transformed_art, resumes = None, None, fn, None, ()
+    if result.ops:  # an empty graph is not compiled (nor counted), as in TorchDynamo
+        graph = graph_artifact(result.graph_module, f"{fn.__code__.co_qualname} graph")
+    if result.artifact.graph_break is None or result.break_plan is not None:  # else: the frame runs eagerly
+        compiled, backend_art = None, None
+        if result.ops:
+            compiled, backend_art = clock("backend", call_backend, backend, backend_name, result, source, graph)
+        transformed, transformed_art, resumes = clock("resume", build_transformed, fn, params, result, compiled,
+                                                      wrap_resume)
+    translation = _with_break_details(result, label)
+    symbolic = tuple(f"{where}: {why}" for where, why in (result.shapes.why.items() if result.shapes else ()))
+    artifact = A.FrameCompilation(label, source, code_art, translation, guards, graph, backend_art,
+                                  transformed_art, resumes, tuple(clock.times), recompile_reason, symbolic)
+    return FrameEntry(check, transformed, artifact, result.guard_objects, _input_shapes(result))
+
+
+def build_transformed(fn: types.FunctionType, params: str, result: Any, compiled: Callable | None,
+                      wrap_resume: Callable | None) -> tuple[Callable, A.BytecodeArtifact, tuple]:
+    """The code that replaces ``fn``: graph call + return value, or graph call + break + resume call."""
+    from .frontend import resume
+
+    if result.break_plan is not None:
+        return resume.build_break(fn, result.break_plan, compiled, result.input_sources,
+                                  wrap_resume or (lambda f: f))
+    compiled = compiled or _eager_graph(result.graph_module)
+    transformed, art = resume.build_transformed_function(fn, params, compiled, result.input_sources,
+                                                         result.return_expr, result.constants)
+    return transformed, art, ()
+
+
+def _with_break_details(result: Any, label: str) -> A.TranslationArtifact:
+    """The translator's log, its break (if any) labelled with the entry and where it resumes."""
+    brk = result.artifact.graph_break
+    if brk is None:
+        return result.artifact
+    resumes_at = tuple(p.offset for p in result.break_plan.resumes) if result.break_plan else ()
+    brk = dataclasses.replace(brk, frame=label, no_resume_reason=result.no_resume_reason, resumes_at=resumes_at)
+    return dataclasses.replace(result.artifact, graph_break=brk)
+
+
+def _input_shapes(result: Any) -> dict[str, tuple]:
+    """Each graph input's size when traced, with symbolic dims as None (for automatic dynamic shapes)."""
+    dims = result.shapes.dims if result.shapes is not None else {}
+    return {src: tuple(None if d in dims.get(src, ()) else int(s) for d, s in enumerate(t.shape))
+            for src, t in zip(result.input_sources, result.example_inputs)}
 
 
 def call_backend(backend: Callable, name: str, result: Any, source: A.SourceArtifact,
                  graph: A.GraphArtifact) -> tuple[Callable, A.BackendArtifacts]:
     """Hand the graph to the backend; if it fails, run the graph eagerly and say why."""
     gm = result.graph_module
+    symbolic = result.shapes.symbolic_inputs() if result.shapes is not None else {}
+    if symbolic and not getattr(backend, "supports_dynamic_shapes", False):
+        reason = (f"backend {name!r} does not take symbolic sizes yet ({', '.join(sorted(symbolic))}): "
+                  "running this graph eagerly, which works for any size")
+        return _eager_graph(gm), A.BackendArtifacts(name, graph, fallback_reason=reason)
     try:
         compiled = backend(gm, result.example_inputs, source=source) if getattr(backend, "toy", False) \
             else backend(gm, result.example_inputs)

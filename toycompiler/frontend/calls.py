@@ -22,6 +22,8 @@ from typing import Any
 
 import torch
 
+from .resume import graph_break
+
 from . import pybuiltins
 from .containers import DictVariable, ListVariable, TupleVariable
 from .variables import (
@@ -88,6 +90,8 @@ class CallDispatch:
         self, fn: Any, args: list[Variable], kwargs: dict[str, Variable], source: str | None = None
     ) -> Variable:
         """Call a compile-time-known callable: record it, fold it, inline it, or refuse."""
+        if fn is graph_break or fn is getattr(torch._dynamo, "graph_break", graph_break):
+            raise Unsupported("toycompiler.graph_break() called", "explicit")
         if isinstance(fn, torch.nn.Module):
             return self.call_module(fn, source, args, kwargs)
         if fn in REFUSED:

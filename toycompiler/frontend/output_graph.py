@@ -21,6 +21,7 @@ import torch.fx
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 from .. import provenance
+from .shapes import ShapePolicy
 from ..artifacts import SourceArtifact
 from .containers import DictVariable, ListVariable, NamedTupleVariable, TupleVariable
 from .variables import TensorVariable, Unsupported, Variable, wrap_constant_result
@@ -29,10 +30,11 @@ from .variables import TensorVariable, Unsupported, Variable, wrap_constant_resu
 class OutputGraph:
     """The FX graph under construction, its fake tensors and inputs (shared by inlined calls)."""
 
-    def __init__(self, source: SourceArtifact) -> None:
+    def __init__(self, source: SourceArtifact, shapes: ShapePolicy | None = None) -> None:
         self.filename, self.source_line = source.filename, source.line
         self.graph = torch.fx.Graph()
-        self.fake_mode = FakeTensorMode()
+        self.shapes = shapes or ShapePolicy(dynamic=False)  # which sizes are symbolic: see shapes.py
+        self.fake_mode = self.shapes.fake_mode
         self.example_inputs: list[torch.Tensor] = []
         self.input_sources: list[str] = []
         self.inputs_by_source: dict[str, TensorVariable] = {}
@@ -48,7 +50,7 @@ class OutputGraph:
             return self.inputs_by_source[source]
         name = "".join(c if c.isalnum() else "_" for c in source).strip("_")
         node = self.graph.placeholder(name)
-        fake = self.fake_mode.from_tensor(value, static_shapes=True)
+        fake = self.shapes.fake(source, value)
         node.meta.update(example_value=fake, toy_source=source)
         self.example_inputs.append(value)
         self.input_sources.append(source)

@@ -52,6 +52,8 @@ from .handlers_data import DataHandlers
 from .handlers_names import NameHandlers
 from .inline import InlineMixin, instructions_of
 from .output_graph import OutputGraph, as_fake, as_node_arg, rebuild_expr, tensor_variables
+from .resume import graph_break
+from .shapes import ShapePolicy
 from .variables import (
     CONSTANT_TYPES,
     ConstantVariable,
@@ -106,6 +108,9 @@ class TranslationResult:
     guard_objects: dict[str, Any]  # objects ID guards compare against
     artifact: TranslationArtifact
     ops: int  # call nodes recorded
+    break_plan: Any = None  # resume.BreakPlan: how to split the frame at its break (None: no break)
+    no_resume_reason: str | None = None  # why the break can't be split (the entry then runs eagerly)
+    shapes: Any = None  # shapes.ShapePolicy: symbolic sizes and their guards
 
 
 class InstructionTranslator(
@@ -122,13 +127,14 @@ class InstructionTranslator(
         kwargs: dict,
         source: SourceArtifact,
         config: Config,
+        shapes: ShapePolicy | None = None,
     ):
         self.fn, self.code, self.config, self.source = fn, fn.__code__, config, source
         self.parent: InstructionTranslator | None = None
         self.depth = 0
         self.set_globals(fn.__globals__)
         self.instructions, self.index_of = instructions_of(self.code)
-        self.output = OutputGraph(source)
+        self.output = OutputGraph(source, shapes)
         self.guards = GuardBuilder()
         self.guard_objects: dict[str, Any] = {"G": fn.__globals__}
         self.wrapped: dict[
@@ -142,6 +148,9 @@ class InstructionTranslator(
         self.steps: list[TranslationStep] = []
         self.returned: Variable | None = None
         self.graph_break: GraphBreak | None = None
+        self.break_state: tuple | None = None  # (stack, locals, kw_names) just before the breaking instruction
+        self.break_plan: Any = None  # resume.BreakPlan, made by plan_break()
+        self.no_resume_reason: str | None = None
         self.yielded: list[Variable] | None = (
             [] if self.code.co_flags & 0x20 else None
         )  # CO_GENERATOR
@@ -229,7 +238,7 @@ class InstructionTranslator(
                 self.returned, return_expr, outputs = None, None, []
             graph.output(tuple(outputs))
         else:
-            graph.output(())
+            graph.output(tuple(v.node for v in self.plan_break()))
         self.restore_grad_mode()
         self.output.remove_dead_nodes()
         root = torch.nn.Module()
@@ -251,7 +260,28 @@ class InstructionTranslator(
             self.guard_objects,
             artifact,
             ops,
+            self.break_plan,
+            self.no_resume_reason,
+            self.output.shapes,
         )
+
+    def plan_break(self) -> list:
+        """At a break: plan the resume (see resume.py) and return the tensors the graph must output."""
+        from .resume import CannotResume, plan_break
+
+        self.break_plan, self.no_resume_reason = None, None
+        if self.graph_break is None:
+            return []
+        # The symbolic state just before the breaking instruction (a translator that rolls its state
+        # back on a break can leave break_state unset).
+        stack, locals_, kw_names = self.break_state or (self.state.stack, self.state.locals, self.state.kw_names)
+        try:
+            self.break_plan = plan_break(self.code, self.instructions, stack, locals_, kw_names,
+                                         self.graph_break.offset)
+        except CannotResume as e:
+            self.no_resume_reason = str(e)
+            return []
+        return self.break_plan.graph_outputs
 
     # -- helpers used by handlers and variables ---------------------------------
 
@@ -314,8 +344,9 @@ class InstructionTranslator(
                     "a tensor reached without a source the compiled code could read it from "
                     "(e.g. a module made inside the function, or a tensor default argument)"
                 )
-            self.guards.tensor(source, value, line)
-            return self.output.add_input(source, value)
+            var = self.output.add_input(source, value)
+            self.guards.tensor(source, value, line, self.output.shapes.dims.get(source, frozenset()))
+            return var
         if isinstance(value, CONSTANT_TYPES) and not isinstance(value, slice | set):
             if source is not None:
                 self.guards.constant(source, value, line)

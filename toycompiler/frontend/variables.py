@@ -420,8 +420,10 @@ def wrap_constant_result(value: Any) -> Variable:
     """A compile-time Python result (e.g. ``x.shape``, a folded call) as a variable."""
     from .containers import DictVariable, ListVariable, TupleVariable
 
+    if isinstance(value, torch.SymInt | torch.SymFloat | torch.SymBool):
+        value = specialize_symbol(value)
     if isinstance(value, torch.Size):
-        return ConstantVariable(value)
+        return ConstantVariable(torch.Size(specialize_symbol(v) if isinstance(v, torch.SymInt) else v for v in value))
     if type(value) is tuple:
         return TupleVariable([wrap_constant_result(v) for v in value])
     if type(value) is list:
@@ -431,6 +433,13 @@ def wrap_constant_result(value: Any) -> Variable:
     if isinstance(value, CONSTANT_TYPES):
         return ConstantVariable(value)
     return ObjectVariable(value)
+
+
+def specialize_symbol(value: Any) -> Any:
+    """A symbolic size read as a Python value: fix it to its traced value (the ShapeEnv adds the guard)."""
+    from torch.fx.experimental.symbolic_shapes import guard_scalar
+
+    return guard_scalar(value)
 
 
 CONSTANT_TYPES = (
