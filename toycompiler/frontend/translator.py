@@ -332,7 +332,7 @@ class InstructionTranslator(
         return ObjectVariable(value, source)
 
     def constant_guard(self, source: str, value: Any, line: int | None) -> None:
-        """CONSTANT_MATCH, also for values whose repr isn't Python (``inf``, ``device(type='cpu')``)."""
+        """CONSTANT_MATCH, also for values whose repr isn't Python (``inf``, a ``torch.device``)."""
         if isinstance(value, float) and not math.isfinite(value):
             why = f"{source} was read as a constant"
             self.guards.add(f"type({source}) is float", "TYPE_MATCH", why, line)
