@@ -34,6 +34,7 @@ from typing import Any
 
 import torch
 import torch.fx
+from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException
 
 from ..artifacts import GraphBreak, SourceArtifact, TranslationArtifact, TranslationStep
 from ..config import Config
@@ -405,8 +406,14 @@ class InstructionTranslator(
                     example = getattr(fake_args[0], target)(*fake_args[1:], **fake_kwargs)
                 else:
                     example = target(*fake_args, **fake_kwargs)
+        except DATA_DEPENDENT_ERRORS as e:
+            raise Unsupported(
+                f"the output shape of {_op_name(target)} depends on the tensor's values ({e}); "
+                "the graph needs static shapes",
+                "data-dependent",
+            ) from e
         except Exception as e:
-            name = target if isinstance(target, str) else getattr(target, "__name__", repr(target))
+            name = _op_name(target)
             raise Unsupported(
                 f"{name} failed on fake tensors: {type(e).__name__}: {e}", "fake-tensor"
             ) from e
@@ -502,6 +509,13 @@ class InliningTranslator(InstructionTranslator):
                     e.located = True
                 raise
         return IteratorVariable(self.yielded) if self.yielded is not None else self.returned
+
+
+DATA_DEPENDENT_ERRORS = (DynamicOutputShapeException, DataDependentOutputException)
+
+
+def _op_name(target: Any) -> str:
+    return target if isinstance(target, str) else getattr(target, "__name__", repr(target))
 
 
 def _plain_keys(value: Any) -> bool:
