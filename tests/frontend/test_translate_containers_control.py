@@ -309,3 +309,29 @@ CASES = [
 @pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_translate(case):
     run_case(case)
+
+
+NEG_INF = float("-inf")
+DEVICE = torch.device("cpu")
+BY_DTYPE = {torch.float32: 2.0}
+
+
+def special_constants(x):
+    y = x.masked_fill(x < 0, NEG_INF).to(DEVICE)
+    return y.softmax(-1) * BY_DTYPE[x.dtype]
+
+
+def return_input_list(xs):
+    return xs
+
+
+def test_special_constants():
+    run_case(Case(special_constants, X))
+
+
+def test_returned_input_container_is_the_same_object():
+    import toycompiler
+
+    xs = [torch.randn(2)]
+    out = toycompiler.compile(return_input_list, backend="eager")(xs)
+    assert out is xs

@@ -176,6 +176,16 @@ def helper_that_prints(t):
     return t
 
 
+def break_boolean_mask(x):
+    return x[x > 0].sum()
+
+
+def break_explicit(x):
+    y = x * 2
+    torch._dynamo.graph_break()
+    return y + 1
+
+
 def break_float_of_tensor(x):
     return x * float(x.mean())
 
@@ -218,6 +228,8 @@ CASES = [
     Case(break_exception_in_try, X, breaks="exception"),
     Case(break_inside_helper, X, breaks="print"),
     Case(break_float_of_tensor, X, breaks="item"),
+    Case(break_boolean_mask, X, breaks="data-dependent"),
+    Case(break_explicit, X, breaks="explicit"),
     Case(break_nonlocal_outer, X, breaks="mutation", name="break_nonlocal_outer"),
 ]
 

@@ -94,9 +94,11 @@ class CallDispatch:
             raise Unsupported("toycompiler.graph_break() called", "explicit")
         if isinstance(fn, torch.nn.Module):
             return self.call_module(fn, source, args, kwargs)
-        if fn in REFUSED:
+        if _hashable(fn) and fn in REFUSED:
             kind, why = REFUSED[fn]
             raise Unsupported(f"call to {fn.__name__}: {why}", kind)
+        if _name(fn) in ("torch._dynamo.decorators.graph_break", "torch._dynamo.graph_break"):
+            raise Unsupported("torch._dynamo.graph_break() asks for a graph break here", "explicit")
         handler = pybuiltins.handler_for(fn)
         if handler is not None:
             result = handler(self, args, kwargs)

@@ -158,6 +158,8 @@ def as_fake(v: Variable) -> Any:
 
 def rebuild_expr(v: Variable, outputs: list[torch.fx.Node], constants: dict[str, Any]) -> str:
     """Python source that rebuilds the returned value from the graph's outputs ``__out``."""
+    if isinstance(v, TupleVariable | DictVariable) and v.source is not None:
+        return v.source  # the caller's own (unchanged) container: the same object, as in eager
     if isinstance(v, TensorVariable):
         outputs.append(v.node)
         return f"__out[{len(outputs) - 1}]"

@@ -26,6 +26,7 @@ InliningInstructionTranslator). Leaves out: restarting analysis after a break
 
 from __future__ import annotations
 
+import math
 import operator
 import types
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ from typing import Any
 
 import torch
 import torch.fx
+from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException
 
 from ..artifacts import GraphBreak, SourceArtifact, TranslationArtifact, TranslationStep
 from ..config import Config
@@ -349,9 +351,9 @@ class InstructionTranslator(
             return var
         if isinstance(value, CONSTANT_TYPES) and not isinstance(value, slice | set):
             if source is not None:
-                self.guards.constant(source, value, line)
+                self.constant_guard(source, value, line)
             return ConstantVariable(value, source)
-        if type(value) in (tuple, list, dict) and source is not None:
+        if type(value) in (tuple, list, dict) and source is not None and _plain_keys(value):
             return self._wrap_container(value, source, line)
         if type(value) in (tuple, list, dict):
             return wrap_constant_result(value)
@@ -360,6 +362,26 @@ class InstructionTranslator(
             if isinstance(value, torch.nn.Module):
                 self.guards.constant(f"{source}.training", value.training, line)
         return ObjectVariable(value, source)
+
+    def constant_guard(self, source: str, value: Any, line: int | None) -> None:
+        """CONSTANT_MATCH, also for values whose repr isn't Python (``inf``, a ``torch.device``)."""
+        if isinstance(value, float) and not math.isfinite(value):
+            why = f"{source} was read as a constant"
+            self.guards.add(f"type({source}) is float", "TYPE_MATCH", why, line)
+            self.guards.add(
+                f"str({source}) == {str(value)!r}", "CONSTANT_MATCH", why, line, source, repr(value)
+            )
+        elif isinstance(value, torch.device):
+            self.guards.add(
+                f"{source} == torch.device({str(value)!r})",
+                "CONSTANT_MATCH",
+                f"{source} was read as a constant",
+                line,
+                source,
+                repr(value),
+            )
+        else:
+            self.guards.constant(source, value, line)
 
     def _wrap_container(self, value: Any, source: str, line: int | None) -> Variable:
         kind = type(value).__name__
@@ -415,8 +437,14 @@ class InstructionTranslator(
                     example = getattr(fake_args[0], target)(*fake_args[1:], **fake_kwargs)
                 else:
                     example = target(*fake_args, **fake_kwargs)
+        except DATA_DEPENDENT_ERRORS as e:
+            raise Unsupported(
+                f"the output shape of {_op_name(target)} depends on the tensor's values ({e}); "
+                "the graph needs static shapes",
+                "data-dependent",
+            ) from e
         except Exception as e:
-            name = target if isinstance(target, str) else getattr(target, "__name__", repr(target))
+            name = _op_name(target)
             raise Unsupported(
                 f"{name} failed on fake tensors: {type(e).__name__}: {e}", "fake-tensor"
             ) from e
@@ -512,6 +540,18 @@ class InliningTranslator(InstructionTranslator):
                     e.located = True
                 raise
         return IteratorVariable(self.yielded) if self.yielded is not None else self.returned
+
+
+DATA_DEPENDENT_ERRORS = (DynamicOutputShapeException, DataDependentOutputException)
+
+
+def _op_name(target: Any) -> str:
+    return target if isinstance(target, str) else getattr(target, "__name__", repr(target))
+
+
+def _plain_keys(value: Any) -> bool:
+    """Dicts are tracked key by key only when the keys can be written in a guard."""
+    return not isinstance(value, dict) or all(type(k) in (str, int, bool) for k in value)
 
 
 def supported_opcodes() -> list[str]:
