@@ -87,7 +87,10 @@ def run_workload(w: workloads.Workload, device: str, quick: bool, bandwidth: flo
         status, first, fn = _compile_and_check(w, compiler, device, inputs, expected)
         row["status"][compiler], row["first_call_s"][compiler] = status, first
         if status == "ok":
-            row["times_ms"][compiler] = measure.median_seconds(lambda: fn(*inputs), device) * 1e3
+            try:
+                row["times_ms"][compiler] = measure.median_seconds(lambda: fn(*inputs), device) * 1e3
+            except Exception as e:  # e.g. a later call failing where the first one ran
+                row["status"][compiler] = f"error on a later call: {type(e).__name__}: {str(e)[:160]}"
     if w.bandwidth_bound:
         row["ideal_bytes"] = workloads.ideal_bytes(inputs, expected)
         row["gbps"] = {c: row["ideal_bytes"] / (ms * 1e-3) / 1e9 for c, ms in row["times_ms"].items()}

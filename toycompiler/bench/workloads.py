@@ -87,7 +87,7 @@ def transformer_block(x, ln1_w, ln1_b, w_qkv, w_out, ln2_w, ln2_b, w_up, w_down)
     """Pre-norm block: causal self-attention (4 heads) then a GELU MLP; x is [batch, seq, dim].
 
     Written with ``x.shape[i]`` and ``narrow`` rather than tuple unpacking and
-    slices (and logical_not for ~), which not every translator handles yet.
+    slices, which not every translator handles yet.
     """
     batch, seq, dim = x.shape[0], x.shape[1], x.shape[2]
     head = dim // 4
@@ -97,8 +97,8 @@ def transformer_block(x, ln1_w, ln1_b, w_qkv, w_out, ln2_w, ln2_b, w_up, w_down)
     k = qkv.narrow(2, dim, dim).reshape(batch, seq, 4, head).transpose(1, 2)
     v = qkv.narrow(2, 2 * dim, dim).reshape(batch, seq, 4, head).transpose(1, 2)
     scores = (q @ k.transpose(-2, -1)) / math.sqrt(head)  # [batch, heads, seq, seq]
-    mask = torch.ones(seq, seq, dtype=torch.bool, device=x.device).tril()
-    att = torch.softmax(scores.masked_fill(mask.logical_not(), float("-inf")), dim=-1)
+    keep = torch.ones(seq, seq, device=x.device).tril()  # 1 where a position may attend
+    att = torch.softmax(scores.masked_fill(keep == 0, float("-inf")), dim=-1)
     y = (att @ v).transpose(1, 2).reshape(batch, seq, dim)
     x = x + y @ w_out
     return x + F.gelu(F.layer_norm(x, (dim,), ln2_w, ln2_b) @ w_up, approximate="tanh") @ w_down
