@@ -106,8 +106,20 @@ def test_recompile_limit_then_eager_with_warning():
     assert "recompile limit (3)" in f.cache.misses[-1].outcome
 
 
-def test_logs_channels(caplog):
-    caplog.set_level(logging.INFO, logger="toycompiler")
+class _Records(logging.Handler):
+    """Collects log records (like pytest's caplog, which ``-p no:logging`` turns off)."""
+
+    def __init__(self):
+        super().__init__(logging.INFO)
+        self.records = []
+
+    def emit(self, record):
+        self.records.append(record)
+
+
+def test_logs_channels():
+    caplog = _Records()
+    logging.getLogger("toycompiler").addHandler(caplog)
     toycompiler.set_logs(graph_breaks=True, guards=True, recompiles=True, bytecode=True, graph_code=True)
     try:
         def breaks(x):
@@ -120,6 +132,7 @@ def test_logs_channels(caplog):
         f(torch.randn(2).double())
     finally:
         toycompiler.set_logs(all=False)
+        logging.getLogger("toycompiler").removeHandler(caplog)
     by_channel = {}
     for rec in caplog.records:
         by_channel.setdefault(rec.name, []).append(rec.getMessage())

@@ -49,19 +49,8 @@ from bytecode.instr import InstrLocation
 
 from ..artifacts import BytecodeArtifact
 from .bytecode import disassemble
-from .variables import (
-    ConstantVariable,
-    NullVariable,
-    ObjectVariable,
-    TensorMethodVariable,
-    TensorVariable,
-    Variable,
-)
-
-try:
-    from .variables import TupleVariable
-except ImportError:  # containers may live in their own module
-    from .containers import TupleVariable  # type: ignore[no-redef]
+from .reconstruct import CannotRebuild, reconstruct
+from .variables import NullVariable, TensorVariable, Variable
 
 VERSION = sys.version_info[:2]
 
@@ -168,35 +157,27 @@ def plan_break(code: types.CodeType, instructions: list, stack: list[Variable], 
     resumes = [ResumePoint(t, layout, tuple(n for n in original.co_varnames if n in live[t] and n in locals_))
                for t in targets]
     plan = BreakPlan(kind, offset, below, operands, produced, kw_names, locals_, resumes)
-    plan.graph_outputs = _tensors_to_output(plan)
+    plan.graph_outputs = _tensors_to_output(plan, _params(code))
     return plan
 
 
-def _tensors_to_output(plan: BreakPlan) -> list[TensorVariable]:
-    """Tensors the transformed code needs from the graph (graph inputs are reloaded from their source)."""
-    found: dict[torch.fx.Node, TensorVariable] = {}
-
-    def visit(v: Any) -> None:
-        if isinstance(v, TensorVariable):
-            if v.node.op != "placeholder" or v.source is None:
-                found.setdefault(v.node, v)
-        elif isinstance(v, TensorMethodVariable):
-            visit(v.tensor)
-        elif isinstance(v, TupleVariable) and _simple_source(v.source):
-            pass  # reloaded from its source
-        elif isinstance(v, TupleVariable):
-            for item in v.items:
-                visit(item)
-        elif isinstance(v, Variable) and not isinstance(v, ConstantVariable | ObjectVariable | NullVariable):
-            for item in getattr(v, "items", None) or []:  # other containers: their tensors
-                visit(item)
-
+def _tensors_to_output(plan: BreakPlan, params: set[str]) -> list[TensorVariable]:
+    """A dry run of the rebuilding: the tensors the transformed code needs from the graph (graph
+    inputs are reloaded from their source); :class:`CannotResume` for a value it can't rebuild."""
+    cg = Codegen(params, {}, {}, 0, planning=True)
     for v in [*plan.below, *plan.operands]:
-        visit(v)
+        cg.reconstruct(v)
     for point in plan.resumes:
         for name in point.locals:
-            visit(plan.locals[name])
-    return list(found.values())
+            cg.reconstruct_local(name, plan.locals[name])
+    return cg.needed
+
+
+def _params(code: types.CodeType) -> set[str]:
+    """The parameter names of ``code`` (positional, keyword-only, ``*args``, ``**kwargs``)."""
+    n = code.co_argcount + code.co_kwonlyargcount
+    n += bool(code.co_flags & CO_VARARGS) + bool(code.co_flags & CO_VARKEYWORDS)
+    return set(code.co_varnames[:n])
 
 
 @functools.lru_cache(maxsize=256)
@@ -263,10 +244,15 @@ class Codegen:
     """Emits instructions that rebuild symbolic values as real ones (like Dynamo's PyCodegen)."""
 
     def __init__(self, params: set[str], namespace: dict[str, Any], outputs: dict[torch.fx.Node, int],
-                 lineno: int) -> None:
+                 lineno: int, planning: bool = False) -> None:
         self.params, self.namespace, self.outputs = params, namespace, outputs
         self.location = InstrLocation(lineno, None, None, None)
         self.instrs: list[Any] = []
+        self.planning = planning  # a dry run made by plan_break: collects the graph outputs needed
+        self.needed: list[TensorVariable] = []  # (planning) tensors the graph must output, in order
+        self.built: dict[int, str] = {}  # id(container made while tracing) -> temporary local holding it
+        self.building: set[int] = set()
+        self.temps = 0
 
     def emit(self, name: str, arg: Any = pybc.UNSET, location: Any = None) -> None:
         self.instrs.append(pybc.Instr(name, arg, location=location or self.location))
@@ -317,45 +303,65 @@ class Codegen:
             raise CannotResume(f"can't load source {source!r}")
 
     def reconstruct(self, v: Variable) -> None:
-        """Push the real value of symbolic ``v``."""
-        if isinstance(v, NullVariable):
-            self.emit("PUSH_NULL")
-        elif isinstance(v, TensorVariable):
-            if v.node in self.outputs:
-                self.emit("LOAD_FAST", "___graph_out")
-                self.emit("LOAD_CONST", self.outputs[v.node])
-                self.emit("BINARY_SUBSCR")
-            elif v.source is not None:
-                self.load_source(v.source)
-            else:
+        """Push the real value of symbolic ``v`` (how, for each kind of variable: see reconstruct.py)."""
+        try:
+            reconstruct(self, v)
+        except CannotRebuild as e:
+            raise CannotResume(str(e)) from None
+
+    def load_graph_output(self, v: TensorVariable) -> None:
+        """``___graph_out[i]``; while planning, the tensor is added to the graph's outputs."""
+        if v.node not in self.outputs:
+            if not self.planning:
                 raise CannotResume(f"tensor {v.describe()} is neither a graph output nor an input")
-        elif isinstance(v, TensorMethodVariable):
-            self.reconstruct(v.tensor)
-            self.load_attr(v.name)
-        elif isinstance(v, TupleVariable) and _simple_source(v.source):
-            self.load_source(v.source)  # a tuple can't have changed: read it where it came from
-        elif isinstance(v, TupleVariable):
-            for item in v.items:
-                self.reconstruct(item)
-            self.emit("BUILD_TUPLE", len(v.items))
-        elif isinstance(v, ConstantVariable):
-            self.load_const(v.value)
-        elif isinstance(v, ObjectVariable):
-            self.load_source(v.source) if _simple_source(v.source) else self.load_const(v.value)
-        elif hasattr(v, "reconstruct"):  # other variable kinds can teach themselves
-            v.reconstruct(self)
-        else:
-            raise CannotResume(f"can't rebuild {v.describe()} ({type(v).__name__}) as a Python value")
+            self.outputs[v.node] = len(self.outputs)
+            self.needed.append(v)
+        self.emit("LOAD_FAST", "___graph_out")
+        self.emit("LOAD_CONST", self.outputs[v.node])
+        self.emit("BINARY_SUBSCR")
+
+    def call_function(self, fn: Any, args: list[Variable]) -> None:
+        """``fn(*args)`` for a known ``fn`` and symbolic ``args``."""
+        self.emit("PUSH_NULL")
+        self.load_const(fn)
+        for arg in args:
+            self.reconstruct(arg)
+        self.call(len(args))
+
+    def call_function_ex(self, fn: Any, args: list[Variable], kwargs: dict[str, Variable]) -> None:
+        """``fn(*args, **kwargs)`` through ``CALL_FUNCTION_EX`` (spelled alike in 3.11 and 3.12)."""
+        self.emit("PUSH_NULL")
+        self.load_const(fn)
+        for arg in args:
+            self.reconstruct(arg)
+        self.emit("BUILD_TUPLE", len(args))
+        for key, value in kwargs.items():
+            self.emit("LOAD_CONST", key)
+            self.reconstruct(value)
+        self.emit("BUILD_MAP", len(kwargs))
+        self.emit("CALL_FUNCTION_EX", 1)
+
+    def build_once(self, v: Variable, build: Callable[[], None]) -> None:
+        """A mutable container made while tracing: built once, kept in a temporary local, and
+        loaded from there wherever it appears again, so that aliases stay one object."""
+        if id(v) in self.built:
+            self.emit("LOAD_FAST", self.built[id(v)])
+            return
+        if id(v) in self.building:
+            raise CannotResume(f"{v.describe()} contains itself")
+        self.building.add(id(v))
+        build()
+        self.building.discard(id(v))
+        self.built[id(v)] = name = f"___tmp{self.temps}"
+        self.temps += 1
+        self.emit("COPY", 1)
+        self.emit("STORE_FAST", name)
 
     def reconstruct_local(self, name: str, value: Any) -> None:
         if isinstance(value, Variable):
             self.reconstruct(value)
         else:  # an argument the trace never read: still in the parameter of the same name
             self.emit("LOAD_FAST", name)
-
-
-def _simple_source(source: str | None) -> bool:
-    return source is not None and "(" not in source
 
 
 # -- building the code objects ---------------------------------------------------------
@@ -476,9 +482,11 @@ def _emit_branch(cg: Codegen, plan: BreakPlan, the_inst: pybc.Instr, resume_name
     taken = pybc.Label()
     opname = the_inst.name.replace("_FORWARD", "").replace("_BACKWARD", "")
     cg.emit(SPELLING[opname], taken, the_inst.location)
+    built = dict(cg.built)  # containers built before the jump; each branch builds its own after it
     for k, (point, name) in enumerate(zip(plan.resumes, resume_names)):
         if k == 1:
             cg.instrs.append(taken)
+        cg.built = dict(built)
         cg.load_global(name, push_null=True)
         for v in plan.below:
             if not isinstance(v, NullVariable):
