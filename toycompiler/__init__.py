@@ -25,10 +25,13 @@ if not _torch.cuda.is_available() and "triton" not in _sys.modules:
 from .api import CompileError, compile, explain, reset  # noqa: E402
 from .backends import get_backend, list_backends, register_backend  # noqa: E402
 from .config import config  # noqa: E402
+from .frontend.resume import graph_break  # noqa: E402
+from .frontend.shapes import mark_dynamic  # noqa: E402
+from .logs import set_logs  # noqa: E402
 
 __version__ = "0.1.0"
-__all__ = ["CompileError", "compile", "config", "explain", "get_backend", "list_backends", "register_backend",
-           "reset"]
+__all__ = ["CompileError", "compile", "config", "explain", "get_backend", "graph_break", "list_backends",
+           "mark_dynamic", "register_backend", "reset", "set_logs"]
 
 try:
     from .backends import register_with_torch

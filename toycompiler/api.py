@@ -22,9 +22,11 @@ from typing import Any, Callable
 import torch
 
 from . import artifacts as A
+from . import logs
 from .backends import get_backend
 from .config import config
 from .frontend import guards as G
+from .frontend.shapes import ShapePolicy
 from .pipeline import FrameEntry, compile_frame
 
 
@@ -38,8 +40,10 @@ class FrameCache:
 
     frame_id: int
     entries: list[FrameEntry] = field(default_factory=list)
-    failures: list[A.GuardFailure] = field(default_factory=list)
+    failures: list[A.GuardFailure] = field(default_factory=list)  # every entry tried on every miss
     gave_up: bool = False
+    misses: list[A.RecompileRecord] = field(default_factory=list)
+    seen_shapes: dict[str, tuple] = field(default_factory=dict)  # input sizes so far (None: varied)
 
 
 _frame_ids: dict[Any, int] = {}
@@ -54,7 +58,8 @@ class CompiledFunction:
     """A function compiled lazily on first call; see the module docstring."""
 
     def __init__(self, fn: Callable, backend: str | Callable = "auto", fullgraph: bool = False,
-                 dynamic: bool | None = None, mode: str | None = None, options: dict | None = None):
+                 dynamic: bool | None = None, mode: str | None = None, options: dict | None = None,
+                 parent: CompiledFunction | None = None):
         self._bound_self = getattr(fn, "__self__", None) if isinstance(fn, types.MethodType) else None
         self.fn = fn.__func__ if isinstance(fn, types.MethodType) else fn
         if not isinstance(self.fn, types.FunctionType):
@@ -64,7 +69,10 @@ class CompiledFunction:
         self.fullgraph, self.dynamic, self.mode, self.options = fullgraph, dynamic, mode, options or {}
         self.cache = FrameCache(_frame_id(self.fn.__code__))
         _all_caches.append(self.cache)
-        self.compiled_frames: list[A.FrameCompilation] = []  # every compile, in order (for explain)
+        # Every compile, in order, including resume functions' (shared with them, for explain).
+        self.compiled_frames: list[A.FrameCompilation] = parent.compiled_frames if parent else []
+        self.all_misses: list[A.RecompileRecord] = parent.all_misses if parent else []
+        self.resume_functions: dict[types.CodeType, CompiledFunction] = parent.resume_functions if parent else {}
         functools.update_wrapper(self, self.fn)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -76,29 +84,57 @@ class CompiledFunction:
         return self._miss(args, kwargs)
 
     def _miss(self, args: tuple, kwargs: dict) -> Any:
+        """No entry's guards passed: say why for each entry, then compile a new one (or give up)."""
         cache = self.cache
         if cache.gave_up:
             return self.fn(*args, **kwargs)
-        failure = None
-        if cache.entries:
-            last = cache.entries[-1]
-            failure = G.first_failure(last.artifact.guards, last.guard_objects, G.signature_params(self.fn.__code__),
-                                      self.fn, args, kwargs, last.artifact.label)
-            cache.failures.append(failure)
+        params = G.signature_params(self.fn.__code__)
+        failures = tuple(G.first_failure(e.artifact.guards, e.guard_objects, params, self.fn, args, kwargs,
+                                         e.artifact.label) for e in cache.entries)
+        cache.failures.extend(failures)
+        failure = failures[-1] if failures else None
         if len(cache.entries) >= config.recompile_limit:
             cache.gave_up = True
+            self._record_miss(failures, f"recompile limit ({config.recompile_limit}) reached: runs eagerly from now on")
             warnings.warn(f"toycompiler: {self.fn.__qualname__} hit config.recompile_limit "
                           f"({config.recompile_limit}); last miss: {failure}. Running eagerly from now on.",
                           stacklevel=3)
             return self.fn(*args, **kwargs)
         label = f"[{cache.frame_id}/{len(cache.entries)}]"
-        entry = compile_frame(self.fn, args, kwargs, self.backend, self.backend_name, config, label, failure)
+        shapes = ShapePolicy(self.dynamic, cache.seen_shapes, config.automatic_dynamic_shapes,
+                             config.specialize_zero_one)
+        with config.patch(**({"mode": self.mode} if self.mode else {})):  # the backend reads config.mode
+            entry = compile_frame(self.fn, args, kwargs, self.backend, self.backend_name, config, label, failure,
+                                  self._wrap_resume, shapes)
+            if shapes.symbols and not _passes(entry, args, kwargs):  # a symbolic guard we can't evaluate: go static
+                entry = compile_frame(self.fn, args, kwargs, self.backend, self.backend_name, config, label,
+                                      failure, self._wrap_resume, ShapePolicy(dynamic=False))
         brk = entry.artifact.translation.graph_break
         if brk is not None and self.fullgraph:
             raise CompileError(f"{brk.filename}:{brk.line}: {brk.reason} (fullgraph=True)\n    {brk.source}")
         cache.entries.append(entry)
+        _merge_shapes(cache.seen_shapes, entry.input_shapes)
         self.compiled_frames.append(entry.artifact)
+        miss = self._record_miss(failures, f"compiled {label}") if failures else None
+        logs.frame_compiled(entry.artifact, miss)
         return entry.run(*args, **kwargs)
+
+    def _record_miss(self, failures: tuple[A.GuardFailure, ...], outcome: str) -> A.RecompileRecord:
+        miss = A.RecompileRecord(self.fn.__code__.co_qualname, len(self.cache.misses) + 1, failures, outcome)
+        self.cache.misses.append(miss)
+        self.all_misses.append(miss)
+        if self.cache.gave_up:
+            logs.gave_up(miss)
+        return miss
+
+    def _wrap_resume(self, resume_fn: types.FunctionType) -> CompiledFunction:
+        """Resume functions are compiled lazily like any function, with their own guards and cache."""
+        wrapper = self.resume_functions.get(resume_fn.__code__)
+        if wrapper is None:
+            wrapper = CompiledFunction(resume_fn, self.backend, dynamic=self.dynamic, parent=self)
+            wrapper.backend_name = self.backend_name
+            self.resume_functions[resume_fn.__code__] = wrapper
+        return wrapper
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:  # so it works as a method too
         return self if obj is None else functools.partial(self, obj)
@@ -141,7 +177,10 @@ def explain(fn: Callable, **compile_options: Any) -> Callable[..., A.Report]:
         compiled(*args, **kwargs)
         frames = tuple(target.compiled_frames)
         fallbacks = tuple(f.backend.fallback_reason for f in frames if f.backend and f.backend.fallback_reason)
-        return A.Report(frames, fallbacks, tuple(target.cache.failures))
+        fallbacks += tuple(f"{b.frame} {b.filename}:{b.line}: frame ran eagerly: {b.no_resume_reason}"
+                           for f in frames if (b := f.translation.graph_break) and b.no_resume_reason)
+        misses = tuple(target.all_misses)
+        return A.Report(frames, fallbacks, tuple(f for m in misses for f in m.failures), misses)
     return run
 
 
@@ -150,5 +189,25 @@ def reset() -> None:
     for cache in _all_caches:
         cache.entries.clear()
         cache.failures.clear()
+        cache.misses.clear()
+        cache.seen_shapes.clear()
         cache.gave_up = False
     _frame_ids.clear()
+
+
+def _merge_shapes(seen: dict[str, tuple], new: dict[str, tuple]) -> None:
+    """Remember each input's sizes; a dim seen with two sizes becomes None (automatic dynamic next time)."""
+    for source, shape in new.items():
+        old = seen.get(source)
+        if old is None or len(old) != len(shape):
+            seen[source] = shape
+        else:
+            seen[source] = tuple(o if o == n else None for o, n in zip(old, shape))
+
+
+def _passes(entry: FrameEntry, args: tuple, kwargs: dict) -> bool:
+    """A new entry's guards must accept the very inputs it was traced with."""
+    try:
+        return bool(entry.check(*args, **kwargs))
+    except Exception:
+        return False

@@ -118,9 +118,14 @@ class GraphBreak:
     opname: str
     kind: str = "unsupported"  # print, item, data-dependent-branch, unsupported, explicit ...
     frame: str = ""  # "[0/0]"-style label of the frame entry it happened in
+    resumes_at: tuple[int, ...] = ()  # offsets the resume function(s) continue at (two for a branch)
+    no_resume_reason: str | None = None  # set when the frame could not be split: it then ran eagerly
 
     def __str__(self) -> str:
-        return f"{self.filename}:{self.line}: {self.reason}\n    {self.source}"
+        where = f"{self.frame} " if self.frame else ""
+        then = (f"\n    (the whole frame ran eagerly: {self.no_resume_reason})" if self.no_resume_reason
+                else f"\n    (resumes at offset {', '.join(map(str, self.resumes_at))})" if self.resumes_at else "")
+        return f"{where}{self.filename}:{self.line}: {self.reason}\n    {self.source}{then}"
 
 
 @dataclass(frozen=True)
@@ -165,6 +170,20 @@ class GuardsArtifact(Artifact):
 
     def __str__(self) -> str:
         return "\n".join(str(g) for g in self.guards) or "(no guards)"
+
+
+@dataclass(frozen=True)
+class RecompileRecord:
+    """One cache miss: why each existing entry was rejected, and what happened next."""
+
+    frame: str  # the code object's name
+    miss: int  # which cache miss of this frame (1-based): the rows of the recompile matrix
+    failures: tuple["GuardFailure", ...]  # one per entry tried, in order
+    outcome: str  # "compiled [0/2]" or "recompile limit (8) reached: ran eagerly"
+
+    def __str__(self) -> str:
+        lines = [f"miss {self.miss} of {self.frame}: {self.outcome}"]
+        return "\n".join(lines + [f"    {f}" for f in self.failures])
 
 
 @dataclass(frozen=True)
@@ -357,6 +376,50 @@ class StageTime:
 
 
 @dataclass(frozen=True)
+class AutotuneChoice:
+    """One kernel's autotuning: every candidate's time, and the fastest."""
+
+    kernel: str
+    chosen: str  # "XBLOCK=1024, num_warps=4"
+    seconds: float
+    timings: tuple[tuple[str, float], ...]  # (candidate, seconds per call)
+    meta: dict  # the chosen meta-parameters, as passed to the kernel
+
+    def __str__(self) -> str:
+        rows = ", ".join(f"{c}: {t * 1e6:.1f} us" for c, t in self.timings)
+        return f"{self.kernel}: chose {self.chosen} ({self.seconds * 1e6:.1f} us) among {rows}"
+
+
+@dataclass(frozen=True)
+class AutotuneArtifact(Artifact):
+    """What ``mode="max-autotune"`` tried and chose, per kernel."""
+
+    choices: tuple[AutotuneChoice, ...]
+    note: str
+
+    def __str__(self) -> str:
+        return "\n".join([self.note, *map(str, self.choices)])
+
+
+@dataclass(frozen=True)
+class RuntimeArtifact(Artifact):
+    """How the compiled graph runs on each call, with the reason for each choice."""
+
+    mode: str  # "default", "max-autotune", "reduce-overhead"
+    launch: str  # how kernels are launched, and why
+    cudagraphs: str  # whether calls replay a CUDA graph, and why (not)
+    cache: str  # "hit <key>" / "miss, stored as <key>" / "bypassed: <reason>"
+    autotune: AutotuneArtifact | None = None
+
+    def __str__(self) -> str:
+        out = [f"mode: {self.mode}", f"launch: {self.launch}", f"CUDA graphs: {self.cudagraphs}",
+               f"graph cache: {self.cache}"]
+        if self.autotune is not None:
+            out.append(f"autotune: {self.autotune}")
+        return "\n".join(out)
+
+
+@dataclass(frozen=True)
 class BackendArtifacts(Artifact):
     """Everything a toy backend produced for one FX graph."""
 
@@ -369,6 +432,8 @@ class BackendArtifacts(Artifact):
     output_code: OutputCodeArtifact | None = None
     times: tuple[StageTime, ...] = ()
     fallback_reason: str | None = None  # set when the backend failed and eager ran instead
+    runtime: RuntimeArtifact | None = None  # launch path, CUDA graphs, graph cache, autotuning
+    backward: BackendArtifacts | None = None  # training: the backward graph AOTAutograd made
 
     def __str__(self) -> str:
         parts = [f"== backend: {self.backend}"]
@@ -381,6 +446,10 @@ class BackendArtifacts(Artifact):
             parts += [f"== kernel {k.name} ({k.language})", k.source.rstrip()]
         if self.output_code is not None:
             parts += ["== output code", self.output_code.source.rstrip()]
+        if self.runtime is not None:
+            parts += ["== runtime", str(self.runtime)]
+        if self.backward is not None:
+            parts += ["== backward graph (AOTAutograd)", str(self.backward)]
         return "\n".join(parts)
 
 
@@ -402,11 +471,13 @@ class FrameCompilation(Artifact):
     resume_functions: tuple[BytecodeArtifact, ...] = ()
     times: tuple[StageTime, ...] = ()
     recompile_reason: GuardFailure | None = None
+    symbolic_sizes: tuple[str, ...] = ()  # "x.shape[0]: automatic dynamic: size changed (4 -> 5)"
 
     def __str__(self) -> str:
         parts = [f"==== frame {self.label} {self.source.name}"]
         if self.recompile_reason:
             parts.append(f"recompiled because {self.recompile_reason}")
+        parts += [f"symbolic size {s}" for s in self.symbolic_sizes]
         parts += ["== source", str(self.source), "== bytecode", str(self.bytecode)]
         parts += ["== guards", str(self.guards)]
         if self.graph is not None:
@@ -431,6 +502,7 @@ class Report(Artifact):
     frames: tuple[FrameCompilation, ...]
     fallback_reasons: tuple[str, ...] = ()
     recompiles: tuple[GuardFailure, ...] = ()
+    misses: tuple[RecompileRecord, ...] = ()  # the recompile matrix: every miss, every entry tried
 
     @property
     def graphs(self) -> tuple[GraphArtifact, ...]:
@@ -461,8 +533,27 @@ class Report(Artifact):
         return tuple(g for f in self.frames for g in f.guards.guards)
 
     @property
+    def recompile_matrix(self) -> str:
+        """One row per cache miss, one column per entry tried: the guard that rejected it."""
+        rows = []
+        for m in self.misses:
+            cells = [f"{f.entry} {f.expr} (got {f.actual})" for f in m.failures]
+            rows.append(f"{m.frame} miss {m.miss}: " + " | ".join(cells) + f"  => {m.outcome}")
+        return "\n".join(rows)
+
+    @property
+    def stage_times(self) -> dict[str, float]:
+        """Seconds spent per compile stage, summed over every frame compiled."""
+        out: dict[str, float] = {}
+        for f in self.frames:
+            for t in (*f.times, *(f.backend.times if f.backend else ())):
+                out[t.stage] = out.get(t.stage, 0.0) + t.seconds
+        return out
+
+    @property
     def kernels(self) -> tuple[KernelArtifact, ...]:
-        return tuple(k for f in self.frames if f.backend for k in f.backend.kernels)
+        backends = [b for f in self.frames for b in (f.backend, f.backend and f.backend.backward) if b]
+        return tuple(k for b in backends for k in b.kernels)
 
     @property
     def output_code(self) -> str:
@@ -481,8 +572,11 @@ class Report(Artifact):
             f"graphs: {self.graph_count}, graph breaks: {self.graph_break_count}, "
             f"ops per graph: {list(self.ops_per_graph)}",
         ]
-        head += [f"break: {b.filename}:{b.line}: {b.reason}" for b in self.breaks]
+        head += [f"break {b.frame}: {b.filename}:{b.line}: {b.reason}  |  {b.source}" for b in self.breaks]
         head += [f"fallback: {r}" for r in self.fallback_reasons]
-        head += [f"recompile: {r}" for r in self.recompiles]
+        if self.stage_times:
+            head.append("compile time: " + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in self.stage_times.items()))
+        head += [f"recompile: {r}" for r in self.misses] if self.misses else \
+            [f"recompile: {r}" for r in self.recompiles]
         return "\n".join(head + [str(f) for f in self.frames])
 

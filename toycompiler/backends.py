@@ -58,7 +58,11 @@ def _toy(target: str | None) -> Backend:
     def backend(gm: torch.fx.GraphModule, example_inputs: list, source: A.SourceArtifact | None = None) -> Callable:
         from .pipeline import CompiledGraph, compile_graph
 
+        from .backend import training
+
         chosen = target or default_target()
+        if training.needs_autograd(list(example_inputs)):  # forward and backward, through AOTAutograd
+            return training.compile_training(gm, list(example_inputs), chosen, config, source)
         try:
             return compile_graph(gm, list(example_inputs), chosen, config, source)
         except Exception as e:  # fall back to eager, with the compiler's message
@@ -80,6 +84,9 @@ register_backend("auto")(_toy(None))
 @register_backend("eager")
 def eager(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
     return gm.forward
+
+
+eager.supports_dynamic_shapes = True  # the FX graph runs for any size
 
 
 @register_backend("inductor")

@@ -32,17 +32,24 @@ class Config:
     cse: bool = True
     constant_folding: bool = True
     simplify: bool = True
+    # Fold an eval-mode BatchNorm into the convolution before it (weights known at compile time).
+    fold_conv_bn: bool = True
 
     # -- backend -----------------------------------------------------------
     # Turn fusion off to see one kernel per operation (lesson 9).
     fusion: bool = True
     # Let pointwise work after a reduction join the reduction's kernel.
     epilogue_fusion: bool = True
+    # Let independent nodes over the same range share one loop (sibling fusion).
+    sibling_fusion: bool = True
+    # Let a new buffer take the memory of one that is dead (memory planning).
+    reuse_buffers: bool = True
     # Largest Triton block; rows longer than this use a looped reduction.
     max_block: int = 4096
     # C++ compiler and flags; the cache key includes both.
     cxx: str = field(default_factory=lambda: os.environ.get("CXX", "g++"))
-    cxx_flags: tuple[str, ...] = ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC")
+    # -fno-math-errno: nobody reads errno, and setting it stops sqrt/exp loops vectorizing.
+    cxx_flags: tuple[str, ...] = ("-O3", "-march=native", "-fno-math-errno", "-fopenmp", "-shared", "-fPIC")
     # Where generated code and shared libraries are kept between processes.
     cache_dir: str = field(
         default_factory=lambda: os.environ.get(
@@ -51,6 +58,14 @@ class Config:
     )
     # Check every IR at stage boundaries (tests turn this on).
     verify_ir: bool = False
+
+    # -- runtime -----------------------------------------------------------
+    # torch.compile's modes: "default"; "max-autotune" benchmarks block sizes
+    # (and warps) per kernel at compile time; "reduce-overhead" replays the
+    # graph as a CUDA graph (GPU only). toycompiler.compile(mode=...) sets it.
+    mode: str = "default"
+    # Reuse compiled graphs from cache_dir across processes (Inductor's FX graph cache).
+    graph_cache: bool = True
 
     def patch(self, **changes: object) -> "_Patch":
         """Temporarily change settings: ``with config.patch(fusion=False): ...``."""

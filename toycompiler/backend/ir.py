@@ -2,14 +2,17 @@
 
 A kernel computes every element of an output buffer. The IR says *how one
 element is computed*, as a small expression tree over symbolic indices
-``d0, d1, ...`` (one per output dimension): ``Load(buf, index)``, ``Const``,
+``d0, d1, ...`` (one per output dimension) and, for reductions, ``r0, r1, ...``
+(one per reduced dimension): ``Load(buf, index)``, ``Const``, ``IndexValue``,
 ``Op(name, args)``. Index expressions are sympy, so views (transpose,
-broadcast, slicing) are nothing but index arithmetic inside a ``Load``.
+broadcast, slicing, reshape) are nothing but index arithmetic inside a ``Load``.
 
 Everything here is frozen data and prints as text; no closures.
 
-Mirrors: torch/_inductor/ir.py (Pointwise, Reduction, ComputedBuffer, Layout).
-Leaves out: Inductor's inner functions (closures), mutation, and fallback kernels.
+Mirrors: torch/_inductor/ir.py (Pointwise, Reduction, ComputedBuffer, Layout,
+ExternKernel, ReinterpretView) and the FloorDiv / ModularIndexing helpers of
+torch/utils/_sympy/functions.py.
+Leaves out: Inductor's inner functions (closures), templates, and most mutation.
 """
 
 from __future__ import annotations
@@ -24,6 +27,11 @@ import torch
 def index_vars(n: int, prefix: str = "d") -> tuple[sympy.Symbol, ...]:
     """Symbols for an n-d iteration space: d0 (outermost) ... d{n-1} (innermost)."""
     return tuple(sympy.Symbol(f"{prefix}{i}", integer=True, nonnegative=True) for i in range(n))
+
+
+def size_symbol(name: str) -> sympy.Symbol:
+    """A symbolic size (dynamic shape), e.g. ``s0``: a positive integer known only at run time."""
+    return sympy.Symbol(name, integer=True, positive=True)
 
 
 def contiguous_strides(size: tuple[sympy.Expr, ...]) -> tuple[sympy.Expr, ...]:
@@ -44,12 +52,49 @@ def store_index(ranges: tuple[sympy.Expr, ...]) -> sympy.Expr:
     return linear_index(dims, contiguous_strides(ranges)).subs({d: 0 for d, s in zip(dims, ranges) if s == 1})
 
 
+class FloorDiv(sympy.Function):
+    """``a // b`` for non-negative integers (printed as ``//`` in Python/Triton, ``/`` in C++)."""
+
+    is_integer = True
+
+    @classmethod
+    def eval(cls, a, b):
+        if b == 1:
+            return a
+        if a == 0:
+            return sympy.Integer(0)
+        if a.is_Integer and b.is_Integer:
+            return sympy.Integer(int(a) // int(b))
+        return None
+
+
+class ModularIndexing(sympy.Function):
+    """``(a // b) % c`` for non-negative integers: digit ``b`` of a mixed-radix number."""
+
+    is_integer = True
+
+    @classmethod
+    def eval(cls, a, b, c):
+        if c == 1 or a == 0:
+            return sympy.Integer(0)
+        if a.is_Integer and b.is_Integer and c.is_Integer:
+            return sympy.Integer((int(a) // int(b)) % int(c))
+        return None
+
+
+def sym(value: object) -> sympy.Expr:
+    """An int, a torch.SymInt or a sympy expression, as sympy."""
+    if isinstance(value, torch.SymInt):
+        return value.node.expr
+    return sympy.sympify(value)
+
+
 # -- expressions ----------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Load:
-    """Read one element of buffer ``buf`` at ``index`` (a sympy expression of d0, d1, ...)."""
+    """Read one element of buffer ``buf`` at ``index`` (a sympy expression of d0, d1, ... r0, ...)."""
 
     buf: str
     index: sympy.Expr
@@ -68,6 +113,17 @@ class Const:
 
 
 @dataclass(frozen=True)
+class IndexValue:
+    """An index expression used as a value (``arange``, ``iota``): element d0 of arange is d0."""
+
+    index: sympy.Expr
+    dtype: torch.dtype
+
+    def __str__(self) -> str:
+        return f"index({self.index})"
+
+
+@dataclass(frozen=True)
 class Op:
     """An elementwise operation, e.g. ``Op('sin', (x,))``; ``dtype`` is the result's."""
 
@@ -79,7 +135,7 @@ class Op:
         return f"{self.op}({', '.join(map(str, self.args))})"
 
 
-Expr = Union[Load, Const, Op]
+Expr = Union[Load, Const, IndexValue, Op]
 
 
 def loads(e: Expr) -> list[Load]:
@@ -88,6 +144,13 @@ def loads(e: Expr) -> list[Load]:
         return [e]
     if isinstance(e, Op):
         return [ld for a in e.args for ld in loads(a)]
+    return []
+
+
+def op_names(e: Expr) -> list[str]:
+    """The ops of an expression, innermost first (used to name kernels)."""
+    if isinstance(e, Op):
+        return [n for a in e.args for n in op_names(a)] + [e.op]
     return []
 
 
@@ -100,6 +163,7 @@ class Layout:
     stride: tuple[sympy.Expr, ...]
     dtype: torch.dtype
     device: str
+    offset: sympy.Expr = sympy.Integer(0)
 
     @property
     def numel(self) -> sympy.Expr:
@@ -109,13 +173,31 @@ class Layout:
     def nbytes(self) -> sympy.Expr:
         return self.numel * torch.empty((), dtype=self.dtype).element_size()
 
+    @property
+    def is_contiguous(self) -> bool:
+        nontrivial = [(st, c) for s, st, c in zip(self.size, self.stride, contiguous_strides(self.size)) if s != 1]
+        return self.offset == 0 and all(sympy.expand(st - c) == 0 for st, c in nontrivial)
+
     def __str__(self) -> str:
         return f"[{', '.join(map(str, self.size))}]"
 
 
 @dataclass(frozen=True)
+class TensorRef:
+    """A strided view of a buffer's memory: what ``torch.as_strided(buf, size, stride, offset)`` gives."""
+
+    buf: str
+    size: tuple[sympy.Expr, ...]
+    stride: tuple[sympy.Expr, ...]
+    offset: sympy.Expr = sympy.Integer(0)
+
+    def __str__(self) -> str:
+        return f"{self.buf}[size={list(self.size)}, stride={list(self.stride)}, offset={self.offset}]"
+
+
+@dataclass(frozen=True)
 class InputBuffer:
-    """A graph input: memory that exists before the kernels run."""
+    """A graph input (``kind="input"``) or a constant tensor of the graph (``kind="constant"``)."""
 
     name: str
     layout: Layout
@@ -126,7 +208,7 @@ class InputBuffer:
 class Reduction:
     """Combine ``body`` over the reduction indices ``r0, r1, ...`` with ``op`` (sum, max, ...)."""
 
-    op: str
+    op: str  # sum, prod, max, min, argmax, argmin
     ranges: tuple[sympy.Expr, ...]
 
 
@@ -135,7 +217,8 @@ class ComputedBuffer:
     """A buffer whose element at index (d0, d1, ...) is ``body``.
 
     Pointwise when ``reduction`` is None; otherwise the body also uses r0, r1, ...
-    and is combined over them. Stored contiguously in ``layout``.
+    and is combined over them. Stored at ``layout`` (contiguous unless it writes
+    into an input: ``store_into`` names that input, for ``copy_`` / in-place ops).
     """
 
     name: str
@@ -144,6 +227,7 @@ class ComputedBuffer:
     reduction: Reduction | None = None
     origins: tuple[str, ...] = ()  # FX node names
     lines: tuple[int, ...] = ()  # user source lines
+    store_into: str | None = None
 
     @property
     def kind(self) -> str:
@@ -156,15 +240,20 @@ class ComputedBuffer:
 
 @dataclass(frozen=True)
 class ExternKernel:
-    """A call to a library kernel (matmul, conv): ``op(*inputs)`` written into a new buffer."""
+    """A call to a library kernel (matmul, conv): ``torch.op(*inputs, **kwargs, out=buf)``."""
 
     name: str
     layout: Layout
-    op: str
-    inputs: tuple[str, ...]
+    op: str  # the torch function the wrapper calls, e.g. "torch.mm"
+    args: tuple[TensorRef, ...]
+    kwargs: tuple[tuple[str, str], ...] = ()  # name -> Python literal text
     origins: tuple[str, ...] = ()
     lines: tuple[int, ...] = ()
     kind: str = "extern"
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        return tuple(a.buf for a in self.args)
 
 
 Buffer = Union[InputBuffer, ComputedBuffer, ExternKernel]
@@ -177,6 +266,10 @@ class GraphIR:
     inputs: tuple[InputBuffer, ...]
     buffers: tuple[Union[ComputedBuffer, ExternKernel], ...]
     outputs: tuple[str, ...]  # buffer names, in the FX graph's output order
+    output_refs: tuple[TensorRef, ...] = ()  # each output as a view of its buffer (strides eager would give)
+    params: tuple[str, ...] = ()  # the wrapper's parameters, in placeholder order (tensors and sizes)
+    size_vars: tuple[tuple[str, str], ...] = ()  # size symbol -> Python expression giving it at run time
+    constants: tuple[str, ...] = ()  # names of constant inputs (FX get_attr), passed after params
 
     def buffer(self, name: str) -> Buffer:
         for b in (*self.inputs, *self.buffers):
@@ -186,22 +279,29 @@ class GraphIR:
 
 
 def verify(ir: GraphIR) -> None:
-    """Check the IR's invariants: names unique, every load reads an earlier buffer within bounds."""
+    """Check the IR's invariants: names unique, every load reads an earlier buffer with known index symbols."""
     seen = {b.name for b in ir.inputs}
+    sizes = {name for name, _ in ir.size_vars}
     for b in ir.buffers:
         assert b.name not in seen, f"{b.name} defined twice"
+        assert len(b.layout.size) == len(b.layout.stride), f"{b.name}: size and stride ranks differ"
         if isinstance(b, ComputedBuffer):
+            allowed = {f"d{i}" for i in range(len(b.layout.size))} | sizes
+            if b.reduction:
+                allowed |= {f"r{i}" for i in range(len(b.reduction.ranges))}
             for ld in loads(b.body):
                 assert ld.buf in seen, f"{b.name} reads {ld.buf} before it is computed"
                 free = {s.name for s in ld.index.free_symbols}
-                allowed = {f"d{i}" for i in range(len(b.layout.size))}
-                if b.reduction:
-                    allowed |= {f"r{i}" for i in range(len(b.reduction.ranges))}
-                assert free <= allowed | _size_symbol_names(ir), f"{b.name}: index {ld.index} uses {free - allowed}"
+                assert free <= allowed, f"{b.name}: index {ld.index} uses {free - allowed}"
+            if b.store_into is not None:
+                assert b.store_into in {i.name for i in ir.inputs}, f"{b.name} stores into unknown {b.store_into}"
+            elif not b.reduction:
+                assert b.layout.is_contiguous, f"{b.name}: computed buffers are contiguous"
+        else:
+            for name in b.inputs:
+                assert name in seen, f"{b.name} reads {name} before it is computed"
         seen.add(b.name)
     for out in ir.outputs:
         assert out in seen, f"output {out} is not a buffer"
-
-
-def _size_symbol_names(ir: GraphIR) -> set[str]:
-    return {s.name for b in ir.inputs for e in b.layout.size for s in sympy.sympify(e).free_symbols}
+    for ref in ir.output_refs:
+        assert ref.buf in seen and len(ref.size) == len(ref.stride), f"bad output view {ref}"

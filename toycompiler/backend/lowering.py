@@ -2,8 +2,9 @@
 
 Each FX node becomes one IR buffer whose body says how one element is
 computed. Views (``view``, ``permute``, ``expand``, ...) create no buffer: they
-change the index a consumer loads with. Whether buffers end up in the same
-kernel is not decided here but in :mod:`.scheduler`.
+change the index a consumer loads with (see :mod:`.lowering_views`).
+Reductions and library calls live in :mod:`.lowering_reductions`. Whether
+buffers end up in the same kernel is not decided here but in :mod:`.scheduler`.
 
 During lowering a tensor is a :class:`TensorValue`: its size and a function
 from indices to an IR expression. Those functions exist only while lowering;
@@ -15,6 +16,7 @@ and torch/_inductor/graph.py (GraphLowering.run_node).
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -33,9 +35,11 @@ from .ir import (
     Layout,
     Load,
     Op,
+    TensorRef,
     contiguous_strides,
     index_vars,
-    linear_index,
+    loads,
+    sym,
 )
 
 aten = torch.ops.aten
@@ -47,22 +51,50 @@ class LoweringError(Exception):
 
 @dataclass
 class TensorValue:
-    """A tensor while lowering: size, dtype, and how to load element ``idx``."""
+    """A tensor while lowering: size, dtype, and how to load element ``idx``.
+
+    ``ref`` is set when the value is a strided view of a stored buffer (an
+    input, or a realized result): then library calls and graph outputs can use
+    that memory directly.
+    """
 
     size: tuple[sympy.Expr, ...]
     dtype: torch.dtype
     device: str
     loader: Callable[[tuple[sympy.Expr, ...]], Expr]
-    buffer: str | None = None  # set when this value is exactly a stored buffer, contiguous
+    ref: TensorRef | None = None
+
+    @property
+    def buffer(self) -> str | None:
+        """The buffer name when this value is exactly a contiguous stored buffer."""
+        r = self.ref
+        if r is not None and r.offset == 0 and r.size == self.size and r.stride == contiguous_strides(self.size):
+            return r.buf
+        return None
 
 
-LOWERINGS: dict[Any, Callable[..., TensorValue]] = {}
+def ref_loader(ref: TensorRef) -> Callable[[tuple], Expr]:
+    """Element ``idx`` of a strided view: ``buf[offset + sum(idx[i] * stride[i])]``."""
+    def load(idx: tuple) -> Expr:
+        terms = [i * st for i, s, st in zip(idx, ref.size, ref.stride) if s != 1]
+        return Load(ref.buf, sympy.expand(ref.offset + sum(terms, sympy.Integer(0))))
+    return load
 
 
-def register_lowering(*ops: Any) -> Callable:
+def strided_value(ref: TensorRef, dtype: torch.dtype, device: str) -> TensorValue:
+    return TensorValue(ref.size, dtype, device, ref_loader(ref), ref)
+
+
+LOWERINGS: dict[Any, Callable[..., Any]] = {}
+VIEW_OPS: set[Any] = set()  # lowerings that make no buffer of their own
+
+
+def register_lowering(*ops: Any, view: bool = False) -> Callable:
     def wrap(fn: Callable) -> Callable:
         for op in ops:
             LOWERINGS[op] = fn
+            if view:
+                VIEW_OPS.add(op)
         return fn
     return wrap
 
@@ -95,30 +127,42 @@ def broadcast_loader(v: TensorValue, size: tuple[sympy.Expr, ...]) -> Callable[[
 
 def cast(e: Expr, src: torch.dtype, dst: torch.dtype) -> Expr:
     """``e`` (of dtype ``src``) converted to ``dst``; no-op when they match."""
-    return e if src == dst else Op("to_dtype", (e,), dst)
+    if src == dst:
+        return e
+    if isinstance(e, Const):
+        return Const(e.value, dst)
+    return Op("to_dtype", (e,), dst)
 
 
-def make_pointwise(op: str, compute_from_inputs: bool = False) -> Callable[..., TensorValue]:
+def pointwise(node: torch.fx.Node, op: str, args: list[Any], compute: torch.dtype | None = None) -> TensorValue:
+    """``op`` applied element by element to ``args`` (tensors broadcast, scalars become constants)."""
+    out = node.meta["val"]
+    size = broadcast_shapes(*(a.size for a in args if isinstance(a, TensorValue)))
+    compute = compute or out.dtype
+    operands = []
+    for a in args:
+        if isinstance(a, TensorValue):
+            operands.append((broadcast_loader(a, size), a.dtype))
+        elif isinstance(a, (bool, int, float)):
+            operands.append((lambda idx, a=a: Const(a, compute), compute))
+        else:
+            raise LoweringError(f"{node.target}: operand {a!r} is not a tensor or a number")
+
+    def loader(idx: tuple) -> Expr:
+        return Op(op, tuple(cast(load(idx), dt, compute) for load, dt in operands), out.dtype)
+    return TensorValue(size, out.dtype, str(out.device), loader)
+
+
+def make_pointwise(op: str, compute_from_inputs: bool = False, nargs: int | None = None) -> Callable[..., TensorValue]:
     """Lowering for an elementwise op: broadcast the inputs, cast them, apply ``op``."""
 
     def lower(node: torch.fx.Node, *args: Any, **kwargs: Any) -> TensorValue:
         if kwargs.get("alpha", 1) != 1:
             raise LoweringError(f"{node.target} with alpha={kwargs['alpha']} (decompose it first)")
-        out = node.meta["val"]
-        size = broadcast_shapes(*(a.size for a in args if isinstance(a, TensorValue)))
-        compute = _compute_dtype(node) if compute_from_inputs else out.dtype
-
-        def operand(a: Any) -> Callable[[tuple], Expr]:
-            if isinstance(a, TensorValue):
-                load = broadcast_loader(a, size)
-                return lambda idx: cast(load(idx), a.dtype, compute)
-            return lambda idx: Const(a, compute)
-
-        operands = [operand(a) for a in args]
-
-        def loader(idx: tuple) -> Expr:
-            return Op(op, tuple(o(idx) for o in operands), out.dtype)
-        return TensorValue(size, out.dtype, str(out.device), loader)
+        if kwargs.get("rounding_mode") is not None:
+            raise LoweringError(f"{node.target} with rounding_mode={kwargs['rounding_mode']!r} is not supported")
+        compute = _compute_dtype(node) if compute_from_inputs else None
+        return pointwise(node, op, list(args[:nargs] if nargs else args), compute)
     return lower
 
 
@@ -133,6 +177,10 @@ POINTWISE_OPS = {
     aten.sqrt: "sqrt", aten.rsqrt: "rsqrt", aten.relu: "relu", aten.erf: "erf",
     aten.add: "add", aten.sub: "sub", aten.mul: "mul", aten.div: "div",
     aten.maximum: "maximum", aten.minimum: "minimum", aten.pow: "pow", aten.reciprocal: "reciprocal",
+    aten.floor: "floor", aten.ceil: "ceil", aten.trunc: "trunc", aten.log1p: "log1p", aten.expm1: "expm1",
+    aten.logical_not: "logical_not", aten.logical_and: "logical_and",
+    aten.logical_or: "logical_or", aten.bitwise_and: "bitwise_and",
+    aten.bitwise_or: "bitwise_or", aten.sign: "sign",
 }
 COMPARISON_OPS = {aten.gt: "gt", aten.lt: "lt", aten.ge: "ge", aten.le: "le", aten.eq: "eq", aten.ne: "ne"}
 
@@ -140,6 +188,94 @@ for _packet, _name in POINTWISE_OPS.items():
     register_lowering(_packet)(make_pointwise(_name))
 for _packet, _name in COMPARISON_OPS.items():
     register_lowering(_packet)(make_pointwise(_name, compute_from_inputs=True))
+
+
+@register_lowering(aten.isnan)
+def _isnan(node, x):
+    return pointwise(node, "isnan", [x], compute=x.dtype)
+
+
+@register_lowering(aten.where)
+def _where(node, cond, a, b):
+    """``where(cond, a, b)``: the condition stays bool, the two values take the result's dtype."""
+    out = node.meta["val"].dtype
+    size = broadcast_shapes(*(v.size for v in (cond, a, b) if isinstance(v, TensorValue)))
+
+    def operand(v):
+        if isinstance(v, TensorValue):
+            load = broadcast_loader(v, size)
+            return lambda idx: cast(load(idx), v.dtype, out)
+        return lambda idx: Const(v, out)
+    cload, aload, bload = broadcast_loader(cond, size), operand(a), operand(b)
+    return TensorValue(size, out, str(node.meta["val"].device),
+                       lambda idx: Op("where", (cast(cload(idx), cond.dtype, torch.bool), aload(idx), bload(idx)), out))
+
+
+@register_lowering(aten.bitwise_not)
+def _bitwise_not(node, x):
+    """``~x`` flips every bit of an integer, but means ``not x`` for bool."""
+    return pointwise(node, "logical_not" if x.dtype == torch.bool else "bitwise_not", [x])
+
+
+@register_lowering(aten.pow)
+def _pow(node, base, exponent):
+    """``x ** 2`` is ``x * x`` (exact and fast); other powers call pow."""
+    if isinstance(base, TensorValue) and exponent == 2:
+        return pointwise(node, "mul", [base, base])
+    return pointwise(node, "pow", [base, exponent])
+
+
+@register_lowering(aten.clamp)
+def _clamp(node, x, min=None, max=None):
+    if any(b is not None and not isinstance(b, (int, float)) for b in (min, max)):
+        raise LoweringError("clamp with tensor bounds is not supported")
+    value = x
+    if min is not None:
+        value = pointwise(node, "maximum", [value, min])
+    if max is not None:
+        value = pointwise(node, "minimum", [value, max])
+    return value
+
+
+@register_lowering(aten.clone, aten.alias_copy, aten.lift_fresh_copy)
+def _clone(node, x, memory_format=None):
+    return pointwise(node, "identity", [x])
+
+
+@register_lowering(aten._to_copy)
+def _to_copy(node, x, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False,
+             memory_format=None):
+    if device is not None and str(torch.device(device)) != x.device:
+        raise LoweringError(f"_to_copy to another device ({device}) is not supported")
+    return pointwise(node, "identity", [x], compute=node.meta["val"].dtype)
+
+
+@register_lowering(aten.copy)
+def _copy(node, dst, src):
+    return pointwise(node, "identity", [_expand_to(src, dst.size)])
+
+
+def _expand_to(v: TensorValue, size: tuple) -> TensorValue:
+    return TensorValue(size, v.dtype, v.device, broadcast_loader(v, size))
+
+
+def _copy_into_input(graph: "GraphLowering", node: torch.fx.Node, dst: TensorValue, src: Any) -> TensorValue:
+    """``copy_(input, value)``, which functionalization leaves for mutated inputs: a store into the input."""
+    inputs = {b.name: b for b in graph.inputs if b.kind == "input"}
+    if dst.ref is None or dst.ref.buf not in inputs:
+        raise LoweringError(f"{node.name}: copy_ into something other than a graph input is not supported")
+    value = _expand_to(src, dst.size) if isinstance(src, TensorValue) else \
+        TensorValue(dst.size, dst.dtype, dst.device, lambda idx: Const(src, dst.dtype))
+    body = cast(value.loader(index_vars(len(dst.size))), value.dtype, dst.dtype)
+    line = provenance.line_of(node)
+    graph.buffers.append(ComputedBuffer(
+        f"buf{len(graph.buffers)}", Layout(dst.size, dst.ref.stride, dst.dtype, dst.device, dst.ref.offset), body,
+        origins=(node.name,), lines=(line,) if line else (), store_into=dst.ref.buf))
+    return dst
+
+
+_copy_into_input.needs_graph = True
+register_lowering(aten.copy_)(_copy_into_input)
 
 
 # -- the driver -----------------------------------------------------------------
@@ -151,71 +287,127 @@ class GraphLowering:
     def __init__(self, gm: torch.fx.GraphModule):
         self.gm = gm
         self.inputs: list[InputBuffer] = []
-        self.buffers: list[ComputedBuffer] = []
+        self.buffers: list[Any] = []
         self.values: dict[torch.fx.Node, Any] = {}
+        self.params: list[str] = []
+        self.size_vars: dict[str, str] = {}
+        self.constants: list[tuple[str, str]] = []
+        self.node: torch.fx.Node | None = None  # the node being lowered (for provenance)
 
     def run(self) -> GraphIR:
-        outputs: tuple[str, ...] = ()
+        outputs: list[TensorRef] = []
         for node in self.gm.graph.nodes:
+            self.node = node
             if node.op == "placeholder":
                 self.values[node] = self.placeholder(node)
+            elif node.op == "get_attr":
+                self.values[node] = self.get_attr(node)
             elif node.op == "call_function":
                 self.values[node] = self.call_function(node)
             elif node.op == "output":
-                outputs = tuple(self.realize(self.values[n], n).buffer for n in node.args[0])
+                if not isinstance(node.args[0], (tuple, list)):
+                    raise LoweringError("the graph must return a tuple of tensors")
+                outputs = [self.output_ref(n) for n in node.args[0]]
             else:
                 raise LoweringError(f"FX op {node.op} ({node.target}) is not supported by the lowering")
-        return GraphIR(tuple(self.inputs), tuple(self.buffers), outputs)
+        return GraphIR(tuple(self.inputs), tuple(self.buffers), tuple(r.buf for r in outputs), tuple(outputs),
+                       tuple(self.params), tuple(self.size_vars.items()), tuple(c for c, _ in self.constants))
 
-    def placeholder(self, node: torch.fx.Node) -> TensorValue:
-        val = node.meta["val"]
+    def placeholder(self, node: torch.fx.Node) -> Any:
+        val = node.meta.get("val")
+        name = f"arg{len(self.params)}"
+        self.params.append(name)
+        if isinstance(val, torch.SymInt):
+            expr = sym(val)
+            if isinstance(expr, sympy.Symbol):
+                self.size_vars.setdefault(expr.name, name)
+            return expr
         if not isinstance(val, torch.Tensor):
             raise LoweringError(f"graph input {node.name} is a {type(val).__name__}, not a tensor")
-        size = tuple(sympy.sympify(s) for s in val.shape)
-        stride = tuple(sympy.sympify(s) for s in val.stride())
-        name = f"arg{len(self.inputs)}"
-        self.inputs.append(InputBuffer(name, Layout(size, stride, val.dtype, str(val.device))))
-        contiguous = stride == contiguous_strides(size)
-        return TensorValue(size, val.dtype, str(val.device),
-                           lambda idx: Load(name, linear_index(idx, stride)), name if contiguous else None)
+        return self.add_input(name, val, "input")
+
+    def get_attr(self, node: torch.fx.Node) -> TensorValue:
+        val = getattr(self.gm, node.target)
+        if not isinstance(val, torch.Tensor):
+            raise LoweringError(f"graph attribute {node.target} is a {type(val).__name__}, not a tensor")
+        name = f"const{len(self.constants)}"
+        self.constants.append((name, node.target))
+        return self.add_input(name, val, "constant")
+
+    def add_input(self, name: str, val: torch.Tensor, kind: str) -> TensorValue:
+        size = tuple(sym(s) for s in val.shape)
+        stride = tuple(sym(s) for s in val.stride())
+        for d, s in enumerate(size):
+            for symbol in sorted(s.free_symbols, key=str):
+                if s == symbol:
+                    self.size_vars.setdefault(symbol.name, f"{name}.size({d})")
+        offset = sym(val.storage_offset())
+        self.inputs.append(InputBuffer(name, Layout(size, stride, val.dtype, str(val.device), offset), kind))
+        # An input's storage offset is applied by passing the tensor itself: loads index from its data pointer.
+        return strided_value(TensorRef(name, size, stride), val.dtype, str(val.device))
 
     def call_function(self, node: torch.fx.Node) -> Any:
         target = node.target
+        if target is operator.getitem:
+            return self.values[node.args[0]][node.args[1]]
         packet = getattr(target, "overloadpacket", None)
         lower = LOWERINGS.get(target) or LOWERINGS.get(packet)
         if lower is None:
             raise LoweringError(f"no lowering for {target} (node {node.name})")
         args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: self.values[n])
-        value = lower(node, *args, **kwargs)
-        if isinstance(value, TensorValue) and target not in VIEW_OPS:
+        value = lower(node, *args, **kwargs) if not getattr(lower, "needs_graph", False) \
+            else lower(self, node, *args, **kwargs)
+        if isinstance(value, TensorValue) and target not in VIEW_OPS and packet not in VIEW_OPS \
+                and not is_cheap(value):
             value = self.realize(value, node)
         return value
 
-    def realize(self, value: TensorValue, node: torch.fx.Node) -> TensorValue:
+    def realize(self, value: TensorValue, node: torch.fx.Node | None = None) -> TensorValue:
         """Store ``value`` in a new contiguous buffer (unless it already is one)."""
         if value.buffer is not None:
             return value
-        name = f"buf{len(self.buffers)}"
-        stride = contiguous_strides(value.size)
         body = value.loader(index_vars(len(value.size)))
-        line = provenance.line_of(node)
+        return self.add_computed(value.size, value.dtype, value.device, body, node)
+
+    def add_computed(self, size: tuple, dtype: torch.dtype, device: str, body: Expr, node: torch.fx.Node | None,
+                     reduction: Any = None) -> TensorValue:
+        node = node or self.node
+        name = f"buf{len(self.buffers)}"
+        stride = contiguous_strides(size)
+        line = provenance.line_of(node) if node is not None else None
         self.buffers.append(ComputedBuffer(
-            name, Layout(value.size, stride, value.dtype, value.device), body,
-            origins=(node.name,), lines=(line,) if line else (),
+            name, Layout(size, stride, dtype, device), body, reduction,
+            origins=(node.name,) if node is not None else (), lines=(line,) if line else (),
         ))
-        return TensorValue(value.size, value.dtype, value.device,
-                           lambda idx: Load(name, linear_index(idx, stride)), name)
+        return strided_value(TensorRef(name, size, stride), dtype, device)
+
+    def output_ref(self, n: Any) -> TensorRef:
+        if not isinstance(n, torch.fx.Node) or not isinstance(self.values.get(n), TensorValue):
+            raise LoweringError(f"graph output {n} is not a tensor")
+        value = self.values[n]
+        if value.ref is None:
+            value = self.realize(value, n)
+        return value.ref
 
 
-VIEW_OPS: set[Any] = set()
+def is_cheap(value: TensorValue) -> bool:
+    """Constants and index ramps (``full``, ``arange``) load nothing: consumers recompute them inline."""
+    probe = value.loader(index_vars(len(value.size)))
+    return value.ref is None and not loads(probe)
 
 
 def lower(gm: torch.fx.GraphModule) -> GraphIR:
     return GraphLowering(gm).run()
 
 
+def constant_tensors(ir: GraphIR, gm: torch.fx.GraphModule) -> list[torch.Tensor]:
+    """The tensors behind the graph's constant inputs, in ``ir.constants`` order."""
+    targets = [n.target for n in gm.graph.nodes if n.op == "get_attr"]
+    return [getattr(gm, t) for t in targets]
+
+
 def ir_artifact(ir: GraphIR) -> IRArtifact:
-    rows = [BufferRow(b.name, "input", str(b.layout), str(b.layout.dtype).replace("torch.", ""),
+    rows = [BufferRow(b.name, b.kind, str(b.layout), str(b.layout.dtype).replace("torch.", ""),
                       f"stride {list(b.layout.stride)}", ()) for b in ir.inputs]
     for b in ir.buffers:
         if isinstance(b, ComputedBuffer):
@@ -224,9 +416,14 @@ def ir_artifact(ir: GraphIR) -> IRArtifact:
             if b.reduction:
                 r = ", ".join(f"r{i} < {s}" for i, s in enumerate(b.reduction.ranges))
                 body = f"{b.name}[{idx}] = {b.reduction.op} over {r} of {b.body}"
+            if b.store_into:
+                body += f"  (written into {b.store_into})"
         else:
-            body = f"{b.name} = {b.op}({', '.join(b.inputs)})"
+            args = ", ".join(a.buf for a in b.args)
+            body = f"{b.name} = {b.op}({args})"
         rows.append(BufferRow(b.name, b.kind, str(b.layout), str(b.layout.dtype).replace("torch.", ""),
                               body, b.origins, b.lines))
     return IRArtifact(tuple(rows), ir.outputs)
 
+
+from . import lowering_reductions, lowering_views  # noqa: E402,F401  (register their lowerings)

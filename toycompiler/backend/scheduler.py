@@ -1,15 +1,23 @@
 """Where fusion is decided: group IR buffers into kernels, each decision with its reason.
 
+A kernel iterates over ``x`` (the rows, or every element of a pointwise
+kernel) and, for a reduction kernel, over ``r`` (the reduced elements of a
+row). A node fits a kernel in one of three ways:
+
+- *element*: it has one value per (x, r) element (``exp(x - max)`` in softmax),
+- *row*: it has one value per x (``amax``, ``sum``, and pointwise work on them),
+- a *reduction* over the kernel's r range.
+
 The scheduler walks the buffers in order and, for each one, asks whether it
-can join the kernel being built. Every answer, yes or no, is stored as a
-:class:`~toycompiler.artifacts.FusionDecision` so a learner can read why two
-operations did or did not end up in one kernel. Then it works out which
-buffers must be written to memory (read outside their kernel, or outputs) and
-how many bytes each kernel moves.
+can join a kernel that already exists (its producer's: vertical fusion; or an
+unrelated one over the same range: sibling fusion). Every answer, yes or no,
+is stored as a :class:`~toycompiler.artifacts.FusionDecision`. Then it works
+out which buffers must be written to memory, how many bytes each kernel
+moves, and which dead buffers' memory later buffers can reuse.
 
 Mirrors: torch/_inductor/scheduler.py (Scheduler.fuse_nodes, can_fuse,
-WhyNoFuse, the memory planning in torch/_inductor/memory.py).
-Leaves out: reordering to create fusion opportunities, and loop splitting.
+WhyNoFuse) and torch/_inductor/memory.py / wrapper's buffer reuse.
+Leaves out: reordering to create fusion opportunities, loop splitting, tiling.
 """
 
 from __future__ import annotations
@@ -20,77 +28,186 @@ import sympy
 
 from ..artifacts import FusionDecision, FusionGroup, ScheduleArtifact
 from ..config import Config
-from .ir import ComputedBuffer, ExternKernel, GraphIR, loads, store_index
+from .ir import ComputedBuffer, ExternKernel, GraphIR, index_vars, loads, store_index
+
+Node = ComputedBuffer | ExternKernel
+
+
+def squeeze(size: tuple) -> tuple:
+    """The sizes that are not 1: ``[N, 1, C]`` and ``[N, C]`` iterate alike."""
+    return tuple(s for s in size if s != 1)
 
 
 @dataclass
 class Kernel:
     """A group of buffers computed in one loop nest (mutable while scheduling)."""
 
-    nodes: list[ComputedBuffer | ExternKernel] = field(default_factory=list)
+    nodes: list[Node] = field(default_factory=list)
     stores: list[str] = field(default_factory=list)  # buffers written to memory
+    xranges: tuple = ()  # one program / outer iteration per element of these (1s squeezed out)
+    rranges: tuple = ()  # the reduced range, empty for a pointwise kernel
 
     @property
     def kind(self) -> str:
-        return self.nodes[0].kind
+        if isinstance(self.nodes[0], ExternKernel):
+            return "extern"
+        return "reduction" if any(n.reduction for n in self.nodes) else "pointwise"
 
     @property
     def ranges(self) -> tuple[sympy.Expr, ...]:
-        return self.nodes[0].layout.size
+        return self.xranges + self.rranges
 
     def names(self) -> set[str]:
         return {n.name for n in self.nodes}
 
 
-@dataclass(frozen=True)
-class Schedule:
-    """The scheduler's result: kernels in order, plus the artifact describing them."""
+def new_kernel(node: Node) -> Kernel:
+    if isinstance(node, ExternKernel):
+        return Kernel([node], xranges=tuple(node.layout.size))
+    rr = squeeze(node.reduction.ranges) if node.reduction else ()
+    return Kernel([node], xranges=squeeze(node.layout.size), rranges=rr)
 
-    kernels: tuple[Kernel, ...]
-    artifact: ScheduleArtifact
+
+# -- where a node sits in a kernel's loops --------------------------------------------
 
 
-def can_fuse(kernel: Kernel, node: ComputedBuffer | ExternKernel, config: Config) -> tuple[bool, str]:
+def placement(node: ComputedBuffer, xr: tuple, rr: tuple) -> str | None:
+    """``element``, ``row`` or ``reduction`` if ``node`` fits loops (xr, rr); None if it does not."""
+    size = squeeze(node.layout.size)
+    if node.reduction:
+        return "reduction" if size == xr and squeeze(node.reduction.ranges) == rr else None
+    if size == xr + rr:
+        return "element"
+    if rr and size == xr:
+        return "row"
+    return None
+
+
+def node_vars(node: ComputedBuffer, kernel: Kernel) -> dict[sympy.Symbol, sympy.Expr]:
+    """Map the node's own indices (d0.., r0..) onto the kernel's loop variables (x0.., r0..).
+
+    Size-1 dims read index 0; the first non-1 dims run over x, the rest (element
+    nodes in a reduction kernel) over r; a reduction's r dims run over r.
+    """
+    n_x = len(kernel.xranges)
+    xs, rs = list(index_vars(n_x, "x")), list(index_vars(16, "r"))
+    mapping: dict[sympy.Symbol, sympy.Expr] = {}
+    k = 0
+    for d, s in zip(index_vars(len(node.layout.size)), node.layout.size):
+        if s == 1:
+            mapping[d] = sympy.Integer(0)
+        else:
+            mapping[d] = xs[k] if k < n_x else rs[k - n_x]
+            k += 1
+    if node.reduction:
+        j = 0
+        for r, s in zip(index_vars(len(node.reduction.ranges), "r"), node.reduction.ranges):
+            mapping[r] = sympy.Integer(0) if s == 1 else rs[j]
+            j += 0 if s == 1 else 1
+    return mapping
+
+
+# -- fusion ---------------------------------------------------------------------------
+
+
+def can_fuse(kernel: Kernel, node: Node, config: Config) -> tuple[bool, str]:
     """Whether ``node`` can join ``kernel``, and why (the reason is shown to learners)."""
     if not config.fusion:
         return False, "fusion is turned off (config.fusion=False)"
     if isinstance(node, ExternKernel) or kernel.kind == "extern":
         return False, "extern kernels (library calls) are never fused"
-    if node.kind != "pointwise" or kernel.kind != "pointwise":
-        return False, f"{kernel.kind} followed by {node.kind} is not fused yet"
-    if node.layout.size != kernel.ranges:
-        return False, f"iteration spaces differ ({_fmt(kernel.ranges)} vs {_fmt(node.layout.size)})"
-    same_index = store_index(node.layout.size)
+    if node.store_into or any(n.store_into for n in kernel.nodes):
+        return False, "a write into a graph input runs in its own kernel, after every read of the old value"
+    xr, rr = kernel.xranges, kernel.rranges
+    if node.reduction and kernel.kind == "pointwise":
+        xr, rr = squeeze(node.layout.size), squeeze(node.reduction.ranges)
+        if any(placement(n, xr, rr) is None for n in kernel.nodes):
+            return False, f"iteration spaces differ (pointwise {_fmt(kernel.ranges)} vs reduction {_fmt(xr)} x {_fmt(rr)})"
+    where = placement(node, xr, rr)
+    if where is None:
+        what = f"{_fmt(xr)} x {_fmt(rr)}" if rr else _fmt(xr)
+        got = _fmt(squeeze(node.layout.size)) + (f" x {_fmt(squeeze(node.reduction.ranges))}" if node.reduction else "")
+        return False, f"iteration spaces differ ({what} vs {got})"
+    if not config.sibling_fusion and not (kernel.names() & {ld.buf for ld in loads(node.body)}):
+        return False, "they share no data, and sibling fusion is off (config.sibling_fusion=False)"
+    if kernel.kind == "reduction" and not node.reduction and not config.epilogue_fusion:
+        return False, "pointwise work after a reduction stays separate (config.epilogue_fusion=False)"
+    probe = Kernel(kernel.nodes + [node], xranges=xr, rranges=rr)
+    mine = node_vars(node, probe)
+    producers = {n.name: n for n in kernel.nodes}
     for ld in loads(node.body):
-        if ld.buf in kernel.names() and sympy.simplify(ld.index - same_index) != 0:
-            return False, f"{node.name} reads {ld.buf} at a different index ({ld.index}), so it would need other elements"
-    producers = sorted({ld.buf for ld in loads(node.body)} & kernel.names())
+        if ld.buf in producers:
+            p = producers[ld.buf]
+            stored = store_index(p.layout.size).xreplace(node_vars(p, probe))
+            if sympy.expand(ld.index.xreplace(mine) - stored) != 0:
+                return False, f"{node.name} reads {ld.buf} at a different index ({ld.index}), so it would need other elements"
+    return True, _why_fused(kernel, node, where, sorted(producers.keys() & {ld.buf for ld in loads(node.body)}))
+
+
+def _why_fused(kernel: Kernel, node: Node, where: str, producers: list[str]) -> str:
+    if where == "reduction" and kernel.kind == "pointwise":
+        return f"{node.name} reduces what the kernel computes element by element (pointwise prologue)"
+    if where == "reduction":
+        return f"{node.name} is another reduction over the same rows"
+    if kernel.kind == "reduction" and producers:
+        return f"{node.name} uses {', '.join(producers)} row by row ({where} epilogue of the reduction)"
     if producers:
-        return True, f"{node.name} consumes {', '.join(producers)} element by element over the same range"
-    return True, "independent work over the same range (sibling fusion shares the loop)"
+        return f"{node.name} consumes {', '.join(producers)} element by element over the same range"
+    return "independent work over the same range (sibling fusion shares the loop)"
 
 
-def schedule(ir: GraphIR, config: Config) -> Schedule:
+def schedule(ir: GraphIR, config: Config) -> "Schedule":
     kernels: list[Kernel] = []
     decisions: list[FusionDecision] = []
+    home: dict[str, int] = {}  # buffer -> index of its kernel
     for node in ir.buffers:
-        if kernels:
-            ok, reason = can_fuse(kernels[-1], node, config)
-            decisions.append(FusionDecision(_label(kernels[-1]), node.name, ok, reason))
+        chosen = None
+        for k in _candidates(node, kernels, home):
+            ok, reason = can_fuse(kernels[k], node, config)
+            decisions.append(FusionDecision(_label(kernels[k]), node.name, ok, reason))
             if ok:
-                kernels[-1].nodes.append(node)
-                continue
-        kernels.append(Kernel([node]))
+                chosen = k
+                break
+        if chosen is None:
+            kernels.append(new_kernel(node))
+            chosen = len(kernels) - 1
+        else:
+            kernel = kernels[chosen]
+            if node.reduction and kernel.kind == "pointwise":
+                kernel.xranges, kernel.rranges = squeeze(node.layout.size), squeeze(node.reduction.ranges)
+            kernel.nodes.append(node)
+        home[node.name] = chosen
     _plan_stores(ir, kernels)
-    return Schedule(tuple(kernels), _artifact(ir, kernels, decisions))
+    reuses, plan = plan_memory(ir, kernels) if config.reuse_buffers else ({}, [])
+    return Schedule(tuple(kernels), _artifact(ir, kernels, decisions, plan), tuple(reuses.items()))
+
+
+def _candidates(node: Node, kernels: list[Kernel], home: dict[str, int]) -> list[int]:
+    """Kernels ``node`` could join without running before its inputs: producers first, newest first."""
+    reads = set(node.inputs) if isinstance(node, ExternKernel) else {ld.buf for ld in loads(node.body)}
+    deps = [home[b] for b in reads if b in home]
+    first = max(deps, default=0)
+    producers = sorted({d for d in deps if d >= first}, reverse=True)
+    others = [k for k in range(len(kernels) - 1, first - 1, -1) if k not in producers]
+    return [k for k in producers + others if k < len(kernels)][:4]
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """The scheduler's result: kernels in order, the artifact describing them, and buffer reuse."""
+
+    kernels: tuple[Kernel, ...]
+    artifact: ScheduleArtifact
+    reuses: tuple[tuple[str, str], ...] = ()  # (new buffer, dead buffer whose memory it takes)
 
 
 def _plan_stores(ir: GraphIR, kernels: list[Kernel]) -> None:
-    """A buffer goes to memory if it is an output or read by another kernel."""
+    """A buffer goes to memory if it is an output, read by another kernel, or written into an input."""
     for k in kernels:
         read_elsewhere = set().union(*(_reads(other) for other in kernels if other is not k))
         for n in k.nodes:
-            if n.name in ir.outputs or n.name in read_elsewhere or isinstance(n, ExternKernel):
+            if n.name in ir.outputs or n.name in read_elsewhere or isinstance(n, ExternKernel) or \
+                    getattr(n, "store_into", None):
                 k.stores.append(n.name)
 
 
@@ -101,6 +218,41 @@ def _reads(k: Kernel) -> set[str]:
     return out
 
 
+def plan_memory(ir: GraphIR, kernels: list[Kernel]) -> tuple[dict[str, str], list[str]]:
+    """Give a new buffer the memory of a dead one of the same dtype and element count."""
+    last_use: dict[str, int] = {}
+    for i, k in enumerate(kernels):
+        for b in _reads(k):
+            last_use[b] = i
+    keep = set(ir.outputs) | {b.name for b in ir.inputs}
+    pool: list[str] = []  # dead buffers whose memory is free
+    reuses: dict[str, str] = {}
+    plan: list[str] = []
+    for i, k in enumerate(kernels):
+        for name in k.stores:
+            node = ir.buffer(name)
+            if getattr(node, "store_into", None) or (isinstance(node, ExternKernel) and not _writes_out(node)):
+                continue
+            for dead in pool:
+                d = ir.buffer(dead).layout
+                if d.dtype == node.layout.dtype and d.device == node.layout.device and \
+                        sympy.expand(d.numel - node.layout.numel) == 0:
+                    pool.remove(dead)
+                    reuses[name] = dead
+                    plan.append(f"{name} reuses {dead} ({dead} is dead after kernel{last_use[dead]})")
+                    break
+        for j in range(i + 1):
+            for name in kernels[j].stores:
+                dies = last_use.get(name, j) == i
+                if dies and name not in keep and not getattr(ir.buffer(name), "store_into", None) and name not in pool:
+                    pool.append(name)
+    return reuses, plan
+
+
+def _writes_out(node: ExternKernel) -> bool:
+    return any(k == "out" for k, _ in node.kwargs)
+
+
 def _nbytes(ir: GraphIR, name: str) -> int:
     layout = ir.buffer(name).layout
     try:
@@ -109,12 +261,13 @@ def _nbytes(ir: GraphIR, name: str) -> int:
         return 0
 
 
-def _artifact(ir: GraphIR, kernels: list[Kernel], decisions: list[FusionDecision]) -> ScheduleArtifact:
+def _artifact(ir: GraphIR, kernels: list[Kernel], decisions: list[FusionDecision], reuse: list[str]) -> ScheduleArtifact:
     groups = []
     for i, k in enumerate(kernels):
         external = _reads(k) - k.names()
+        ranges = _fmt(k.xranges) + (f" x {_fmt(k.rranges)}" if k.rranges else "")
         groups.append(FusionGroup(
-            name=f"kernel{i}", nodes=tuple(n.name for n in k.nodes), ranges=_fmt(k.ranges),
+            name=f"kernel{i}", nodes=tuple(n.name for n in k.nodes), ranges=ranges,
             stores=tuple(k.stores), kind=k.kind,
             bytes_read=sum(_nbytes(ir, b) for b in external),
             bytes_written=sum(_nbytes(ir, b) for b in k.stores),
@@ -125,7 +278,7 @@ def _artifact(ir: GraphIR, kernels: list[Kernel], decisions: list[FusionDecision
         unfused += sum(_nbytes(ir, b) for b in reads) + _nbytes(ir, n.name)
     plan = tuple(f"{name}: never written to memory (lives in registers inside {g.name})"
                  for g in groups for name in g.nodes if name not in g.stores)
-    return ScheduleArtifact(tuple(groups), tuple(decisions), plan, unfused)
+    return ScheduleArtifact(tuple(groups), tuple(decisions), plan + tuple(reuse), unfused)
 
 
 def _label(k: Kernel) -> str:

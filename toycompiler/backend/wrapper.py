@@ -8,7 +8,12 @@ For ``sin(x) + cos(y) * 2`` on the C++ backend it reads::
         cpp_sin_cos_mul_add_0(arg0.data_ptr(), arg1.data_ptr(), buf3.data_ptr(), 1000)
         return (buf3,)
 
-Mirrors: torch/_inductor/codegen/wrapper.py (PythonWrapperCodegen).
+Library calls appear as ``torch.mm(buf0, arg2, out=buf1)``; a view of a
+buffer (a transposed weight, say) is passed as ``torch.as_strided(...)``; a
+buffer that reuses a dead one's memory is ``buf4 = buf1.view(...)``.
+
+Mirrors: torch/_inductor/codegen/wrapper.py (PythonWrapperCodegen,
+ReinterpretView codegen, buffer reuse lines).
 """
 
 from __future__ import annotations
@@ -17,57 +22,107 @@ import sympy
 
 from ..artifacts import SourceArtifact
 from .codegen.common import RenderedKernel
-from .ir import GraphIR
+from .ir import ComputedBuffer, ExternKernel, GraphIR, TensorRef
+
+
+def pexpr(e: object) -> str:
+    """A size expression as Python (``s0*8``)."""
+    return str(sympy.sympify(e))
+
+
+def shape(values: tuple) -> str:
+    inner = ", ".join(pexpr(v) for v in values)
+    return f"({inner},)" if len(values) == 1 else f"({inner})"
+
+
+def tensor_arg(ir: GraphIR, ref: TensorRef) -> str:
+    """A buffer, or a strided view of one, as a Python expression."""
+    layout = ir.buffer(ref.buf).layout
+    if ref.size == layout.size and ref.stride == layout.stride and ref.offset == 0:
+        return ref.buf
+    base = f"{ref.buf}.storage_offset() + {pexpr(ref.offset)}" if ref.offset != 0 else f"{ref.buf}.storage_offset()"
+    return f"torch.as_strided({ref.buf}, {shape(ref.size)}, {shape(ref.stride)}, {base})"
 
 
 def wrapper_source(ir: GraphIR, kernels: list[RenderedKernel], loads: list[str], language: str,
-                   source: SourceArtifact | None = None) -> str:
-    """Python source of ``call(*inputs) -> tuple of outputs``."""
-    args = [b.name for b in ir.inputs]
+                   source: SourceArtifact | None = None, reuses: tuple[tuple[str, str], ...] = ()) -> str:
+    """Python source of ``call(*inputs, *constants) -> tuple of outputs``."""
+    params = list(ir.params or [b.name for b in ir.inputs if b.kind == "input"]) + list(ir.constants)
     lines = [
         f"# output code: {len(kernels)} {language} kernel(s) for {len(ir.buffers)} IR node(s)",
         "import torch",
         "import triton" if language == "triton" else "",
         "from toycompiler.backend import codecache",
+        "from toycompiler.backend.launcher import empty_strided  # torch.empty without its Python overhead",
         "",
         *loads,
         "",
         "",
-        f"def call({', '.join(args)}):",
+        f"def call({', '.join(params)}):",
     ]
+    lines += [f"    {name} = {expr}" for name, expr in ir.size_vars if expr != name]
+    reuse = dict(reuses)
     allocated: set[str] = set()
     for i, k in enumerate(kernels):
         for out in k.outputs:
             if out not in allocated:
-                layout = ir.buffer(out).layout
-                size = tuple(int(s) for s in layout.size)
-                lines.append(f"    {out} = torch.empty({size}, dtype={layout.dtype}, device={layout.device!r})")
+                lines.append("    " + allocation(ir, out, reuse.get(out)))
                 allocated.add(out)
-        where = ""
-        if k.lines:
-            where = " (line " + ", ".join(map(str, k.lines)) + ")"
-            if source is not None:
-                where += ": " + " / ".join(source.line(ln) for ln in k.lines)
-        lines.append(f"    # kernel{i} computes {', '.join(k.nodes)}{where}")
-        sizes = [str(sympy.sympify(v)) for v in k.size_values]
-        if language == "cpp":
-            ptrs = [f"{b}.data_ptr()" for b in (*k.inputs, *k.outputs)]
-            lines.append(f"    {k.name}({', '.join(ptrs + sizes)})")
-        else:
-            numel = sizes[0]
-            block = _block_size(k.size_values[0])
-            lines.append(f"    {k.name}[(triton.cdiv({numel}, {block}),)]({', '.join([*k.inputs, *k.outputs, *sizes])}, XBLOCK={block})")
-    lines.append(f"    return ({''.join(o + ', ' for o in ir.outputs)})")
+        lines.append(f"    # kernel{i} computes {', '.join(k.nodes)}{_where(k.lines, source)}")
+        lines.append("    " + launch(ir, k, language))
+    lines.append(f"    return ({''.join(tensor_arg(ir, r) + ', ' for r in ir.output_refs)})")
     return "\n".join(lines) + "\n"
 
 
-def _block_size(numel: sympy.Expr) -> int:
-    """Smallest power of two covering ``numel``, between 16 and 1024."""
-    try:
-        n = int(numel)
-    except TypeError:
-        return 1024
-    block = 16
-    while block < n and block < 1024:
-        block *= 2
-    return block
+def allocation(ir: GraphIR, name: str, reused: str | None) -> str:
+    b = ir.buffer(name)
+    layout = b.layout
+    if isinstance(b, ComputedBuffer) and b.store_into:
+        return f"{name} = {b.store_into}  # written in place (the graph mutates its input)"
+    if isinstance(b, ExternKernel) and not any(k == "out" for k, _ in b.kwargs):
+        return f"# {name} is allocated by {b.op}"
+    if reused is not None:
+        return f"{name} = {reused}.view({shape(layout.size)})  # reuses {reused}'s memory"
+    if all(isinstance(s, int) or getattr(s, "is_Integer", False) for s in layout.size):
+        return f"{name} = {_alloc(tuple(int(s) for s in layout.size), layout.dtype, layout.device)}"
+    return f"{name} = torch.empty({shape(layout.size)}, dtype={layout.dtype}, device={layout.device!r})"
+
+
+def _alloc(size: tuple[int, ...], dtype: object, device: str) -> str:
+    """A contiguous output buffer; see :func:`toycompiler.backend.launcher.empty_strided`."""
+    stride, acc = [], 1
+    for s in reversed(size):
+        stride.append(acc)
+        acc *= s
+    return f"empty_strided[{device!r}]({size}, {tuple(reversed(stride))}, {dtype})"
+
+
+def launch(ir: GraphIR, k: RenderedKernel, language: str) -> str:
+    if k.name.startswith("extern:"):
+        return extern_call(ir, ir.buffer(k.nodes[0]))
+    sizes = [pexpr(v) for v in k.size_values]
+    if language == "cpp":
+        ptrs = [f"{b}.data_ptr()" for b in (*k.inputs, *k.outputs)]
+        return f"{k.name}({', '.join(ptrs + sizes)})"
+    meta = dict(k.meta)
+    grid = f"(max(1, triton.cdiv({sizes[0]}, {meta['XBLOCK']})),)"
+    blocks = ", ".join(f"{n}={v}" for n, v in k.meta)
+    return f"{k.name}[{grid}]({', '.join([*k.inputs, *k.outputs, *sizes])}, {blocks})"
+
+
+def extern_call(ir: GraphIR, node: ExternKernel) -> str:
+    args = [tensor_arg(ir, a) for a in node.args]
+    kwargs = [f"{k}={v}" for k, v in node.kwargs]
+    call = f"{node.op}({', '.join(args + kwargs)})"
+    if any(k == "out" for k, _ in node.kwargs):
+        return call
+    return f"{node.name} = {call}"
+
+
+def _where(lines: tuple[int, ...], source: SourceArtifact | None) -> str:
+    if not lines:
+        return ""
+    where = " (line " + ", ".join(map(str, lines)) + ")"
+    if source is not None:
+        where += ": " + " / ".join(source.line(ln) for ln in lines)
+    return where

@@ -46,10 +46,11 @@ class GuardBuilder:
         why = f"{source} is a graph input"
         self.add(f"isinstance({source}, Tensor)", "TYPE_MATCH", why, line, f"type({source}).__name__", "Tensor")
         self.add(f"{source}.dtype == {t.dtype}", "TENSOR_MATCH", why, line, f"{source}.dtype", str(t.dtype))
-        self.add(f"{source}.device == torch.device({str(t.device)!r})", "TENSOR_MATCH", why, line,
-                 f"{source}.device", repr(t.device))
+        self.add(device_guard(source, t.device), "TENSOR_MATCH", why, line, f"{source}.device", repr(t.device))
         if dynamic_dims:
             self.add(f"{source}.dim() == {t.dim()}", "TENSOR_MATCH", why, line, f"{source}.dim()", str(t.dim()))
+            self.add(f"{source}.is_contiguous()", "TENSOR_MATCH", f"{why} with symbolic sizes (strides follow them)",
+                     line, f"{source}.is_contiguous()", "True")
             for d, size in enumerate(t.shape):
                 if d not in dynamic_dims:
                     self.add(f"{source}.shape[{d}] == {size}", "TENSOR_MATCH", why, line,
@@ -60,7 +61,8 @@ class GuardBuilder:
             stride = tuple(int(s) for s in t.stride())
             self.add(f"{source}.stride() == {stride}", "TENSOR_MATCH", why, line, f"{source}.stride()", str(stride))
         rg = bool(t.requires_grad)
-        self.add(f"{source}.requires_grad == {rg}", "TENSOR_MATCH", why, line, f"{source}.requires_grad", str(rg))
+        self.add(f"{source}.requires_grad" if rg else f"not {source}.requires_grad", "TENSOR_MATCH", why, line,
+                 f"{source}.requires_grad", str(rg))
 
     def constant(self, source: str, value: Any, line: int | None) -> None:
         """CONSTANT_MATCH: a Python value that was baked into the graph."""
@@ -71,12 +73,42 @@ class GuardBuilder:
                      line, f"type({source}).__name__", type(value).__name__)
 
     def identity(self, source: str, value: Any, line: int | None, name: str) -> None:
-        """ID_MATCH: an object (module, function) whose identity the trace relied on."""
+        """ID_MATCH: an object (module, function) whose identity the trace relied on.
+
+        A bound method is a new object on every attribute read, so it is matched by its ``__self__``
+        (identity) and its function instead.
+        """
+        if isinstance(value, slice):  # immutable and rebuilt on every call: compare by value
+            self.add(f"{source} == {value!r}", "CONSTANT_MATCH", f"{source} was read as a constant", line,
+                     source, repr(value))
+            return
+        owner = getattr(value, "__self__", None)
+        if owner is not None and not isinstance(owner, types.ModuleType) and hasattr(value, "__name__"):
+            why = f"{source} is a method of an object the trace relied on"
+            self.add(f"{source}.__self__ is {name}.__self__", "ID_MATCH", why, line, f"{source}.__self__",
+                     f"{name}.__self__")
+            self.add(f"{source}.__name__ == {value.__name__!r}", "ID_MATCH", why, line, f"{source}.__name__",
+                     repr(value.__name__))
+            return
         self.add(f"{source} is {name}", "ID_MATCH", f"{source} was called or read as an object", line,
                  source, name)
 
+    def shapes(self, policy: Any) -> None:
+        """SHAPE_ENV: what the trace assumed about symbolic sizes (see shapes.py)."""
+        for expr, reason, actual, expected in policy.guards():
+            self.add(expr, "SHAPE_ENV", reason, None, actual, expected)
+
     def artifact(self, params: str, objects: dict[str, Any]) -> GuardsArtifact:
         return GuardsArtifact(tuple(self.guards), check_function_source(params, self.guards))
+
+
+def device_guard(source: str, device: torch.device) -> str:
+    """The cheapest readable device check: ``x.is_cpu`` reads a flag; ``x.device == ...`` builds an object."""
+    if device.type == "cpu":
+        return f"{source}.is_cpu"
+    if device.type == "cuda" and device.index is not None:
+        return f"{source}.get_device() == {device.index}"  # -1 on CPU, so this checks the type too
+    return f"{source}.device == torch.device({str(device)!r})"
 
 
 def signature_params(code: types.CodeType) -> str:
@@ -105,7 +137,7 @@ def check_function_source(params: str, guards: list[Guard] | tuple[Guard, ...]) 
 
 def compile_check(artifact: GuardsArtifact, objects: dict[str, Any], like: Callable) -> Callable[..., bool]:
     """Turn the guard source into a function with the same signature (and defaults) as ``like``."""
-    namespace = dict(GUARD_GLOBALS, **objects)
+    namespace = {**GUARD_GLOBALS, "G": like.__globals__, **objects}
     exec(compile(artifact.code, "<guards>", "exec"), namespace)
     check = namespace["check"]
     check.__defaults__ = getattr(like, "__defaults__", None)
@@ -116,7 +148,7 @@ def compile_check(artifact: GuardsArtifact, objects: dict[str, Any], like: Calla
 def first_failure(artifact: GuardsArtifact, objects: dict[str, Any], params: str, like: Callable,
                   args: tuple, kwargs: dict, entry: str) -> GuardFailure:
     """Evaluate guards one by one to say which failed and what the value was (only on a miss)."""
-    namespace = dict(GUARD_GLOBALS, **objects)
+    namespace = {**GUARD_GLOBALS, "G": like.__globals__, **objects}
     src = f"def frame_locals({params}):\n    return locals()\n"
     exec(src, namespace)
     bind = namespace["frame_locals"]
@@ -136,4 +168,4 @@ def first_failure(artifact: GuardsArtifact, objects: dict[str, Any], params: str
                 except Exception as e:
                     actual = f"{type(e).__name__}: {e}"
             return GuardFailure(entry, g.expr, g.expected or "True", actual)
-    return GuardFailure(entry, "(all guards passed)", "", "")
+    return GuardFailure(entry, "(check function failed though each guard passed alone)", "True", "False")

@@ -8,15 +8,25 @@ and records a :class:`~toycompiler.artifacts.GraphBreak` (a value, not a
 restart).
 
 One handler per opcode, named after it (``def LOAD_FAST(self, inst)``). The
-instructions arrive normalised by :mod:`.bytecode`, so handlers contain no
+handlers live in four modules, one per family, mixed into
+:class:`InstructionTranslator`: :mod:`.handlers_names` (stack, names, cells,
+attributes), :mod:`.handlers_calls` (calls, functions), :mod:`.handlers_data`
+(operators, subscripts, containers, strings) and :mod:`.handlers_control`
+(jumps, loops, return, generators). Calls to Python functions are *inlined*
+by a child translator sharing this one's graph and guards (:mod:`.inline`).
+The instructions arrive normalised by :mod:`.bytecode`, so handlers contain no
 Python-version checks.
 
-Mirrors: torch/_dynamo/symbolic_convert.py (InstructionTranslator) and
-torch/_dynamo/output_graph.py (OutputGraph).
+The graph being built, shared with inlined calls, is an :class:`~.output_graph.OutputGraph`.
+
+Mirrors: torch/_dynamo/symbolic_convert.py (InstructionTranslator,
+InliningInstructionTranslator). Leaves out: restarting analysis after a break
+(a break is recorded, never retried), speculation logs, ``with`` blocks.
 """
 
 from __future__ import annotations
 
+import math
 import operator
 import types
 from dataclasses import dataclass, field
@@ -24,38 +34,37 @@ from typing import Any
 
 import torch
 import torch.fx
-from torch._subclasses.fake_tensor import FakeTensorMode
+from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException
 
 from ..artifacts import GraphBreak, SourceArtifact, TranslationArtifact, TranslationStep
-from .. import provenance
 from ..config import Config
 from . import bytecode as bc
+from .calls import CallDispatch
+from .containers import (
+    DictVariable,
+    IteratorVariable,
+    ListVariable,
+    NamedTupleVariable,
+    TupleVariable,
+)
 from .guards import GuardBuilder
+from .handlers_calls import CallHandlers
+from .handlers_control import ControlHandlers
+from .handlers_data import DataHandlers
+from .handlers_names import NameHandlers
+from .inline import InlineMixin, instructions_of
+from .output_graph import OutputGraph, as_fake, as_node_arg, rebuild_expr, tensor_variables
+from .resume import graph_break
+from .shapes import ShapePolicy
 from .variables import (
     CONSTANT_TYPES,
-    FOLDABLE,
     ConstantVariable,
-    NullVariable,
     ObjectVariable,
-    TensorMethodVariable,
     TensorVariable,
-    TupleVariable,
     Unsupported,
     Variable,
-    is_torch_op,
     wrap_constant_result,
 )
-
-# BINARY_OP's argrepr -> the function it applies. In-place forms ("+=") are
-# separate: on a tensor they mutate the caller's object.
-BINARY_OPS = {
-    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
-    "//": operator.floordiv, "%": operator.mod, "**": operator.pow, "@": operator.matmul,
-    "&": operator.and_, "|": operator.or_, "^": operator.xor, "<<": operator.lshift, ">>": operator.rshift,
-}
-INPLACE_BINARY_OPS = {op + "=": fn for op, fn in BINARY_OPS.items()}
-COMPARE_OPS = {"<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne,
-               ">": operator.gt, ">=": operator.ge}
 
 
 @dataclass
@@ -67,12 +76,25 @@ class _Unread:
 
 @dataclass
 class FrameState:
-    """Everything the translator knows at one instruction: one explicit object."""
+    """Everything the translator knows at one instruction: one explicit object.
+
+    After a graph break it holds the state just *before* the breaking instruction
+    (``ip`` is that instruction's index), with the graph rolled back to match.
+    """
 
     stack: list[Variable] = field(default_factory=list)
     locals: dict[str, Variable | _Unread] = field(default_factory=dict)
     ip: int = 0  # index into the instruction list
     kw_names: tuple[str, ...] = ()
+    cells: dict[str, Variable] = field(
+        default_factory=dict
+    )  # closure cells by name (MAKE_CELL, COPY_FREE_VARS)
+
+    def snapshot(self) -> FrameState:
+        """A copy to go back to if the next instruction breaks (variables shared, not copied)."""
+        return FrameState(
+            list(self.stack), dict(self.locals), self.ip, self.kw_names, dict(self.cells)
+        )
 
 
 @dataclass
@@ -83,62 +105,62 @@ class TranslationResult:
     example_inputs: list[torch.Tensor]  # real tensors, in placeholder order
     input_sources: list[str]  # Python expressions reaching each graph input
     return_expr: str | None  # how to rebuild the return value from ``__out`` (None if it broke)
-    constants: dict[str, Any]  # objects the return expression refers to
+    constants: dict[str, Any]  # objects the return expression (and input sources) refer to
     guards: GuardBuilder
     guard_objects: dict[str, Any]  # objects ID guards compare against
     artifact: TranslationArtifact
     ops: int  # call nodes recorded
+    break_plan: Any = None  # resume.BreakPlan: how to split the frame at its break (None: no break)
+    no_resume_reason: str | None = None  # why the break can't be split (the entry then runs eagerly)
+    shapes: Any = None  # shapes.ShapePolicy: symbolic sizes and their guards
 
 
-class OutputGraph:
-    """The FX graph under construction, its fake tensors and its inputs."""
-
-    def __init__(self, source: SourceArtifact) -> None:
-        self.filename, self.source_line = source.filename, source.line
-        self.graph = torch.fx.Graph()
-        self.fake_mode = FakeTensorMode()
-        self.example_inputs: list[torch.Tensor] = []
-        self.input_sources: list[str] = []
-        self.current_line: int | None = None
-        self.current_offset: int | None = None
-        self.events: list[str] = []
-
-    def add_input(self, source: str, value: torch.Tensor) -> TensorVariable:
-        name = source.replace(".", "_").replace("[", "_").replace("]", "").replace("'", "")
-        node = self.graph.placeholder(name)
-        fake = self.fake_mode.from_tensor(value, static_shapes=True)
-        node.meta.update(example_value=fake, toy_source=source)
-        self.example_inputs.append(value)
-        self.input_sources.append(source)
-        self.events.append(f"graph input {node.name}")
-        return TensorVariable(node, fake, source)
-
-    def create_node(self, op: str, target: Any, args: tuple, kwargs: dict, example: Any) -> torch.fx.Node:
-        node = self.graph.create_node(op, target, args, kwargs)
-        node.meta["example_value"] = example
-        provenance.tag(node, self.current_line, self.current_offset, self.filename, self.source_line(self.current_line))
-        self.events.append(f"node added: {node.name}")
-        return node
-
-
-class InstructionTranslator:
+class InstructionTranslator(
+    NameHandlers, CallHandlers, DataHandlers, ControlHandlers, CallDispatch, InlineMixin
+):
     """Runs one code object symbolically. Construct, then call :meth:`run`."""
 
-    def __init__(self, fn: types.FunctionType, args: tuple, kwargs: dict, source: SourceArtifact, config: Config):
+    MAX_INLINE_DEPTH = 32
+
+    def __init__(
+        self,
+        fn: types.FunctionType,
+        args: tuple,
+        kwargs: dict,
+        source: SourceArtifact,
+        config: Config,
+        shapes: ShapePolicy | None = None,
+    ):
         self.fn, self.code, self.config, self.source = fn, fn.__code__, config, source
-        self.globals = fn.__globals__
-        self.builtins = self.globals.get("__builtins__", __builtins__)
-        if isinstance(self.builtins, types.ModuleType):
-            self.builtins = vars(self.builtins)
-        self.instructions = bc.normalise(self.code)
-        self.index_of = {inst.offset: i for i, inst in enumerate(self.instructions)}
-        self.output = OutputGraph(source)
+        self.parent: InstructionTranslator | None = None
+        self.depth = 0
+        self.set_globals(fn.__globals__)
+        self.instructions, self.index_of = instructions_of(self.code)
+        self.output = OutputGraph(source, shapes)
         self.guards = GuardBuilder()
-        self.guard_objects: dict[str, Any] = {}
+        self.guard_objects: dict[str, Any] = {"G": fn.__globals__}
+        self.wrapped: dict[
+            str, Variable
+        ] = {}  # source -> variable, so a value is wrapped (and guarded) once
+        self.initial_grad_mode = torch.is_grad_enabled()
+        self.closure = [
+            self.wrap_cell(c, name) for c, name in zip(fn.__closure__ or (), self.code.co_freevars)
+        ]
         self.state = FrameState(locals={k: _Unread(v) for k, v in _bind(fn, args, kwargs).items()})
         self.steps: list[TranslationStep] = []
         self.returned: Variable | None = None
         self.graph_break: GraphBreak | None = None
+        self.break_state: tuple | None = None  # (stack, locals, kw_names) just before the breaking instruction
+        self.break_plan: Any = None  # resume.BreakPlan, made by plan_break()
+        self.no_resume_reason: str | None = None
+        self.yielded: list[Variable] | None = (
+            [] if self.code.co_flags & 0x20 else None
+        )  # CO_GENERATOR
+
+    def set_globals(self, globals_: dict) -> None:
+        self.globals = globals_
+        builtins_ = globals_.get("__builtins__", __builtins__)
+        self.builtins = vars(builtins_) if isinstance(builtins_, types.ModuleType) else builtins_
 
     # -- the main loop ----------------------------------------------------------
 
@@ -155,43 +177,131 @@ class InstructionTranslator:
         self.output.current_line, self.output.current_offset = inst.line, inst.offset
         self.output.events = events = []
         guards_before = len(self.guards.guards)
-        handler = getattr(self, inst.opname, None)
+        saved, mark = self.state.snapshot(), self.output.checkpoint()
+        grad_mode = torch.is_grad_enabled()
         try:
-            if handler is None:
-                raise Unsupported(f"opcode {inst.opname} is not supported by the translator", "unsupported-opcode")
-            handler(inst)
+            self.dispatch(inst)
         except Unsupported as e:
             self.graph_break = self.make_break(inst, e.reason, e.kind)
+            torch._C._set_grad_enabled(grad_mode)
+            self.output.rollback(
+                mark
+            )  # the graph and state as they were *before* the breaking instruction
+            self.state = saved
+            self.state.ip -= 1
             events.append(f"graph break: {e.reason}")
         events += [f"guard added: {g.expr}" for g in self.guards.guards[guards_before:]]
-        self.steps.append(TranslationStep(
-            inst.offset, inst.opname, inst.argrepr, inst.line, before,
-            tuple(v.describe() for v in self.state.stack),
-            tuple((k, v.describe()) for k, v in self.state.locals.items() if isinstance(v, Variable)),
-            tuple(events),
-        ))
+        self.steps.append(
+            TranslationStep(
+                inst.offset,
+                inst.opname,
+                inst.argrepr,
+                inst.line,
+                before,
+                tuple(v.describe() for v in self.state.stack),
+                tuple(
+                    (k, v.describe())
+                    for k, v in self.state.locals.items()
+                    if isinstance(v, Variable)
+                ),
+                tuple(events),
+            )
+        )
+
+    def dispatch(self, inst: bc.Inst) -> None:
+        handler = getattr(self, inst.opname, None)
+        if handler is None or not inst.opname.isupper():
+            reason = UNSUPPORTED.get(inst.opname, "is not supported by the translator")
+            raise Unsupported(f"opcode {inst.opname} {reason}", "unsupported-opcode")
+        handler(inst)
 
     def make_break(self, inst: bc.Inst, reason: str, kind: str) -> GraphBreak:
         line = inst.line or self.code.co_firstlineno
-        return GraphBreak(reason, self.code.co_filename, line, self.source.line(line), inst.offset, inst.opname, kind)
+        return GraphBreak(
+            reason,
+            self.code.co_filename,
+            line,
+            self.source.line(line),
+            inst.offset,
+            inst.opname,
+            kind,
+        )
 
     def result(self) -> TranslationResult:
         return_expr, constants = None, {}
         graph = self.output.graph
         if self.returned is not None:
             outputs: list[torch.fx.Node] = []
-            return_expr = _rebuild_expr(self.returned, outputs, constants)
+            try:
+                return_expr = rebuild_expr(self.returned, outputs, constants)
+            except Unsupported as e:
+                inst = self.instructions[self.state.ip - 1]
+                self.graph_break = self.make_break(inst, e.reason, e.kind)
+                self.returned, return_expr, outputs = None, None, []
             graph.output(tuple(outputs))
         else:
-            graph.output(())
-        graph.eliminate_dead_code()
-        gm = torch.fx.GraphModule(torch.nn.Module(), graph, class_name=self.code.co_name)
+            graph.output(tuple(v.node for v in self.plan_break()))
+        self.restore_grad_mode()
+        self.output.remove_dead_nodes()
+        root = torch.nn.Module()
+        for name, sub in self.output.submodules.items():
+            root.add_module(name, sub)
+        gm = torch.fx.GraphModule(root, graph, class_name=self.code.co_name)
         ops = sum(n.op in ("call_function", "call_method", "call_module") for n in graph.nodes)
+        constants.update(
+            self.guard_objects
+        )  # input sources may name registered objects (cells, globals dicts)
         artifact = TranslationArtifact(self.code.co_qualname, tuple(self.steps), self.graph_break)
-        return TranslationResult(gm, self.output.example_inputs, self.output.input_sources, return_expr,
-                                 constants, self.guards, self.guard_objects, artifact, ops)
+        return TranslationResult(
+            gm,
+            self.output.example_inputs,
+            self.output.input_sources,
+            return_expr,
+            constants,
+            self.guards,
+            self.guard_objects,
+            artifact,
+            ops,
+            self.break_plan,
+            self.no_resume_reason,
+            self.output.shapes,
+        )
+
+    def plan_break(self) -> list:
+        """At a break: plan the resume (see resume.py) and return the tensors the graph must output."""
+        from .resume import CannotResume, plan_break
+
+        self.break_plan, self.no_resume_reason = None, None
+        if self.graph_break is None:
+            return []
+        # The symbolic state just before the breaking instruction (a translator that rolls its state
+        # back on a break can leave break_state unset).
+        stack, locals_, kw_names = self.break_state or (self.state.stack, self.state.locals, self.state.kw_names)
+        try:
+            self.break_plan = plan_break(self.code, self.instructions, stack, locals_, kw_names,
+                                         self.graph_break.offset)
+        except CannotResume as e:
+            self.no_resume_reason = str(e)
+            return []
+        return self.break_plan.graph_outputs
 
     # -- helpers used by handlers and variables ---------------------------------
+
+    def set_grad_mode(self, enabled: bool) -> None:
+        """Record a grad-mode switch in the graph, and make it now for the fake tensors."""
+        node = self.output.create_node(
+            "call_function", torch._C._set_grad_enabled, (enabled,), {}, None
+        )
+        self.output.side_effect_nodes.append(node)
+        torch._C._set_grad_enabled(enabled)
+
+    def restore_grad_mode(self) -> None:
+        """At the end of tracing: the graph leaves grad mode as it found it (a break inside a
+        ``with torch.no_grad()`` block ends the graph inside the block), and so does tracing."""
+        if torch.is_grad_enabled() != self.initial_grad_mode:
+            outputs = [n for n in self.output.graph.nodes if n.op == "output"]
+            with self.output.graph.inserting_before(outputs[0] if outputs else None):
+                self.set_grad_mode(self.initial_grad_mode)
 
     def push(self, v: Variable) -> None:
         self.state.stack.append(v)
@@ -206,223 +316,300 @@ class InstructionTranslator:
         del self.state.stack[-n:]
         return items
 
-    def wrap(self, value: Any, source: str | None) -> Variable:
-        """A real Python value (an argument, a global, an attribute) as a variable, guarded."""
+    def register_object(self, obj: Any) -> str:
+        """A name for ``obj`` that guards and the transformed code can both refer to."""
+        for name, known in self.guard_objects.items():
+            if known is obj:
+                return name
+        name = f"___obj_{len(self.guard_objects) - 1}"
+        self.guard_objects[name] = obj
+        return name
+
+    def wrap(self, value: Any, source: str | None, identity: bool = True) -> Variable:
+        """A real Python value (an argument, a global, an attribute) as a variable, guarded.
+
+        ``identity=False`` skips the ID guard on objects (used for attributes of Python
+        modules, like ``torch.relu``: assumed not to be monkey-patched, as Dynamo does).
+        """
+        if source is not None and source in self.wrapped:
+            return self.wrapped[source]
+        var = self._wrap(value, source, identity)
+        if source is not None:
+            self.wrapped[source] = var
+        return var
+
+    def _wrap(self, value: Any, source: str | None, identity: bool) -> Variable:
         line = self.output.current_line
         if isinstance(value, torch.Tensor):
             if source is None:
-                raise Unsupported("a tensor reached without a source (e.g. a global's attribute chain)")
-            self.guards.tensor(source, value, line)
-            return self.output.add_input(source, value)
-        if isinstance(value, CONSTANT_TYPES) and not isinstance(value, slice):
+                raise Unsupported(
+                    "a tensor reached without a source the compiled code could read it from "
+                    "(e.g. a module made inside the function, or a tensor default argument)"
+                )
+            var = self.output.add_input(source, value)
+            self.guards.tensor(source, value, line, self.output.shapes.dims.get(source, frozenset()))
+            return var
+        if isinstance(value, CONSTANT_TYPES) and not isinstance(value, slice | set):
             if source is not None:
-                self.guards.constant(source, value, line)
+                self.constant_guard(source, value, line)
             return ConstantVariable(value, source)
-        if isinstance(value, tuple) and source is not None:
-            self.guards.add(f"len({source}) == {len(value)}", "LENGTH_MATCH", f"{source} was unpacked", line)
-            return TupleVariable([self.wrap(v, f"{source}[{i}]") for i, v in enumerate(value)], source)
-        if source is not None and "." not in source and not isinstance(value, types.ModuleType):
-            name = f"___obj_{len(self.guard_objects)}"
-            self.guard_objects[name] = value
-            self.guards.identity(source, value, line, name)
+        if type(value) in (tuple, list, dict) and source is not None and _plain_keys(value):
+            return self._wrap_container(value, source, line)
+        if type(value) in (tuple, list, dict):
+            return wrap_constant_result(value)
+        if source is not None and identity and not isinstance(value, types.ModuleType):
+            self.guards.identity(source, value, line, self.register_object(value))
+            if isinstance(value, torch.nn.Module):
+                self.guards.constant(f"{source}.training", value.training, line)
         return ObjectVariable(value, source)
 
-    def call_python(self, fn: Any, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
-        """Call a compile-time-known callable: record it, fold it, or refuse."""
-        has_tensor = any(_contains_tensor(a) for a in [*args, *kwargs.values()])
-        if is_torch_op(fn):
-            return self.record_call("call_function", fn, args, kwargs)
-        if not has_tensor and fn in FOLDABLE:
-            values = [a.as_python() for a in args]
-            result = fn(*values, **{k: v.as_python() for k, v in kwargs.items()})
-            self.output.events.append(f"constant folded: {getattr(fn, '__name__', fn)}(...) = {result!r}")
-            return wrap_constant_result(result)
-        name = getattr(fn, "__qualname__", None) or repr(fn)
-        kind = "print" if fn is print else "unsupported-call"
-        raise Unsupported(f"call to {name} cannot be traced", kind)
+    def constant_guard(self, source: str, value: Any, line: int | None) -> None:
+        """CONSTANT_MATCH, also for values whose repr isn't Python (``inf``, a ``torch.device``)."""
+        if isinstance(value, float) and not math.isfinite(value):
+            why = f"{source} was read as a constant"
+            self.guards.add(f"type({source}) is float", "TYPE_MATCH", why, line)
+            self.guards.add(
+                f"str({source}) == {str(value)!r}", "CONSTANT_MATCH", why, line, source, repr(value)
+            )
+        elif isinstance(value, torch.device):
+            self.guards.add(
+                f"{source} == torch.device({str(value)!r})",
+                "CONSTANT_MATCH",
+                f"{source} was read as a constant",
+                line,
+                source,
+                repr(value),
+            )
+        else:
+            self.guards.constant(source, value, line)
 
-    def call_method(self, tensor: TensorVariable, name: str, args: list[Variable], kwargs: dict[str, Variable],
-                    as_property: bool = False) -> Variable:
-        if name in ("item", "tolist", "numpy", "__bool__"):
-            raise Unsupported(f"Tensor.{name}() needs the tensor's data, which is unknown while tracing", name)
-        if name.endswith("_") and not name.startswith("_"):
-            raise Unsupported(f"in-place Tensor.{name}() is not traced yet", "mutation")
-        if as_property:
-            return self.record_call("call_function", getattr, [tensor, ConstantVariable(name)], {})
-        return self.record_call("call_method", name, [tensor, *args], kwargs)
+    def _wrap_container(self, value: Any, source: str, line: int | None) -> Variable:
+        kind = type(value).__name__
+        self.guards.add(
+            f"type({source}) is {kind}", "TYPE_MATCH", f"{source} was read as a {kind}", line
+        )
+        if isinstance(value, dict):
+            keys = list(value)
+            self.guards.add(
+                f"list({source}.keys()) == {keys!r}",
+                "DICT_KEYS",
+                f"{source}'s keys were read",
+                line,
+            )
+            return DictVariable(
+                {k: self.wrap(v, f"{source}[{k!r}]") for k, v in value.items()}, source
+            )
+        self.guards.add(
+            f"len({source}) == {len(value)}", "LENGTH_MATCH", f"{source} was unpacked", line
+        )
+        items = [self.wrap(v, f"{source}[{i}]") for i, v in enumerate(value)]
+        return (
+            TupleVariable(items, source)
+            if isinstance(value, tuple)
+            else ListVariable(items, source)
+        )
 
-    def record_call(self, op: str, target: Any, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
-        """Add a node and compute its fake result to learn the output's shape and dtype."""
-        node_args = tuple(_as_node_arg(a) for a in args)
-        node_kwargs = {k: _as_node_arg(v) for k, v in kwargs.items()}
-        fake_args = tuple(_as_fake(a) for a in args)
-        fake_kwargs = {k: _as_fake(v) for k, v in kwargs.items()}
+    def identity_key(self, v: Variable) -> Any:
+        """What ``list.index`` and ``in`` compare: the constant value, or the variable itself."""
+        return (
+            v.as_python() if v.is_python_constant() and not isinstance(v, TensorVariable) else id(v)
+        )
+
+    def record_call(
+        self, op: str, target: Any, args: list[Variable], kwargs: dict[str, Variable]
+    ) -> Variable:
+        """Add a node and compute its fake result to learn the output's shape and dtype.
+
+        In-place operations are recognised by the fake tensors' version counters, whatever
+        their spelling (``x.add_(1)``, ``x += 1``, ``F.relu(x, inplace=True)``, ``out=``): the
+        node is kept through dead-code elimination, and a tensor that the op returns
+        (``self``) is pointed at the new node, so every alias reads the new value.
+        """
+        node_args = tuple(as_node_arg(a) for a in args)
+        node_kwargs = {k: as_node_arg(v) for k, v in kwargs.items()}
+        fake_args = tuple(as_fake(a) for a in args)
+        fake_kwargs = {k: as_fake(v) for k, v in kwargs.items()}
+        tensors = [v for v in tensor_variables([*args, *kwargs.values()])]
+        versions = [t.example._version for t in tensors]
         try:
             with self.output.fake_mode:
                 if op == "call_method":
                     example = getattr(fake_args[0], target)(*fake_args[1:], **fake_kwargs)
                 else:
                     example = target(*fake_args, **fake_kwargs)
+        except DATA_DEPENDENT_ERRORS as e:
+            raise Unsupported(
+                f"the output shape of {_op_name(target)} depends on the tensor's values ({e}); "
+                "the graph needs static shapes",
+                "data-dependent",
+            ) from e
         except Exception as e:
-            name = target if isinstance(target, str) else getattr(target, "__name__", repr(target))
-            raise Unsupported(f"{name} failed on fake tensors: {type(e).__name__}: {e}", "fake-tensor") from e
+            name = _op_name(target)
+            raise Unsupported(
+                f"{name} failed on fake tensors: {type(e).__name__}: {e}", "fake-tensor"
+            ) from e
+        result = self.wrap_result(op, target, node_args, node_kwargs, example)
+        mutated = [t for t, v in zip(tensors, versions) if t.example._version != v]
+        if mutated:
+            node = result.node if isinstance(result, TensorVariable) else self.last_node()
+            self.output.side_effect_nodes.append(node)
+            for t in mutated:
+                if isinstance(result, TensorVariable) and result.example is t.example:
+                    self.output.remember(t, "node")
+                    t.node, result = result.node, t
+                    self.output.events.append(f"in-place: {t.node.name} changes its input")
+        return result
+
+    def last_node(self) -> torch.fx.Node:
+        return next(iter(reversed(self.output.graph.nodes)))
+
+    def wrap_result(
+        self, op: str, target: Any, node_args: tuple, node_kwargs: dict, example: Any
+    ) -> Variable:
         if isinstance(example, torch.Tensor):
-            return TensorVariable(self.output.create_node(op, target, node_args, node_kwargs, example), example)
-        if isinstance(example, tuple) and all(isinstance(t, torch.Tensor) for t in example):
+            return TensorVariable(
+                self.output.create_node(op, target, node_args, node_kwargs, example), example
+            )
+        if (
+            isinstance(example, tuple | list)
+            and example
+            and all(isinstance(t, torch.Tensor) for t in example)
+        ):
             node = self.output.create_node(op, target, node_args, node_kwargs, example)
             items = []
             for i, t in enumerate(example):
                 item = self.output.create_node("call_function", operator.getitem, (node, i), {}, t)
                 items.append(TensorVariable(item, t))
-            return TupleVariable(items)
-        if isinstance(example, CONSTANT_TYPES) or isinstance(example, tuple):
+            if type(example) not in (tuple, list):  # torch.return_types.topk(values, indices)
+                return NamedTupleVariable(items, example=example)
+            return TupleVariable(items) if isinstance(example, tuple) else ListVariable(items)
+        if example is None and op == "call_function" and target is not None:
+            self.output.create_node(
+                op, target, node_args, node_kwargs, None
+            )  # e.g. torch.add(a, b, out=c)
+            return ConstantVariable(None)
+        if example is None or isinstance(example, CONSTANT_TYPES) or type(example) in (tuple, list):
             return wrap_constant_result(example)
-        raise Unsupported(f"{target} returned {type(example).__name__}, which the translator can't track")
+        raise Unsupported(
+            f"{target} returned {type(example).__name__}, which the translator can't track"
+        )
 
-    # -- handlers: stack and no-ops ---------------------------------------------
 
-    def NOP(self, inst):
-        """Does nothing (also PRECALL on 3.11)."""
+class InliningTranslator(InstructionTranslator):
+    """Traces a called Python function into the caller's graph (see :mod:`.inline`)."""
 
-    RESUME = NOP
+    def __init__(
+        self,
+        parent: InstructionTranslator,
+        code: types.CodeType,
+        globals_: dict,
+        local_vars: dict[str, Variable],
+        closure: list[Variable],
+    ):
+        self.parent, self.depth = parent, parent.depth + 1
+        if self.depth > self.MAX_INLINE_DEPTH:
+            raise Unsupported(
+                f"inlining {code.co_qualname} goes {self.depth} calls deep (recursion?)",
+                "unsupported-call",
+            )
+        self.fn, self.code, self.config, self.source = None, code, parent.config, parent.source
+        self.set_globals(globals_)
+        self.instructions, self.index_of = instructions_of(code)
+        # shared with the caller: one graph, one set of guards, one list of inputs
+        self.output, self.guards, self.guard_objects = (
+            parent.output,
+            parent.guards,
+            parent.guard_objects,
+        )
+        self.wrapped, self.closure = parent.wrapped, closure
+        self.state = FrameState(locals=dict(local_vars))
+        self.steps, self.returned, self.graph_break = [], None, None
+        self.yielded = [] if code.co_flags & 0x20 else None  # CO_GENERATOR
 
-    def POP_TOP(self, inst):
-        self.pop()
+    def run_inline(self) -> Variable:
+        """Run to ``RETURN_VALUE``; a break propagates to the caller with this frame's location."""
+        while self.returned is None:
+            inst = self.instructions[self.state.ip]
+            self.state.ip += 1
+            try:
+                self.dispatch(inst)
+            except Unsupported as e:
+                if not getattr(e, "located", False):
+                    where = f"{self.code.co_filename}:{inst.line}"
+                    e.reason = f"{e.reason} (inside {self.code.co_qualname}, {where})"
+                    e.located = True
+                raise
+        return IteratorVariable(self.yielded) if self.yielded is not None else self.returned
 
-    def PUSH_NULL(self, inst):
-        """``PUSH_NULL`` -- marks a plain function call (no ``self``)."""
-        self.push(NullVariable())
 
-    def COPY(self, inst):
-        self.push(self.state.stack[-inst.arg])
+DATA_DEPENDENT_ERRORS = (DynamicOutputShapeException, DataDependentOutputException)
 
-    def SWAP(self, inst):
-        s = self.state.stack
-        s[-1], s[-inst.arg] = s[-inst.arg], s[-1]
 
-    # -- handlers: names ----------------------------------------------------------
+def _op_name(target: Any) -> str:
+    return target if isinstance(target, str) else getattr(target, "__name__", repr(target))
 
-    def LOAD_CONST(self, inst):
-        """``LOAD_CONST 2`` -- a literal from co_consts."""
-        self.push(wrap_constant_result(inst.argval))
 
-    def LOAD_FAST(self, inst):
-        """``LOAD_FAST x`` -- a local or an argument; arguments become graph inputs on first read."""
-        name = inst.argval
-        if name not in self.state.locals:
-            raise Unsupported(f"local {name!r} is unbound here")
-        value = self.state.locals[name]
-        if isinstance(value, _Unread):
-            value = self.state.locals[name] = self.wrap(value.value, name)
-        self.push(value)
+def _plain_keys(value: Any) -> bool:
+    """Dicts are tracked key by key only when the keys can be written in a guard."""
+    return not isinstance(value, dict) or all(type(k) in (str, int, bool) for k in value)
 
-    def STORE_FAST(self, inst):
-        self.state.locals[inst.argval] = self.pop()
 
-    def LOAD_GLOBAL(self, inst):
-        """``LOAD_GLOBAL torch`` -- a global (or builtin), guarded by value or identity."""
-        name = inst.argval
-        if inst.flag:
-            self.push(NullVariable())
-        if name in self.globals:
-            self.push(self.wrap(self.globals[name], f"G[{name!r}]"))
-        elif name in self.builtins:
-            self.push(ObjectVariable(self.builtins[name]))
-        else:
-            raise Unsupported(f"name {name!r} is not defined", "name-error")
+def supported_opcodes() -> list[str]:
+    """Every opcode the translator has a handler for (after normalisation), by introspection."""
+    return sorted(
+        n
+        for n in dir(InstructionTranslator)
+        if n.isupper() and callable(getattr(InstructionTranslator, n))
+    )
 
-    def LOAD_ATTR(self, inst):
-        """``LOAD_ATTR shape`` -- attribute of the value on top of the stack."""
-        obj = self.pop()
-        if inst.flag:  # 3.12 folds PUSH_NULL into LOAD_ATTR for non-method loads
-            self.push(NullVariable())
-        self.push(obj.getattr(self, inst.argval))
 
-    def LOAD_METHOD(self, inst):
-        """``LOAD_METHOD sin`` -- pushes [NULL, bound callable]; CALL treats both layouts alike."""
-        obj = self.pop()
-        self.push(NullVariable())
-        self.push(obj.getattr(self, inst.argval))
-
-    # -- handlers: calls ------------------------------------------------------------
-
-    def KW_NAMES(self, inst):
-        """``KW_NAMES ('dim',)`` -- names of the keyword arguments of the next CALL."""
-        self.state.kw_names = self.code.co_consts[inst.arg]
-
-    def CALL(self, inst):
-        """``CALL 2`` -- [NULL|callable, callable|self, *args] -> result."""
-        args = self.popn(inst.arg)
-        kw_names, self.state.kw_names = self.state.kw_names, ()
-        kwargs = dict(zip(kw_names, args[len(args) - len(kw_names):])) if kw_names else {}
-        args = args[: len(args) - len(kw_names)]
-        if bc.CALL_LAYOUT == "null_or_callable_first":
-            second, first = self.pop(), self.pop()
-            fn, args = (second, args) if isinstance(first, NullVariable) else (first, [second, *args])
-        else:
-            self_or_null, fn = self.pop(), self.pop()
-            if not isinstance(self_or_null, NullVariable):
-                args = [self_or_null, *args]
-        self.push(fn.call(self, args, kwargs))
-
-    # -- handlers: operators ----------------------------------------------------------
-
-    def BINARY_OP(self, inst):
-        """``BINARY_OP +`` -- tensors make a node; constants fold."""
-        b, a = self.pop(), self.pop()
-        if inst.argrepr in INPLACE_BINARY_OPS:
-            if isinstance(a, TensorVariable):
-                raise Unsupported(f"in-place {inst.argrepr} on a tensor is not traced yet", "mutation")
-            fn = INPLACE_BINARY_OPS[inst.argrepr]
-        else:
-            fn = BINARY_OPS[inst.argrepr]
-        self.push(self.call_python(fn, [a, b], {}))
-
-    def COMPARE_OP(self, inst):
-        b, a = self.pop(), self.pop()
-        self.push(self.call_python(COMPARE_OPS[inst.argval], [a, b], {}))
-
-    def UNARY_NEGATIVE(self, inst):
-        self.push(self.call_python(operator.neg, [self.pop()], {}))
-
-    def BINARY_SUBSCR(self, inst):
-        """``BINARY_SUBSCR`` -- ``a[b]``: indexing a tensor records a node."""
-        index, obj = self.pop(), self.pop()
-        self.push(self.call_python(operator.getitem, [obj, index], {}))
-
-    # -- handlers: building containers --------------------------------------------
-
-    def BUILD_TUPLE(self, inst):
-        self.push(TupleVariable(self.popn(inst.arg)))
-
-    # -- handlers: jumps on compile-time values ------------------------------------
-
-    def JUMP_FORWARD(self, inst):
-        self.state.ip = self.index_of[inst.target]
-
-    JUMP_BACKWARD = JUMP_FORWARD
-
-    def POP_JUMP_IF_FALSE(self, inst):
-        self._jump_if(inst, lambda v: not v)
-
-    def POP_JUMP_IF_TRUE(self, inst):
-        self._jump_if(inst, bool)
-
-    def _jump_if(self, inst, taken):
-        value = self.pop()
-        if isinstance(value, TensorVariable):
-            raise Unsupported("branching on a tensor's value (data-dependent control flow)", "data-dependent-branch")
-        if taken(value.as_python()):
-            self.state.ip = self.index_of[inst.target]
-
-    # -- handlers: return ----------------------------------------------------------
-
-    def RETURN_VALUE(self, inst):
-        self.returned = self.pop()
-
-    def RETURN_CONST(self, inst):
-        """3.12: ``RETURN_CONST None`` -- LOAD_CONST then RETURN_VALUE in one."""
-        self.returned = wrap_constant_result(inst.argval)
+# Opcodes that have no handler on purpose, with the reason a user sees.
+UNSUPPORTED: dict[str, str] = {
+    "SETUP_WITH": "(a `with` block) is not traced",
+    "RAISE_VARARGS": "(raising an exception) is not traced: the compiled graph can't raise",
+    "RERAISE": "(re-raising inside an except block) is not traced: exceptions are not traced",
+    "PUSH_EXC_INFO": "(entering an except block) is not traced: exceptions are not traced",
+    "POP_EXCEPT": "(leaving an except block) is not traced: exceptions are not traced",
+    "CALL_INTRINSIC_1": "(a 3.12 intrinsic other than unary + and list-to-tuple) is not traced",
+    "CALL_INTRINSIC_2": "(a 3.12 intrinsic: exception groups, type parameters) is not traced",
+    "CHECK_EXC_MATCH": "(an except clause) is not traced: exceptions are not traced",
+    "LOAD_ASSERTION_ERROR": "(a failing assert) is not traced: the compiled graph can't raise",
+    "SEND": "(await / yield from) is not traced: coroutines are out of scope",
+    "GET_AWAITABLE": "(await) is not traced: coroutines are out of scope",
+    "LOAD_BUILD_CLASS": "(a class statement inside the function) is not traced",
+    "IMPORT_STAR": "(from m import *) is not allowed inside functions",
+    "MATCH_CLASS": "(a match statement) is not traced",
+    "MATCH_MAPPING": "(a match statement) is not traced",
+    "MATCH_SEQUENCE": "(a match statement) is not traced",
+    "MATCH_KEYS": "(a match statement) is not traced",
+    "GET_LEN": "(a match statement) is not traced",
+    "STORE_GLOBAL": "(assigning a global) changes state outside the function; not traced",
+    "DELETE_GLOBAL": "(deleting a global) changes state outside the function; not traced",
+    "DELETE_ATTR": "(deleting an attribute) changes an object the caller can see; not traced",
+    "SETUP_ANNOTATIONS": "(annotations at module level) is not traced",
+    "GET_AITER": "(async for) is not traced",
+    "GET_ANEXT": "(async for) is not traced",
+    "BEFORE_ASYNC_WITH": "(async with) is not traced",
+    "YIELD_FROM": "(yield from) is not traced",
+    "GET_YIELD_FROM_ITER": "(yield from) is not traced",
+    "WITH_EXCEPT_START": "(leaving a `with` block on an exception) is not traced",
+    "CHECK_EG_MATCH": "(except*) is not traced",
+    "PREP_RERAISE_STAR": "(except*) is not traced",
+    "DELETE_DEREF": "(del of a closure variable) is not traced",
+    "LOAD_NAME": "(module or class body code) is not traced: only functions are compiled",
+    "STORE_NAME": "(module or class body code) is not traced",
+    "DELETE_NAME": "(module or class body code) is not traced",
+    "LOAD_CLASSDEREF": "(class body code) is not traced",
+    "LOAD_LOCALS": "(class body code) is not traced",
+    "LOAD_FROM_DICT_OR_DEREF": "(class body code) is not traced",
+    "LOAD_FROM_DICT_OR_GLOBALS": "(class body code) is not traced",
+    "PRINT_EXPR": "(interactive-mode expression printing) is not traced",
+    "ASYNC_GEN_WRAP": "(async generators) is not traced",
+    "END_ASYNC_FOR": "(async for) is not traced",
+    "CLEANUP_THROW": "(generator.throw) is not traced",
+    "END_SEND": "(yield from / await) is not traced",
+    "INTERPRETER_EXIT": "(the interpreter's own exit) never appears in a function",
+}
 
 
 def _bind(fn: types.FunctionType, args: tuple, kwargs: dict) -> dict[str, Any]:
@@ -431,41 +618,3 @@ def _bind(fn: types.FunctionType, args: tuple, kwargs: dict) -> dict[str, Any]:
     bound = inspect.signature(fn).bind(*args, **kwargs)
     bound.apply_defaults()
     return dict(bound.arguments)
-
-
-def _contains_tensor(v: Variable) -> bool:
-    if isinstance(v, TensorVariable | TensorMethodVariable):
-        return True
-    return isinstance(v, TupleVariable) and any(_contains_tensor(i) for i in v.items)
-
-
-def _as_node_arg(v: Variable) -> Any:
-    if isinstance(v, TensorVariable):
-        return v.node
-    if isinstance(v, TupleVariable):
-        return tuple(_as_node_arg(i) for i in v.items)
-    return v.as_python()
-
-
-def _as_fake(v: Variable) -> Any:
-    if isinstance(v, TensorVariable):
-        return v.example
-    if isinstance(v, TupleVariable):
-        return tuple(_as_fake(i) for i in v.items)
-    return v.as_python()
-
-
-def _rebuild_expr(v: Variable, outputs: list[torch.fx.Node], constants: dict[str, Any]) -> str:
-    """Python source that rebuilds the returned value from the graph's outputs ``__out``."""
-    if isinstance(v, TensorVariable):
-        outputs.append(v.node)
-        return f"__out[{len(outputs) - 1}]"
-    if isinstance(v, TupleVariable):
-        inner = ", ".join(_rebuild_expr(i, outputs, constants) for i in v.items)
-        return f"({inner},)" if len(v.items) == 1 else f"({inner})"
-    value = v.as_python()
-    if isinstance(value, int | float | bool | str | type(None)):
-        return repr(value)
-    name = f"__const_{len(constants)}"
-    constants[name] = value
-    return name

@@ -3,14 +3,17 @@
 The translator never holds real tensors. Each stack slot and local is a
 :class:`Variable`: a tensor that lives in the FX graph (:class:`TensorVariable`),
 a Python value known at compile time (:class:`ConstantVariable`,
-:class:`ObjectVariable`), a container of variables, or CPython's NULL marker.
+:class:`ObjectVariable`), a container of variables, a function the translator
+will inline, a closure cell, or CPython's NULL marker.
 
 Each variable answers the same few questions (``getattr``, ``call``,
-``as_python``), so the translator dispatches on behaviour, not on
-``isinstance`` ladders.
+``as_python``, ``unpack``, ``getitem``, ``truth``), so the translator
+dispatches on behaviour, not on ``isinstance`` ladders. Containers (lists,
+dicts, iterators) live in :mod:`.containers`.
 
-Mirrors: torch/_dynamo/variables/ (builder.py, tensor.py, constant.py, torch.py).
-Leaves out: user-defined classes, generators, and most of Dynamo's 40 kinds.
+Mirrors: torch/_dynamo/variables/ (builder.py, tensor.py, constant.py, torch.py,
+functions.py, nn_module.py). Leaves out: user-defined classes created while
+tracing, generators that escape, and most of Dynamo's 40 kinds.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import builtins
 import math
 import operator
+import types
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +33,7 @@ if TYPE_CHECKING:
 
 
 class Unsupported(Exception):
-    """Raised by a handler that cannot trace an instruction; the translator records a graph break."""
+    """Raised by a handler that cannot trace an instruction; the translator records a break."""
 
     def __init__(self, reason: str, kind: str = "unsupported"):
         super().__init__(reason)
@@ -55,11 +59,32 @@ class Variable:
         except Unsupported:
             return False
 
+    def python_type(self) -> type:
+        return type(self.as_python())
+
     def getattr(self, tx: InstructionTranslator, name: str) -> Variable:
         raise Unsupported(f"attribute .{name} of {self.describe()}")
 
-    def call(self, tx: InstructionTranslator, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
-        raise Unsupported(f"calling {self.describe()}")
+    def call(
+        self, tx: InstructionTranslator, args: list[Variable], kwargs: dict[str, Variable]
+    ) -> Variable:
+        raise Unsupported(f"calling {self.describe()}", "unsupported-call")
+
+    def unpack(self, tx: InstructionTranslator) -> list[Variable]:
+        """The items ``for``, ``*args`` and ``a, b = ...`` see."""
+        value = self.as_python()
+        try:
+            items = list(value)
+        except TypeError as e:
+            raise Unsupported(f"{self.describe()} is not iterable") from e
+        return [tx.wrap(v, None) for v in items]
+
+    def getitem(self, tx: InstructionTranslator, index: Variable) -> Variable:
+        return tx.call_python(operator.getitem, [self, index], {})
+
+    def truth(self) -> bool:
+        """``bool(value)`` at compile time, for jumps."""
+        return bool(self.as_python())
 
 
 @dataclass(eq=False)
@@ -71,8 +96,16 @@ class NullVariable(Variable):
 
 
 @dataclass(eq=False)
+class UnboundVariable(Variable):
+    """What 3.12's ``LOAD_FAST_AND_CLEAR`` saves for a local that had no value yet."""
+
+    def describe(self) -> str:
+        return "<unbound>"
+
+
+@dataclass(eq=False)
 class ConstantVariable(Variable):
-    """An int, float, bool, str, None, dtype, device... known while tracing."""
+    """An int, float, bool, str, None, dtype, device, torch.Size... known while tracing."""
 
     value: Any
     source: str | None = None
@@ -84,22 +117,25 @@ class ConstantVariable(Variable):
         return self.value
 
     def getattr(self, tx: InstructionTranslator, name: str) -> Variable:
-        return wrap_constant_result(getattr(self.value, name))
+        try:
+            return wrap_constant_result(getattr(self.value, name))
+        except AttributeError as e:
+            raise Unsupported(f"{self.value!r} has no attribute {name!r}", "exception") from e
 
     def call(self, tx, args, kwargs):
-        raise Unsupported(f"calling constant {self.value!r}")
+        raise Unsupported(f"calling constant {self.value!r}", "unsupported-call")
 
 
 @dataclass(eq=False)
 class ObjectVariable(Variable):
-    """A Python object known at compile time: a module, function, class or callable."""
+    """A Python object known at compile time: a module, function, class, nn.Module or callable."""
 
     value: Any
     source: str | None = None
 
     def describe(self) -> str:
         name = getattr(self.value, "__qualname__", None) or getattr(self.value, "__name__", None)
-        return name or type(self.value).__name__
+        return name if isinstance(name, str) else type(self.value).__name__
 
     def as_python(self) -> Any:
         return self.value
@@ -108,17 +144,52 @@ class ObjectVariable(Variable):
         try:
             attr = getattr(self.value, name)
         except AttributeError as e:
-            raise Unsupported(f"{self.describe()} has no attribute {name!r}") from e
+            raise Unsupported(f"{self.describe()} has no attribute {name!r}", "exception") from e
+        if (
+            isinstance(attr, types.MethodType)
+            and attr.__self__ is self.value
+            and isinstance(attr.__func__, types.FunctionType)
+        ):
+            # ``self.helper``: inline the function with this object as ``self``
+            return BoundMethodVariable(ObjectVariable(attr.__func__), self)
         source = f"{self.source}.{name}" if self.source else None
-        return tx.wrap(attr, source)
+        return tx.wrap(attr, source, identity=not isinstance(self.value, types.ModuleType))
 
     def call(self, tx, args, kwargs):
-        return tx.call_python(self.value, args, kwargs)
+        return tx.call_python(self.value, args, kwargs, self.source)
+
+    def unpack(self, tx):
+        if isinstance(
+            self.value, torch.nn.Sequential | torch.nn.ModuleList | torch.nn.ParameterList
+        ):
+            return [
+                tx.wrap(m, f"{self.source}[{i}]" if self.source else None)
+                for i, m in enumerate(self.value)
+            ]
+        if isinstance(self.value, torch.nn.ModuleDict | torch.nn.ParameterDict):
+            return [ConstantVariable(k) for k in self.value]
+        return super().unpack(tx)
+
+    def getitem(self, tx, index):
+        if isinstance(self.value, torch.nn.Module):
+            key = index.as_python()
+            source = (
+                f"{self.source}[{key!r}]" if self.source and not isinstance(key, slice) else None
+            )
+            return tx.wrap(self.value[key], source)
+        return super().getitem(tx, index)
+
+    def truth(self) -> bool:
+        return bool(self.value)
 
 
 @dataclass(eq=False)
 class TensorVariable(Variable):
-    """A tensor: an FX node plus a fake tensor carrying its shape, dtype and device."""
+    """A tensor: an FX node plus a fake tensor carrying its shape, dtype and device.
+
+    An in-place operation (``x.add_(1)``) points the variable at the node that
+    did it, so every alias (other locals, list items) sees the new value.
+    """
 
     node: torch.fx.Node
     example: torch.Tensor  # a FakeTensor
@@ -128,18 +199,64 @@ class TensorVariable(Variable):
         shape = ",".join(str(s) for s in self.example.shape)
         return f"T[{shape}]:{self.node.name}"
 
+    def python_type(self) -> type:
+        return torch.nn.Parameter if isinstance(self.example, torch.nn.Parameter) else torch.Tensor
+
     # Attributes read at compile time. They depend only on properties already
-    # checked by the tensor's guard (dtype, device, shape, requires_grad).
-    STATIC_ATTRIBUTES = ("shape", "dtype", "device", "ndim", "requires_grad", "is_cuda", "layout")
+    # checked by the tensor's guard (dtype, device, shape, stride, requires_grad).
+    STATIC_ATTRIBUTES = (
+        "shape",
+        "dtype",
+        "device",
+        "ndim",
+        "requires_grad",
+        "is_cuda",
+        "layout",
+        "is_sparse",
+        "is_quantized",
+        "is_meta",
+        "is_leaf",
+    )
+    # Methods answered from the fake tensor, without a graph node.
+    STATIC_METHODS = (
+        "size",
+        "dim",
+        "ndimension",
+        "numel",
+        "nelement",
+        "stride",
+        "is_contiguous",
+        "element_size",
+        "is_floating_point",
+        "is_complex",
+        "get_device",
+        "type",
+    )
 
     def getattr(self, tx, name):
         if name in self.STATIC_ATTRIBUTES:
             return wrap_constant_result(getattr(self.example, name))
-        if name in ("T", "mT", "real"):
+        if name in ("T", "mT", "H", "mH", "real", "imag"):
             return tx.call_method(self, name, [], {}, as_property=True)
+        if name in ("data", "grad", "grad_fn", "_base"):
+            raise Unsupported(f"tensor attribute .{name} is not traced", "unsupported-call")
         if callable(getattr(torch.Tensor, name, None)):
             return TensorMethodVariable(self, name)
         raise Unsupported(f"tensor attribute .{name}")
+
+    def unpack(self, tx):
+        n = self.example.shape[0] if self.example.dim() else 0
+        if not self.example.dim():
+            raise Unsupported("iterating over a 0-d tensor", "exception")
+        return [tx.call_python(operator.getitem, [self, ConstantVariable(i)], {}) for i in range(n)]
+
+    def getitem(self, tx, index):
+        return tx.record_call("call_function", operator.getitem, [self, index], {})
+
+    def truth(self) -> bool:
+        raise Unsupported(
+            "branching on a tensor's value (data-dependent control flow)", "data-dependent-branch"
+        )
 
 
 @dataclass(eq=False)
@@ -157,51 +274,267 @@ class TensorMethodVariable(Variable):
 
 
 @dataclass(eq=False)
-class TupleVariable(Variable):
-    """A tuple (or torch.Size) of variables."""
+class CellVariable(Variable):
+    """A closure cell made while tracing (``MAKE_CELL``), holding a variable."""
 
-    items: list[Variable] = field(default_factory=list)
-    source: str | None = None
+    contents: Variable | None = None
+    name: str = ""
 
     def describe(self) -> str:
-        return "(" + ", ".join(i.describe() for i in self.items) + ")"
+        return f"cell({self.contents.describe() if self.contents else 'empty'})"
+
+
+@dataclass(eq=False)
+class RealCellVariable(Variable):
+    """A closure cell of a real function: its contents are read (and guarded) on first use."""
+
+    cell: types.CellType
+    source: str | None = None
+    contents: Variable | None = None
+    name: str = ""
+
+    def describe(self) -> str:
+        return f"cell {self.name}"
+
+
+@dataclass(eq=False)
+class UserFunctionVariable(Variable):
+    """A function made while tracing (``MAKE_FUNCTION``: nested ``def``, lambda, comprehension)."""
+
+    code: types.CodeType
+    globals: dict
+    defaults: list[Variable] = field(default_factory=list)
+    kwdefaults: dict[str, Variable] = field(default_factory=dict)
+    closure: list[Variable] = field(default_factory=list)  # CellVariable / RealCellVariable
+
+    def describe(self) -> str:
+        return f"function {self.code.co_qualname}"
+
+    def python_type(self) -> type:
+        return types.FunctionType
 
     def as_python(self) -> Any:
-        return tuple(i.as_python() for i in self.items)
+        """A real function with the same code, when everything it captured is a constant."""
+        cells = []
+        for c in self.closure:
+            cell = types.CellType()
+            if c.contents is not None:
+                cell.cell_contents = c.contents.as_python()
+            cells.append(cell)
+        fn = types.FunctionType(
+            self.code,
+            self.globals,
+            self.code.co_name,
+            tuple(d.as_python() for d in self.defaults) or None,
+            tuple(cells) or None,
+        )
+        fn.__kwdefaults__ = {k: v.as_python() for k, v in self.kwdefaults.items()} or None
+        return fn
+
+    def call(self, tx, args, kwargs):
+        return tx.inline_user_function(self, args, kwargs)
+
+
+@dataclass(eq=False)
+class BoundMethodVariable(Variable):
+    """``obj.method`` where ``method`` is a Python function: calling it inlines with ``self``."""
+
+    function: Variable
+    self_var: Variable
+
+    def describe(self) -> str:
+        return f"bound {self.function.describe()}"
+
+    def as_python(self) -> Any:
+        return types.MethodType(self.function.as_python(), self.self_var.as_python())
+
+    def call(self, tx, args, kwargs):
+        return self.function.call(tx, [self.self_var, *args], kwargs)
+
+
+@dataclass(eq=False)
+class PartialVariable(Variable):
+    """``functools.partial(fn, *args, **kwargs)`` built while tracing."""
+
+    function: Variable
+    args: list[Variable]
+    kwargs: dict[str, Variable]
+
+    def describe(self) -> str:
+        return f"partial({self.function.describe()})"
+
+    def call(self, tx, args, kwargs):
+        return self.function.call(tx, [*self.args, *args], {**self.kwargs, **kwargs})
+
+
+@dataclass(eq=False)
+class SuperVariable(Variable):
+    """``super()`` inside an inlined method: attribute lookups start after ``cls`` in the MRO."""
+
+    cls: type
+    self_var: Variable
 
     def getattr(self, tx, name):
-        if name in ("index", "count"):
-            return ObjectVariable(getattr(self.as_python(), name))
-        raise Unsupported(f"tuple attribute .{name}")
+        obj = self.self_var.as_python()
+        attr = getattr(super(self.cls, obj), name)
+        if isinstance(attr, types.MethodType) and isinstance(attr.__func__, types.FunctionType):
+            return BoundMethodVariable(ObjectVariable(attr.__func__), self.self_var)
+        return tx.wrap(attr, None)
+
+
+@dataclass(eq=False)
+class GradModeVariable(Variable):
+    """``torch.no_grad()``, ``torch.enable_grad()``, ``torch.set_grad_enabled(b)``, for a ``with``.
+
+    Entering records ``torch._C._set_grad_enabled(b)`` in the graph (and sets it
+    while tracing, so fake results get the right ``requires_grad``); the exit
+    function it leaves on the stack records the switch back.
+    """
+
+    enabled: bool
+    previous: bool | None = None  # set_grad_enabled switches at the call, not at __enter__
+
+    def describe(self) -> str:
+        return f"grad_mode({self.enabled})"
+
+    def enter(self, tx: InstructionTranslator) -> Variable:
+        previous = self.previous
+        if previous is None:
+            previous = torch.is_grad_enabled()
+            tx.set_grad_mode(self.enabled)
+        return GradModeExitVariable(previous)
+
+
+@dataclass(eq=False)
+class GradModeExitVariable(Variable):
+    """The ``__exit__`` of a grad-mode block: called with (None, None, None) on the normal path."""
+
+    previous: bool
+
+    def call(self, tx, args, kwargs):
+        tx.set_grad_mode(self.previous)
+        return ConstantVariable(None)
 
 
 def wrap_constant_result(value: Any) -> Variable:
-    """A compile-time Python result (e.g. ``x.shape``) as a variable."""
-    if isinstance(value, tuple):
+    """A compile-time Python result (e.g. ``x.shape``, a folded call) as a variable."""
+    from .containers import DictVariable, ListVariable, TupleVariable
+
+    if isinstance(value, torch.SymInt | torch.SymFloat | torch.SymBool):
+        value = specialize_symbol(value)
+    if isinstance(value, torch.Size):
+        return ConstantVariable(torch.Size(specialize_symbol(v) if isinstance(v, torch.SymInt) else v for v in value))
+    if type(value) is tuple:
         return TupleVariable([wrap_constant_result(v) for v in value])
+    if type(value) is list:
+        return ListVariable([wrap_constant_result(v) for v in value])
+    if type(value) is dict:
+        return DictVariable({k: wrap_constant_result(v) for k, v in value.items()})
     if isinstance(value, CONSTANT_TYPES):
         return ConstantVariable(value)
     return ObjectVariable(value)
 
 
-CONSTANT_TYPES = (int, float, bool, str, type(None), complex, torch.dtype, torch.device, slice, type(...))
+def specialize_symbol(value: Any) -> Any:
+    """A symbolic size read as a Python value: fix it to its traced value (the ShapeEnv adds the guard)."""
+    from torch.fx.experimental.symbolic_shapes import guard_scalar
+
+    return guard_scalar(value)
+
+
+CONSTANT_TYPES = (
+    int,
+    float,
+    bool,
+    str,
+    bytes,
+    type(None),
+    complex,
+    torch.dtype,
+    torch.device,
+    torch.layout,
+    torch.memory_format,
+    slice,
+    type(...),
+    range,
+    torch.Size,
+    frozenset,
+    set,
+)
 
 # Python functions that are pure on constant arguments, so a call can be folded.
 FOLDABLE = {
-    *(getattr(builtins, n) for n in ("abs", "len", "min", "max", "int", "float", "bool", "str", "round", "pow", "tuple", "isinstance", "range")),
+    *(
+        getattr(builtins, n)
+        for n in (
+            "abs",
+            "len",
+            "min",
+            "max",
+            "int",
+            "float",
+            "bool",
+            "str",
+            "round",
+            "pow",
+            "tuple",
+            "list",
+            "dict",
+            "set",
+            "frozenset",
+            "isinstance",
+            "issubclass",
+            "range",
+            "divmod",
+            "sum",
+            "any",
+            "all",
+            "sorted",
+            "repr",
+            "format",
+            "hash",
+            "chr",
+            "ord",
+            "slice",
+            "type",
+            "callable",
+            "hasattr",
+            "complex",
+            "bin",
+            "hex",
+        )
+    ),
     *(v for v in vars(math).values() if callable(v)),
     *(v for v in vars(operator).values() if callable(v)),
+    torch.Size,
+    # torch's answers about dtypes and modes, constant while tracing
+    torch.finfo,
+    torch.iinfo,
+    torch.device,
+    torch.jit.is_scripting,
+    torch.jit.is_tracing,
+    torch.compiler.is_compiling,
 }
 
 
 def is_torch_op(fn: Any) -> bool:
     """Functions recorded into the graph when called with tensors."""
+    if isinstance(fn, torch._ops.OpOverload | torch._ops.OpOverloadPacket):
+        return True
+    if isinstance(fn, type):
+        return fn is torch.Size
     module = getattr(fn, "__module__", None) or ""
-    if module.startswith("torch") and not module.startswith(("torch._dynamo", "torch.fx", "torch.compiler")):
+    if not isinstance(module, str):
+        return False
+    if module.startswith(("torch.nn.modules", "torch.nn.utils")) and isinstance(
+        fn, types.FunctionType
+    ):
+        return False  # nn.Module methods (forward, _conv_forward...) are inlined, not recorded
+    if module.startswith("torch") and not module.startswith(
+        ("torch._dynamo", "torch.fx", "torch.compiler")
+    ):
         return True
-    if fn in OPERATOR_FUNCTIONS:
-        return True
-    return isinstance(fn, torch._ops.OpOverload | torch._ops.OpOverloadPacket)
+    return fn in OPERATOR_FUNCTIONS
 
 
 OPERATOR_FUNCTIONS = {v for v in vars(operator).values() if callable(v)}

@@ -2,35 +2,107 @@
 
 ``torch.sin`` and ``x.sin()`` and ``x + y`` all become ``aten.sin`` /
 ``aten.add.Tensor``; ``softmax``, ``layer_norm``, ``gelu``... become the
-handful of pointwise and reduction ops they are made of, using torch's own
-decomposition table. The backend then only needs lowerings for those.
+handful of pointwise and reduction ops they are made of. The backend then
+only needs lowerings for those. Matmuls and convolutions are kept whole:
+the backend calls torch's library kernels for them.
 
-Mirrors: torch/_inductor/decomposition.py (on top of torch/_decomp).
+The re-trace also *functionalizes* the graph: an in-place ``x.add_(1)`` on an
+input becomes ``add`` plus one ``copy_`` into the input at the end.
+
+Mirrors: torch/_inductor/decomposition.py (on top of torch/_decomp) and
+AOTAutograd's functionalization.
 """
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.fx
-from torch._decomp import core_aten_decompositions
+from torch._decomp import core_aten_decompositions, get_decompositions
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
-from torch.fx.experimental.proxy_tensor import make_fx
 from torch.fx import traceback as fx_traceback
+from torch.fx.experimental.proxy_tensor import make_fx
 
 aten = torch.ops.aten
+
+# Composite ops torch's core table leaves whole; their torch._decomp entries are used.
+FROM_TORCH = [aten._softmax, aten._log_softmax, aten.native_layer_norm, aten.gelu, aten.silu, aten.native_dropout,
+              aten.dropout, aten.hardtanh, aten.clamp_min, aten.clamp_max, aten.logsumexp, aten.addcmul,
+              aten.native_batch_norm, aten._native_batch_norm_legit_no_training, aten.leaky_relu]
+# Kept as calls into torch's library kernels (extern kernels), as Inductor does.
+KEEP = [aten.mm.default, aten.addmm.default, aten.bmm.default, aten.convolution.default]
+
+DECOMPOSITIONS: dict = {}
+
+
+def register(*ops):
+    def wrap(fn):
+        for op in ops:
+            DECOMPOSITIONS[op] = fn
+        return fn
+    return wrap
+
+
+def _reduced_numel(x: torch.Tensor, dims) -> int:
+    if dims is None or len(dims) == 0:
+        return x.numel()
+    return math.prod(x.shape[d] for d in dims)
+
+
+@register(aten.mean.dim)
+def mean_dim(x, dims, keepdim=False, *, dtype=None):
+    """mean = sum / count (the count is known at compile time)."""
+    x = x.to(dtype) if dtype is not None else x
+    return aten.sum.dim_IntList(x, dims, keepdim) / _reduced_numel(x, dims)
+
+
+@register(aten.mean.default)
+def mean(x, *, dtype=None):
+    x = x.to(dtype) if dtype is not None else x
+    return aten.sum.default(x) / x.numel()
+
+
+@register(aten.var.correction)
+def var(x, dims=None, *, correction=None, keepdim=False):
+    """Two-pass variance: mean first, then the mean of squared differences."""
+    n = _reduced_numel(x, dims)
+    c = 1 if correction is None else correction
+    m = aten.sum.dim_IntList(x, dims or [], True) / n
+    d = x - m
+    return aten.sum.dim_IntList(d * d, dims or [], keepdim) / torch.sym_max(n - c, 0)
+
+
+@register(aten.var_mean.correction)
+def var_mean(x, dims=None, *, correction=None, keepdim=False):
+    n = _reduced_numel(x, dims)
+    m = aten.sum.dim_IntList(x, dims or [], keepdim) / n
+    return var(x, dims, correction=correction, keepdim=keepdim), m
+
+
+@register(aten.rms_norm.default)
+def rms_norm(x, normalized_shape, weight=None, eps=None):
+    dims = list(range(x.dim() - len(normalized_shape), x.dim()))
+    eps = torch.finfo(x.dtype).eps if eps is None else eps
+    out = x * aten.rsqrt.default(aten.sum.dim_IntList(x * x, dims, True) / _reduced_numel(x, dims) + eps)
+    return out * weight if weight is not None else out
 
 
 def decomposition_table() -> dict:
     table = dict(core_aten_decompositions())
+    table.update(get_decompositions(FROM_TORCH))
+    table.update(DECOMPOSITIONS)
+    for op in KEEP:
+        table.pop(op, None)
     return table
 
 
 def decompose(gm: torch.fx.GraphModule, example_inputs: list) -> tuple[torch.fx.GraphModule, list[str]]:
-    before = [n for n in gm.graph.nodes if n.op in ("call_function", "call_method")]
+    before = [n for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module")]
     with fx_traceback.preserve_node_meta():
         # Running through an Interpreter lets FX copy each node's provenance onto the ATen nodes it becomes.
-        interpret = torch.fx.Interpreter(gm).run
-        fake_mode, fakes = fake_inputs(example_inputs)
+        interpret = torch.func.functionalize(torch.fx.Interpreter(gm).run, remove="mutations")
+        fake_mode, fakes = fake_inputs(example_inputs, gm)
         with fake_mode:
             new = make_fx(interpret, decomposition_table=decomposition_table())(*fakes)
     after = [n for n in new.graph.nodes if n.op == "call_function"]
@@ -40,8 +112,13 @@ def decompose(gm: torch.fx.GraphModule, example_inputs: list) -> tuple[torch.fx.
     return new, changes
 
 
-def fake_inputs(example_inputs: list) -> tuple[FakeTensorMode, list]:
-    """Fake copies of the inputs (their own mode if they are fake already, else a fresh static one)."""
+def fake_inputs(example_inputs: list, gm: torch.fx.GraphModule | None = None) -> tuple[FakeTensorMode, list]:
+    """Fake copies of the inputs: the graph's own (symbolic sizes stay symbolic), else static ones."""
+    if gm is not None:
+        metas = [n.meta.get("val", n.meta.get("example_value")) for n in gm.graph.nodes if n.op == "placeholder"]
+        modes = [m.fake_mode for m in metas if isinstance(m, FakeTensor)]
+        if modes and all(m is not None for m in metas) and len(metas) == len(example_inputs):
+            return modes[0], metas
     for t in example_inputs:
         if isinstance(t, FakeTensor):
             return t.fake_mode, list(example_inputs)

@@ -1,25 +1,53 @@
 """The renderer shared by every codegen target.
 
-A kernel is rendered the same way for Triton and C++: load what it reads,
-compute each node's expression into numbered temporaries (``tmp0``, ``tmp1``,
-... with common subexpressions reused), and store the buffers the scheduler
-said must reach memory. Targets differ only in spelling, so each is a small
-subclass that fills in :attr:`KernelRenderer.ops` and a few hooks.
+A kernel is rendered the same way for Triton and C++: loop over ``x`` (rows,
+or all elements of a pointwise kernel); for a reduction kernel, run one loop
+over ``r`` per reduction, accumulating; then one last loop over ``r`` for the
+element-wise results that must be stored. Inside, each node's expression
+becomes numbered temporaries (``tmp0``, ``tmp1``, ... common subexpressions
+reused), loads of buffers computed in the same kernel are inlined, and the
+buffers the scheduler said must reach memory are stored. The loop nest of a
+softmax row kernel::
 
-Mirrors: torch/_inductor/codegen/common.py (Kernel, CSE, OpOverrides) and
-tinygrad's renderer/cstyle.py (``code_for_op``).
+    for each row x:                      # parallel
+        acc0 = -inf; for r: acc0 = max(acc0, in[x, r])         # amax
+        acc1 = 0;    for r: acc1 += exp(in[x, r] - acc0)        # sum
+        for r: out[x, r] = exp(in[x, r] - acc0) / acc1          # div
+
+Targets differ only in spelling, so each is a small subclass that fills in
+:attr:`KernelRenderer.ops` and a few hooks (loops, loads, stores, reductions).
+
+Mirrors: torch/_inductor/codegen/common.py (Kernel, CSE, OpOverrides),
+torch/_inductor/codegen/simd.py (the x/r split) and tinygrad's
+renderer/cstyle.py (``code_for_op``).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import sympy
 import torch
 
-from ..ir import Const, ComputedBuffer, Expr, GraphIR, Load, Op, contiguous_strides, index_vars
-from ..ir import store_index as contiguous_store_index
-from ..scheduler import Kernel
+from ..ir import (
+    ComputedBuffer,
+    Const,
+    Expr,
+    FloorDiv,
+    GraphIR,
+    IndexValue,
+    Load,
+    ModularIndexing,
+    Op,
+    contiguous_strides,
+    index_vars,
+    op_names,
+    store_index,
+)
+from ..scheduler import Kernel, node_vars, placement
+
+HALF = (torch.float16, torch.bfloat16)
 
 
 @dataclass(frozen=True)
@@ -30,11 +58,49 @@ class RenderedKernel:
     source: str
     inputs: tuple[str, ...]  # buffer names passed as input pointers, in order
     outputs: tuple[str, ...]  # buffer names passed as output pointers, in order
-    sizes: tuple[str, ...]  # size arguments (e.g. "xnumel") and the expressions that give them
-    size_values: tuple[sympy.Expr, ...]
+    sizes: tuple[str, ...]  # size arguments ("xnumel", "rnumel", "s0") ...
+    size_values: tuple[sympy.Expr, ...]  # ... and the expressions that give them
     nodes: tuple[str, ...]
     lines: tuple[int, ...]
-    line_map: tuple[tuple[int, str], ...] = ()  # (1-based source line, IR buffer it computes)
+    kind: str = "pointwise"  # pointwise or reduction
+    meta: tuple[tuple[str, int], ...] = ()  # compile-time block sizes (Triton): XBLOCK, RBLOCK
+
+
+class IndexPrinter:
+    """sympy index -> target text (indices are non-negative integers)."""
+
+    floordiv = "//"
+
+    def __call__(self, e: sympy.Expr) -> str:
+        return self.p(sympy.sympify(e))
+
+    def p(self, e: sympy.Expr) -> str:
+        if e.is_Integer or e.is_Symbol:
+            return str(e)
+        if isinstance(e, FloorDiv):
+            return f"({self.p(e.args[0])} {self.floordiv} {self.p(e.args[1])})"
+        if isinstance(e, ModularIndexing):
+            a, b, c = e.args
+            inner = self.p(a) if b == 1 else f"({self.p(a)} {self.floordiv} {self.p(b)})"
+            return f"({inner} % {self.p(c)})"
+        if isinstance(e, sympy.Mod):
+            return f"({self.p(e.args[0])} % {self.p(e.args[1])})"
+        if isinstance(e, (sympy.Min, sympy.Max)):
+            return self.minmax("min" if isinstance(e, sympy.Min) else "max", [self.p(a) for a in e.args])
+        if isinstance(e, sympy.Add):
+            terms = [self.p(a) for a in sorted(e.args, key=sympy.default_sort_key)]
+            text = " + ".join(terms).replace("+ -", "- ")
+            return f"({text})"
+        if isinstance(e, sympy.Mul):
+            coeff, rest = e.as_coeff_Mul()
+            factors = [self.p(a) for a in sympy.Mul.make_args(rest)]
+            return ("-" if coeff == -1 else "" if coeff == 1 else f"{self.p(coeff)}*") + "*".join(factors)
+        if isinstance(e, sympy.Pow) and e.exp.is_Integer and e.exp > 0:
+            return "*".join([self.p(e.base)] * int(e.exp))
+        raise NotImplementedError(f"cannot print index expression {e}")
+
+    def minmax(self, which: str, args: list[str]) -> str:
+        raise NotImplementedError
 
 
 class KernelRenderer:
@@ -43,100 +109,244 @@ class KernelRenderer:
     language = "?"
     prefix = "kernel"
     ops: dict[str, str] = {}  # op name -> format string over its operands {0}, {1}, ...
+    printer = IndexPrinter()
 
-    def __init__(self, ir: GraphIR):
-        self.ir = ir
+    def __init__(self, ir: GraphIR, config):
+        self.ir, self.config = ir, config
+        self.dtypes = {b.name: b.layout.dtype for b in (*ir.inputs, *ir.buffers)}
 
-    # -- hooks a target fills in ---------------------------------------------------
-    def header(self) -> list[str]: ...
-    def signature(self, name: str, inputs: list[str], outputs: list[str], sizes: list[str]) -> list[str]: ...
-    def loop_open(self) -> list[str]: ...
-    def loop_close(self) -> list[str]: ...
-    def dim_var(self, name: str, expr: str) -> str: ...
-    def assign(self, tmp: str, value: str, dtype: torch.dtype) -> str: ...
-    def load(self, ptr: str, index: str, dtype: torch.dtype) -> str: ...
-    def store(self, ptr: str, index: str, value: str) -> str: ...
-    def constant(self, value: object, dtype: torch.dtype) -> str: ...
-    def cast(self, value: str, dtype: torch.dtype) -> str: ...
-
-    # -- shared ----------------------------------------------------------------------
+    # -- naming ----------------------------------------------------------------------
     def kernel_name(self, kernel: Kernel, index: int) -> str:
         ops: list[str] = []
         for n in kernel.nodes:
-            for op in _op_names(n.body) if isinstance(n, ComputedBuffer) else [n.op]:
-                if op not in ops and op != "to_dtype":
+            names = op_names(n.body) + [n.reduction.op] if n.reduction else op_names(n.body)
+            for op in names:
+                if op not in ops and op not in ("to_dtype", "identity"):
                     ops.append(op)
+        ops = _name_patterns(ops)
         core = "_".join(ops[:5]) + ("_etc" if len(ops) > 5 else "")
         return f"{self.prefix}_{core or 'copy'}_{index}"
 
+    # -- the driver ------------------------------------------------------------------
     def render(self, kernel: Kernel, index: int) -> RenderedKernel:
-        name = self.kernel_name(kernel, index)
+        self.kernel = kernel
+        self.name = self.kernel_name(kernel, index)
         inside = kernel.names()
-        inputs = sorted({ld.buf for n in kernel.nodes for ld in _loads(n.body)} - inside, key=_order)
-        outputs = list(kernel.stores)
-        ptr = {b: f"in_ptr{i}" for i, b in enumerate(inputs)} | {b: f"out_ptr{i}" for i, b in enumerate(outputs)}
-        ranges = kernel.ranges
-        dims = index_vars(len(ranges))
-        store_index = contiguous_store_index(ranges)
-        self._lines: list[str] = []
-        self._cse: dict[str, str] = {}
-        self._dtypes = {b.name: b.layout.dtype for b in (*self.ir.inputs, *self.ir.buffers)}
-        self._local: dict[str, str] = {}  # buffer computed in this kernel -> its temporary
-        self._store_index = store_index
-        self._ptr = ptr
-        body: list[str] = []
-        owners: list[str] = []  # parallel to self._lines: the buffer each line computes
-        for n in kernel.nodes:
-            value = self._expr(n.body)
-            self._local[n.name] = value
-            if n.name in kernel.stores:
-                self._lines.append(self.store(ptr[n.name], "xindex", value))
-            owners += [n.name] * (len(self._lines) - len(owners))
-        used = {s for line in self._lines for s in _symbols_in(line, dims)}
-        strides = contiguous_strides(ranges)
-        for d, size, stride in zip(dims, ranges, strides):
-            if d.name in used:
-                expr = f"xindex // {stride}" if d is dims[0] else f"(xindex // {stride}) % {size}"
-                if stride == 1:
-                    expr = "xindex" if d is dims[0] else f"xindex % {size}"
-                body.append(self.dim_var(d.name, expr))
-        body += self._lines
-        numel = sympy.Mul(*ranges) if ranges else sympy.Integer(1)
-        lines = self.header() + self.signature(name, [ptr[b] for b in inputs], [ptr[b] for b in outputs], ["xnumel"])
-        lines += self.loop_open() + ["    " * self.body_indent + line for line in body] + self.loop_close()
+        reads = {ld.buf for n in kernel.nodes for ld in _loads(n.body)} - inside
+        self.inputs = sorted(reads, key=_order)
+        self.outputs = list(kernel.stores)
+        self.ptr = {b: f"in_ptr{i}" for i, b in enumerate(self.inputs)} | \
+                   {b: f"out_ptr{i}" for i, b in enumerate(self.outputs)}
+        self.xnumel = sympy.Mul(*kernel.xranges) if kernel.xranges else sympy.Integer(1)
+        self.rnumel = sympy.Mul(*kernel.rranges) if kernel.rranges else sympy.Integer(1)
+        self.lines: list[str] = []
+        self.depth = 1  # inside the kernel function
+        self.scopes: list[dict[str, str]] = [{}]
+        self.ntmp = 0
+        self.row_values: dict[str, str] = {}
+        self.setup()
+        body = self.body_pointwise() if kernel.kind == "pointwise" else self.body_reduction()
+        sizes, values = self.size_args()
+        head = self.header() + self.signature(sizes)
         src_lines = tuple(sorted({ln for n in kernel.nodes for ln in n.lines}))
-        first = len(lines) - len(self.loop_close()) - len(self._lines) + 1  # source line of self._lines[0]
-        line_map = tuple((first + i, owner) for i, owner in enumerate(owners))
-        return RenderedKernel(name, "\n".join(lines) + "\n", tuple(inputs), tuple(outputs), ("xnumel",), (numel,),
-                              tuple(n.name for n in kernel.nodes), src_lines, line_map)
+        return RenderedKernel(self.name, "\n".join(head + body) + "\n", tuple(self.inputs), tuple(self.outputs),
+                              tuple(sizes), tuple(values), tuple(n.name for n in kernel.nodes), src_lines,
+                              kernel.kind, self.meta())
 
-    body_indent = 1
+    def size_args(self) -> tuple[list[str], list[sympy.Expr]]:
+        sizes, values = ["xnumel"], [self.xnumel]
+        if self.kernel.kind == "reduction":
+            sizes.append("rnumel")
+            values.append(self.rnumel)
+        text = "\n".join(self.lines)
+        for name, _ in self.ir.size_vars:
+            if re.search(rf"\b{name}\b", text):
+                sizes.append(name)
+                values.append(sympy.Symbol(name))
+        return sizes, values
 
-    def _tmp(self, code: str, dtype: torch.dtype) -> str:
-        if code in self._cse:
-            return self._cse[code]
-        tmp = f"tmp{len(self._cse)}"
-        self._cse[code] = tmp
-        self._lines.append(self.assign(tmp, code, dtype))
-        return tmp
+    def body_pointwise(self) -> list[str]:
+        self.emit(*self.x_loop_open())
+        self.emit("@XVARS@")
+        for n in self.kernel.nodes:
+            if n.name in self.kernel.stores:
+                self.comment(n)
+                value = self.expr(n.body, node_vars(n, self.kernel), n)
+                self.emit(self.store(n.name, self.store_index(n), value, "element"))
+        self.emit(*self.x_loop_close())
+        return self.finish()
 
-    def _expr(self, e: Expr) -> str:
+    def body_reduction(self) -> list[str]:
+        self.emit(*self.x_loop_open())
+        self.emit("@XVARS@")
+        elements = []
+        for n in self.kernel.nodes:
+            where = placement(n, self.kernel.xranges, self.kernel.rranges)
+            if where == "element":
+                if n.name in self.kernel.stores:
+                    elements.append(n)
+                continue
+            self.comment(n)
+            mapping = node_vars(n, self.kernel)
+            if where == "reduction":
+                value = self.reduction(n, mapping)
+            else:
+                value = self.expr(n.body, mapping, n)
+            self.row_values[n.name] = value
+            if n.name in self.kernel.stores:
+                self.emit(self.store(n.name, self.store_index(n), value, "row"))
+        if elements:
+            self.emit(*self.r_loop_open("store"))
+            for n in elements:
+                self.comment(n)
+                value = self.expr(n.body, node_vars(n, self.kernel), n)
+                self.emit(self.store(n.name, self.store_index(n), value, "element"))
+            self.emit(*self.r_loop_close())
+        self.emit(*self.x_loop_close())
+        return self.finish()
+
+    def finish(self) -> list[str]:
+        text = "\n".join(self.lines)
+        out = []
+        for line in self.lines:
+            stripped = line.strip()
+            if stripped == "@XVARS@":
+                pad = line[: len(line) - len(line.lstrip())]
+                out += [pad + d for d in self.var_defs("x", self.kernel.xranges, "xindex", text)]
+            elif stripped == "@RVARS@":
+                pad = line[: len(line) - len(line.lstrip())]
+                out += [pad + d for d in self.var_defs("r", self.kernel.rranges, "rindex", text)]
+            else:
+                out.append(line)
+        return out
+
+    def var_defs(self, prefix: str, ranges: tuple, flat: str, text: str) -> list[str]:
+        """``x0 = xindex // 64``-style definitions of the loop variables the body uses."""
+        defs = []
+        strides = contiguous_strides(ranges)
+        for k, (v, size, stride) in enumerate(zip(index_vars(len(ranges), prefix), ranges, strides)):
+            if re.search(rf"\b{v.name}\b", text):
+                flat_sym = sympy.Symbol(flat, integer=True, nonnegative=True)
+                e = FloorDiv(flat_sym, stride) if k == 0 else ModularIndexing(flat_sym, stride, size)
+                defs.append(self.define(v.name, self.printer(e)))
+        return defs
+
+    # -- emitting --------------------------------------------------------------------
+    def emit(self, *lines: str) -> None:
+        for line in lines:
+            if line == "@INDENT@":
+                self.depth += 1
+            elif line == "@DEDENT@":
+                self.depth -= 1
+            else:
+                self.lines.append("    " * self.depth + line if line else "")
+
+    def comment(self, n: ComputedBuffer) -> None:
+        where = f", line {n.lines[0]}" if n.lines else ""
+        self.emit(f"{self.comment_mark} {n.name}: {', '.join(n.origins)}{where}")
+
+    def push(self) -> None:
+        self.scopes.append({})
+
+    def pop(self) -> None:
+        self.scopes.pop()
+
+    def tmp(self, code: str, dtype: torch.dtype) -> str:
+        for scope in reversed(self.scopes):
+            if code in scope:
+                return scope[code]
+        name = f"tmp{self.ntmp}"
+        self.ntmp += 1
+        self.scopes[-1][code] = name
+        self.emit(self.assign(name, code, dtype))
+        return name
+
+    def fresh(self, stem: str) -> str:
+        name = f"{stem}{self.ntmp}"
+        self.ntmp += 1
+        return name
+
+    # -- expressions -----------------------------------------------------------------
+    def expr(self, e: Expr, mapping: dict, node: ComputedBuffer) -> str:
+        """Text of ``e`` for the current loop, with node-local indices mapped to loop variables."""
         if isinstance(e, Load):
-            if e.buf in self._local:
-                return self._local[e.buf]
-            index = "xindex" if sympy.expand(e.index - self._store_index) == 0 else _index_str(e.index)
-            return self._tmp(self.load(self._ptr[e.buf], index, self._dtypes[e.buf]), self._dtypes[e.buf])
+            local = {n.name: n for n in self.kernel.nodes}
+            if e.buf in self.row_values:
+                return self.row_values[e.buf]
+            if e.buf in local:  # computed in this kernel, element by element: inline it
+                producer = local[e.buf]
+                return self.expr(producer.body, node_vars(producer, self.kernel), producer)
+            index = sympy.expand(e.index.xreplace(mapping))
+            dtype = self.dtypes[e.buf]
+            return self.tmp(self.load(self.ptr[e.buf], index, dtype), self.compute_dtype(dtype))
         if isinstance(e, Const):
             return self.constant(e.value, e.dtype)
-        args = [self._expr(a) for a in e.args]
+        if isinstance(e, IndexValue):
+            return self.tmp(self.index_value(sympy.expand(e.index.xreplace(mapping)), e.dtype), e.dtype)
+        args = [self.expr(a, mapping, node) for a in e.args]
         if e.op == "to_dtype":
-            return self._tmp(self.cast(args[0], e.dtype), e.dtype)
+            return self.tmp(self.cast(args[0], e.dtype), self.compute_dtype(e.dtype))
+        if e.op == "identity":
+            return args[0]
         if e.op not in self.ops:
             raise NotImplementedError(f"{self.language} codegen has no rendering for op {e.op!r}")
-        return self._tmp(self.ops[e.op].format(*args, dtype=self.type_name(e.dtype)), e.dtype)
+        text = self.ops[e.op].format(*args, dtype=self.type_name(self.compute_dtype(e.dtype)))
+        return self.tmp(text, self.compute_dtype(e.dtype))
+
+    def store_index(self, n: ComputedBuffer) -> sympy.Expr:
+        mapping = node_vars(n, self.kernel)
+        if n.store_into:
+            dims = index_vars(len(n.layout.size))
+            terms = [d * st for d, s, st in zip(dims, n.layout.size, n.layout.stride) if s != 1]
+            return sympy.expand(sum(terms, sympy.Integer(0)).xreplace(mapping))
+        return sympy.expand(store_index(n.layout.size).xreplace(mapping))
+
+    def compute_dtype(self, dtype: torch.dtype) -> torch.dtype:
+        return dtype
+
+    def expr_dtype(self, e: Expr) -> torch.dtype:
+        return self.dtypes[e.buf] if isinstance(e, Load) else e.dtype
 
     def type_name(self, dtype: torch.dtype) -> str:
         return str(dtype)
+
+    def meta(self) -> tuple[tuple[str, int], ...]:
+        return ()
+
+    # -- hooks a target fills in ---------------------------------------------------
+    comment_mark = "#"
+    def setup(self) -> None: ...
+    def header(self) -> list[str]: ...
+    def signature(self, sizes: list[str]) -> list[str]: ...
+    def x_loop_open(self) -> list[str]: ...
+    def x_loop_close(self) -> list[str]: ...
+    def r_loop_open(self, purpose: str) -> list[str]: ...
+    def r_loop_close(self) -> list[str]: ...
+    def reduction(self, n: ComputedBuffer, mapping: dict) -> str: ...
+    def define(self, name: str, expr: str) -> str: ...
+    def assign(self, tmp: str, value: str, dtype: torch.dtype) -> str: ...
+    def load(self, ptr: str, index: sympy.Expr, dtype: torch.dtype) -> str: ...
+    def store(self, buf: str, index: sympy.Expr, value: str, where: str) -> str: ...
+    def constant(self, value: object, dtype: torch.dtype) -> str: ...
+    def cast(self, value: str, dtype: torch.dtype) -> str: ...
+    def index_value(self, index: sympy.Expr, dtype: torch.dtype) -> str: ...
+
+
+# Well-known op groups a kernel is named after (``triton_softmax_0`` rather than ``triton_max_sub_exp_sum_div_0``).
+PATTERNS = (
+    ("log_softmax", {"max", "sub", "exp", "sum", "log"}),
+    ("softmax", {"max", "sub", "exp", "sum", "div"}),
+    ("layer_norm", {"sum", "div", "sub", "mul", "rsqrt"}),
+    ("rms_norm", {"mul", "sum", "div", "rsqrt"}),
+)
+
+
+def _name_patterns(ops: list[str]) -> list[str]:
+    for name, members in PATTERNS:
+        if members <= set(ops):
+            first = min(ops.index(m) for m in members)
+            ops = [o for o in ops[:first] if o not in members] + [name] + [o for o in ops[first:] if o not in members]
+    return ops
 
 
 def _loads(e: Expr) -> list[Load]:
@@ -147,23 +357,7 @@ def _loads(e: Expr) -> list[Load]:
     return []
 
 
-def _op_names(e: Expr) -> list[str]:
-    if isinstance(e, Op):
-        return [n for a in e.args for n in _op_names(a)] + [e.op]
-    return []
-
-
 def _order(name: str) -> tuple[int, int]:
-    """arg0 < arg1 < buf0 < buf1 ... (inputs first, then buffers by number)."""
-    return (0 if name.startswith("arg") else 1, int("".join(c for c in name if c.isdigit()) or 0))
-
-
-def _index_str(index: sympy.Expr) -> str:
-    return str(index)
-
-
-def _symbols_in(line: str, dims: tuple[sympy.Symbol, ...]) -> set[str]:
-    import re
-
-    words = set(re.findall(r"\bd\d+\b", line))
-    return {d.name for d in dims if d.name in words}
+    """arg0 < arg1 < const0 < buf0 < buf1 ... (inputs first, then buffers by number)."""
+    rank = 0 if name.startswith("arg") else 1 if name.startswith("const") else 2
+    return (rank, int("".join(c for c in name if c.isdigit()) or 0))

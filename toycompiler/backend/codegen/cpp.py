@@ -1,10 +1,10 @@
-"""C++ kernels: one OpenMP-parallel loop over the iteration space.
+"""C++ kernels: an OpenMP-parallel loop over x, with per-row loops over r for reductions.
 
 What a pointwise kernel looks like::
 
     extern "C" void cpp_sin_cos_mul_add_0(const float* in_ptr0, const float* in_ptr1,
                                           float* out_ptr0, int64_t xnumel) {
-        #pragma omp parallel for simd if(xnumel > 16384)
+        #pragma omp parallel for simd if(parallel: xnumel > 16384)
         for (int64_t xindex = 0; xindex < xnumel; ++xindex) {
             float tmp0 = in_ptr0[xindex];
             float tmp1 = std::sin(tmp0);
@@ -13,8 +13,12 @@ What a pointwise kernel looks like::
         }
     }
 
+A reduction kernel keeps one accumulator per reduction in a register and
+loops over the row (``for (rindex ...) acc0 += ...``), then writes the row's
+element-wise results in a last, vectorisable ``#pragma omp simd`` loop.
+
 Mirrors: torch/_inductor/codegen/cpp.py (CppKernel, CppOverrides), without
-its explicit vector classes: the loop is written so the compiler can vectorise.
+its explicit vector classes: loops are written so the compiler can vectorise.
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ import math
 
 import torch
 
-from .common import KernelRenderer
+from ..lowering_reductions import IDENTITY
+from .common import IndexPrinter, KernelRenderer
 
 CTYPES = {
     torch.float32: "float", torch.float64: "double", torch.int64: "int64_t", torch.int32: "int32_t",
@@ -32,6 +37,7 @@ CTYPES = {
 
 # Helpers with torch's semantics where the C library's differ (NaN propagation).
 PRELUDE = """\
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -39,23 +45,78 @@ template <typename T> static inline T toy_maximum(T a, T b) { return a != a ? a 
 template <typename T> static inline T toy_minimum(T a, T b) { return a != a ? a : (b != b ? b : (a < b ? a : b)); }
 template <typename T> static inline T toy_relu(T a) { return a != a ? a : (a > T(0) ? a : T(0)); }
 template <typename T> static inline T toy_sigmoid(T a) { return T(1) / (T(1) + std::exp(-a)); }
+template <typename T> static inline T toy_sign(T a) { return T((a > T(0)) - (a < T(0))); }
 """
+
+# How each reduction folds one more value into its accumulator.
+COMBINE = {
+    "sum": "{acc} = {acc} + {v};",
+    "prod": "{acc} = {acc} * {v};",
+    "max": "{acc} = toy_maximum({acc}, {v});",
+    "min": "{acc} = toy_minimum({acc}, {v});",
+    "argmax": "if ({v} > {acc} || ({v} != {v} && {acc} == {acc})) {{ {acc} = {v}; {acc}_index = rindex; }}",
+    "argmin": "if ({v} < {acc} || ({v} != {v} && {acc} == {acc})) {{ {acc} = {v}; {acc}_index = rindex; }}",
+}
+
+
+class CppIndexPrinter(IndexPrinter):
+    floordiv = "/"
+
+    def minmax(self, which, args):
+        return f"std::{which}<int64_t>({', '.join(args)})"
+
+
+def vector_math_declarations() -> str:
+    """Declare glibc's vector math (libmvec) so ``#pragma omp simd`` loops call ``sin`` 8 lanes at a time.
+
+    glibc only declares these under ``-ffast-math``, which would also break
+    NaN handling; declaring them ourselves gets the vector calls alone. They
+    must come before ``<cmath>``. x86-64 Linux only; tanh, erf and log1p
+    need glibc 2.35.
+    """
+    import os
+    import platform
+
+    if platform.system() != "Linux" or platform.machine() != "x86_64":
+        return ""
+    names = ["sin", "cos", "exp", "log", "pow"]
+    try:
+        glibc = tuple(int(p) for p in os.confstr("CS_GNU_LIBC_VERSION").split()[1].split(".")[:2])
+    except (ValueError, OSError, IndexError, AttributeError):
+        glibc = (0, 0)
+    if glibc < (2, 22):
+        return ""
+    if glibc >= (2, 35):
+        names += ["tanh", "erf", "log1p"]
+    lines = ['extern "C" {']
+    for name in names:
+        args = "float, float" if name == "pow" else "float"
+        dargs = "double, double" if name == "pow" else "double"
+        lines.append(f'__attribute__((simd("notinbranch"))) float {name}f({args}) noexcept;')
+        lines.append(f'__attribute__((simd("notinbranch"))) double {name}({dargs}) noexcept;')
+    return "\n".join(lines + ["}"]) + "\n"
 
 
 class CppRenderer(KernelRenderer):
     language = "cpp"
     prefix = "cpp"
+    comment_mark = "//"
+    printer = CppIndexPrinter()
     ops = {
         "sin": "std::sin({0})", "cos": "std::cos({0})", "tan": "std::tan({0})", "exp": "std::exp({0})",
         "log": "std::log({0})", "tanh": "std::tanh({0})", "sqrt": "std::sqrt({0})", "erf": "std::erf({0})",
         "rsqrt": "{dtype}(1) / std::sqrt({0})", "reciprocal": "{dtype}(1) / {0}", "abs": "std::abs({0})",
         "neg": "-{0}", "relu": "toy_relu({0})", "sigmoid": "toy_sigmoid({0})",
+        "floor": "std::floor({0})", "ceil": "std::ceil({0})", "trunc": "std::trunc({0})",
+        "log1p": "std::log1p({0})", "expm1": "std::expm1({0})", "sign": "toy_sign({0})",
         "add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "div": "{0} / {1}",
         "maximum": "toy_maximum({0}, {1})", "minimum": "toy_minimum({0}, {1})", "pow": "std::pow({0}, {1})",
         "gt": "{0} > {1}", "lt": "{0} < {1}", "ge": "{0} >= {1}", "le": "{0} <= {1}",
         "eq": "{0} == {1}", "ne": "{0} != {1}", "where": "{0} ? {1} : {2}",
+        "logical_not": "!{0}", "logical_and": "{0} && {1}", "logical_or": "{0} || {1}",
+        "bitwise_not": "static_cast<{dtype}>(~{0})", "bitwise_and": "{0} & {1}", "bitwise_or": "{0} | {1}",
+        "isnan": "std::isnan({0})",
     }
-    body_indent = 2
 
     def type_name(self, dtype: torch.dtype) -> str:
         if dtype not in CTYPES:
@@ -63,36 +124,72 @@ class CppRenderer(KernelRenderer):
         return CTYPES[dtype]
 
     def header(self) -> list[str]:
-        return PRELUDE.splitlines() + [""]
+        return vector_math_declarations().splitlines() + PRELUDE.splitlines() + [""]
 
-    def signature(self, name, inputs, outputs, sizes):
-        in_types = [f"const {self.type_name(self._dtypes[b])}* {p}" for b, p in self._ptr.items() if p in inputs]
-        out_types = [f"{self.type_name(self._dtypes[b])}* {p}" for b, p in self._ptr.items() if p in outputs]
-        in_types.sort(key=lambda s: inputs.index(s.split()[-1]))
-        out_types.sort(key=lambda s: outputs.index(s.split()[-1]))
-        params = ", ".join(in_types + out_types + [f"int64_t {s}" for s in sizes])
-        return [f'extern "C" void {name}({params}) {{']
+    def signature(self, sizes):
+        params = [f"const {self.type_name(self.dtypes[b])}* {self.ptr[b]}" for b in self.inputs]
+        params += [f"{self.type_name(self.dtypes[b])}* {self.ptr[b]}" for b in self.outputs]
+        params += [f"int64_t {s}" for s in sizes]
+        return [f'extern "C" void {self.name}({", ".join(params)}) {{']
 
-    def loop_open(self):
-        return [
-            "    #pragma omp parallel for if(xnumel > 16384)",
-            "    for (int64_t xindex = 0; xindex < xnumel; ++xindex) {",
-        ]
+    def finish(self):
+        return super().finish() + ["}"]
 
-    def loop_close(self):
-        return ["    }", "}"]
+    def x_loop_open(self):
+        if self.kernel.kind == "pointwise":
+            pragma = "#pragma omp parallel for simd if(parallel: xnumel > 16384)"
+        else:
+            pragma = "#pragma omp parallel for if(xnumel * rnumel > 16384)"
+        return [pragma, "for (int64_t xindex = 0; xindex < xnumel; ++xindex) {", "@INDENT@"]
 
-    def dim_var(self, name, expr):
-        return f"const int64_t {name} = {expr.replace('//', '/')};"
+    def x_loop_close(self):
+        return ["@DEDENT@", "}"]
+
+    def r_loop_open(self, purpose):
+        self.push()
+        pragma = {"store": ["#pragma omp simd"], "sum": [f"#pragma omp simd reduction(+:{self._acc})"]}.get(purpose, [])
+        return pragma + ["for (int64_t rindex = 0; rindex < rnumel; ++rindex) {", "@INDENT@", "@RVARS@"]
+
+    def r_loop_close(self):
+        self.pop()
+        return ["@DEDENT@", "}"]
+
+    def reduction(self, n, mapping):
+        """``acc = init; for (r) acc = combine(acc, body)``; the row's value is the accumulator."""
+        op = n.reduction.op
+        dtype = self.expr_dtype(n.body)
+        acc = self._acc = self.fresh("acc")
+        t = self.type_name(dtype)
+        self.emit(f"{t} {acc} = {self.init(op, dtype)};")
+        if op in ("argmax", "argmin"):
+            self.emit(f"int64_t {acc}_index = 0;")
+        self.emit(*self.r_loop_open(op))
+        value = self.expr(n.body, mapping, n)
+        self.emit(COMBINE[op].format(acc=acc, v=value))
+        self.emit(*self.r_loop_close())
+        return f"{acc}_index" if op in ("argmax", "argmin") else acc
+
+    def init(self, op: str, dtype: torch.dtype) -> str:
+        value = IDENTITY[op]
+        if op in ("max", "argmax", "min", "argmin") and not dtype.is_floating_point:
+            which = "lowest" if "max" in op else "max"
+            return f"std::numeric_limits<{self.type_name(dtype)}>::{which}()"
+        return self.constant(value, dtype)
+
+    def define(self, name, expr):
+        return f"const int64_t {name} = {expr};"
 
     def assign(self, tmp, value, dtype):
         return f"{self.type_name(dtype)} {tmp} = {value};"
 
     def load(self, ptr, index, dtype):
-        return f"{ptr}[{index}]"
+        return f"{ptr}[{self.printer(index)}]"
 
-    def store(self, ptr, index, value):
-        return f"{ptr}[{index}] = {value};"
+    def store(self, buf, index, value, where):
+        return f"{self.ptr[buf]}[{self.printer(index)}] = {value};"
+
+    def index_value(self, index, dtype):
+        return f"static_cast<{self.type_name(dtype)}>({self.printer(index)})"
 
     def constant(self, value, dtype):
         if dtype == torch.bool:
@@ -109,3 +206,4 @@ class CppRenderer(KernelRenderer):
 
     def cast(self, value, dtype):
         return f"static_cast<{self.type_name(dtype)}>({value})"
+

@@ -1,4 +1,4 @@
-"""Triton kernels: each program instance computes one block of XBLOCK elements.
+"""Triton kernels: each program instance computes a block of XBLOCK elements (or rows).
 
 What a pointwise kernel looks like::
 
@@ -6,12 +6,20 @@ What a pointwise kernel looks like::
     def triton_sin_cos_mul_add_0(in_ptr0, in_ptr1, out_ptr0, xnumel, XBLOCK: tl.constexpr):
         xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)   # this block's elements
         xmask = xindex < xnumel                                     # the last block is partial
-        tmp0 = tl.load(in_ptr0 + xindex, mask=xmask)
+        tmp0 = tl.load(in_ptr0 + (xindex), xmask, other=0)
         tmp1 = tl.sin(tmp0)
         ...
-        tl.store(out_ptr0 + xindex, tmp5, mask=xmask)
+        tl.store(out_ptr0 + (xindex), tmp5, xmask)
 
-Mirrors: torch/_inductor/codegen/triton.py (TritonKernel, TritonOverrides).
+A reduction kernel works on a ``[XBLOCK, RBLOCK]`` tile: one program per row
+(XBLOCK = 1). When the whole row fits in one block (rnumel <= config.max_block)
+it is *persistent*: the row is loaded once and ``tl.sum(tile, 1)`` reduces it.
+Longer rows are *looped*: ``for roffset in range(0, rnumel, RBLOCK)`` folds
+each block into an accumulator tile, reduced at the end. float16/bfloat16 are
+computed in float32, as Inductor does.
+
+Mirrors: torch/_inductor/codegen/triton.py (TritonKernel, TritonOverrides,
+persistent_reduction) and torch/_inductor/runtime/triton_heuristics.py.
 """
 
 from __future__ import annotations
@@ -19,31 +27,54 @@ from __future__ import annotations
 import math
 import re
 
+import sympy
 import torch
 
-from .common import KernelRenderer
+from ..lowering_reductions import IDENTITY
+from .common import HALF, IndexPrinter, KernelRenderer
 
 TL_TYPES = {
     torch.float32: "tl.float32", torch.float64: "tl.float64", torch.float16: "tl.float16",
     torch.bfloat16: "tl.bfloat16", torch.int64: "tl.int64", torch.int32: "tl.int32", torch.int16: "tl.int16",
     torch.int8: "tl.int8", torch.uint8: "tl.uint8", torch.bool: "tl.int1",
 }
+REDUCE = {"sum": "tl.sum({0}, 1)", "max": "tl.max({0}, 1)", "min": "tl.min({0}, 1)",
+          "prod": "tl.reduce({0}, 1, helpers.prod_combine)",
+          "argmax": "tl.argmax({0}, 1).to(tl.int64)", "argmin": "tl.argmin({0}, 1).to(tl.int64)"}
+COMBINE = {"sum": "{acc} + {v}", "prod": "{acc} * {v}", "max": "tl.maximum({acc}, {v})", "min": "tl.minimum({acc}, {v})"}
+
+
+def next_power_of_2(n: int) -> int:
+    return 1 << max(0, int(n) - 1).bit_length()
+
+
+class TritonIndexPrinter(IndexPrinter):
+    floordiv = "//"
+
+    def minmax(self, which, args):
+        return f"tl.{which}imum({', '.join(args)})"
 
 
 class TritonRenderer(KernelRenderer):
     language = "triton"
     prefix = "triton"
+    printer = TritonIndexPrinter()
     ops = {
         "sin": "tl.sin({0})", "cos": "tl.cos({0})", "tan": "libdevice.tan({0})", "exp": "tl.exp({0})",
         "log": "tl.log({0})", "tanh": "libdevice.tanh({0})", "sqrt": "tl.sqrt({0})", "erf": "tl.erf({0})",
         "rsqrt": "tl.rsqrt({0})", "reciprocal": "1 / {0}", "abs": "tl.abs({0})", "neg": "-{0}",
         "relu": "tl.where({0} != {0}, {0}, tl.maximum({0}, 0))", "sigmoid": "tl.sigmoid({0})",
+        "floor": "tl.floor({0})", "ceil": "tl.ceil({0})", "trunc": "libdevice.trunc({0})",
+        "log1p": "libdevice.log1p({0})", "expm1": "libdevice.expm1({0})",
+        "sign": "tl.where({0} > 0, 1, tl.where({0} < 0, -1, 0)).to({dtype})",
         "add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "div": "{0} / {1}",
         "maximum": "tl.maximum({0}, {1}, propagate_nan=tl.PropagateNan.ALL)",
         "minimum": "tl.minimum({0}, {1}, propagate_nan=tl.PropagateNan.ALL)",
         "pow": "libdevice.pow({0}, {1})",
         "gt": "{0} > {1}", "lt": "{0} < {1}", "ge": "{0} >= {1}", "le": "{0} <= {1}",
         "eq": "{0} == {1}", "ne": "{0} != {1}", "where": "tl.where({0}, {1}, {2})",
+        "logical_not": "{0} == 0", "logical_and": "({0} != 0) & ({1} != 0)", "logical_or": "({0} != 0) | ({1} != 0)",
+        "bitwise_not": "~{0}", "bitwise_and": "{0} & {1}", "bitwise_or": "{0} | {1}", "isnan": "{0} != {0}",
     }
 
     def type_name(self, dtype: torch.dtype) -> str:
@@ -51,43 +82,116 @@ class TritonRenderer(KernelRenderer):
             raise NotImplementedError(f"the Triton backend does not support {dtype}")
         return TL_TYPES[dtype]
 
+    def compute_dtype(self, dtype):
+        return torch.float32 if dtype in HALF else dtype
+
+    # -- block sizes ---------------------------------------------------------------
+    def setup(self):
+        self.persistent = self.kernel.kind == "pointwise" or (
+            self.rnumel.is_Integer and next_power_of_2(max(int(self.rnumel), 1)) <= self.config.max_block)
+
+    def meta(self):
+        if self.kernel.kind == "pointwise":
+            return (("XBLOCK", pointwise_block(self.xnumel)),)
+        if self.persistent:
+            return (("XBLOCK", 1), ("RBLOCK", next_power_of_2(max(int(self.rnumel), 1))))
+        return (("XBLOCK", 1), ("RBLOCK", min(next_power_of_2(self.config.max_block), 1024)))
+
+    # -- structure -----------------------------------------------------------------
     def header(self):
         return [
             "import triton",
             "import triton.language as tl",
-            "from toycompiler.backend.codegen.triton_libdevice import libdevice",
+            "from toycompiler.backend.codegen.triton_libdevice import helpers, libdevice",
             "",
             "",
             "@triton.jit",
         ]
 
-    def signature(self, name, inputs, outputs, sizes):
-        return [f"def {name}({', '.join(inputs + outputs + sizes)}, XBLOCK: tl.constexpr):"]
+    def signature(self, sizes):
+        blocks = ", ".join(f"{name}: tl.constexpr" for name, _ in self.meta())
+        args = [self.ptr[b] for b in self.inputs] + [self.ptr[b] for b in self.outputs] + sizes
+        return [f"def {self.name}({', '.join(args)}, {blocks}):"]
 
-    def loop_open(self):
-        return [
-            "    xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)",
-            "    xmask = xindex < xnumel",
-        ]
+    def x_loop_open(self):
+        if self.kernel.kind == "pointwise":
+            return ["xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)", "xmask = xindex < xnumel"]
+        lines = ["xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[:, None]", "xmask = xindex < xnumel",
+                 "rbase = tl.arange(0, RBLOCK)[None, :]"]
+        if self.persistent:
+            lines += ["rindex = rbase", "rmask = rindex < rnumel", "@RVARS@"]
+        return lines
 
-    def loop_close(self):
+    def x_loop_close(self):
         return []
 
-    body_indent = 1
+    def r_loop_open(self, purpose):
+        if self.persistent:  # the whole row is already in the tile
+            return []
+        self.push()
+        return ["for roffset in range(0, rnumel, RBLOCK):", "@INDENT@", "rindex = roffset + rbase",
+                "rmask = rindex < rnumel", "@RVARS@"]
 
-    def dim_var(self, name, expr):
+    def r_loop_close(self):
+        if self.persistent:
+            return []
+        self.pop()
+        return ["@DEDENT@"]
+
+    def reduction(self, n, mapping):
+        op = n.reduction.op
+        dtype = self.compute_dtype(self.expr_dtype(n.body))
+        init = self.constant(IDENTITY[op] if dtype.is_floating_point or op in ("sum", "prod") else
+                             _int_extreme(op, dtype), dtype)
+        if self.persistent:
+            value = self.expr(n.body, mapping, n)
+            masked = self.tmp(f"tl.where(xmask & rmask, {value}, {init})", dtype)
+            return self.tmp(REDUCE[op].format(masked) + "[:, None]", n.layout.dtype)
+        if op not in COMBINE:
+            raise NotImplementedError(f"looped Triton reduction {op!r} (rows longer than config.max_block)")
+        acc = self.fresh("acc")
+        self.emit(f"{acc} = tl.full([XBLOCK, RBLOCK], {init}, {self.type_name(dtype)})")
+        self.emit(*self.r_loop_open(op))
+        value = self.expr(n.body, mapping, n)
+        self.emit(f"{acc} = tl.where(xmask & rmask, {COMBINE[op].format(acc=acc, v=value)}, {acc})")
+        self.emit(*self.r_loop_close())
+        return self.tmp(REDUCE[op].format(acc) + "[:, None]", n.layout.dtype)
+
+    # -- elements ------------------------------------------------------------------
+    def define(self, name, expr):
         return f"{name} = {expr}"
 
     def assign(self, tmp, value, dtype):
         return f"{tmp} = {value}"
 
-    def load(self, ptr, index, dtype):
-        if not re.search(r"xindex|\bd\d+\b", index):  # same element for the whole block: broadcast it
-            return f"tl.load({ptr} + ({index}) + tl.zeros_like(xindex), mask=xmask)"
-        return f"tl.load({ptr} + ({index}), mask=xmask)"
+    def _pointer(self, ptr: str, index: sympy.Expr) -> tuple[str, str]:
+        """``ptr + (index)`` and its mask, broadcast to the tile when the index misses a dimension."""
+        text = self.printer(index)
+        has_x = bool(re.search(r"\bx\d+\b|xindex", text))
+        has_r = bool(re.search(r"\br\d+\b|rindex", text))
+        pointer = f"{ptr} + ({text})"
+        if self.kernel.kind == "pointwise":
+            return (pointer if has_x else pointer + " + tl.zeros_like(xindex)"), "xmask"
+        if not has_x:
+            pointer += " + tl.zeros([XBLOCK, 1], tl.int32)"
+        return pointer, ("xmask & rmask" if has_r else "xmask")
 
-    def store(self, ptr, index, value):
-        return f"tl.store({ptr} + ({index}), {value}, mask=xmask)"
+    def load(self, ptr, index, dtype):
+        pointer, mask = self._pointer(ptr, index)
+        text = f"tl.load({pointer}, {mask}, other=0)"
+        return f"{text}.to(tl.float32)" if dtype in HALF else text
+
+    def store(self, buf, index, value, where):
+        pointer, mask = self._pointer(self.ptr[buf], index)
+        if where == "row":
+            mask = "xmask"
+        return f"tl.store({pointer}, {value}, {mask})"
+
+    def index_value(self, index, dtype):
+        text = self.printer(index)
+        if not re.search(r"\b[xr]\d+\b", text):
+            return text
+        return f"({text}).to({self.type_name(dtype)})"
 
     def constant(self, value, dtype):
         if dtype.is_floating_point:
@@ -100,4 +204,22 @@ class TritonRenderer(KernelRenderer):
         return str(int(value))
 
     def cast(self, value, dtype):
+        if dtype in HALF:  # round to half precision, keep computing in float32
+            return f"{value}.to({self.type_name(dtype)}).to(tl.float32)"
         return f"{value}.to({self.type_name(dtype)})"
+
+
+def _int_extreme(op: str, dtype: torch.dtype) -> int:
+    if dtype == torch.bool:
+        return 0 if "max" in op else 1
+    info = torch.iinfo(dtype)
+    return info.min if "max" in op else info.max
+
+
+def pointwise_block(numel: sympy.Expr) -> int:
+    """Smallest power of two covering ``numel``, between 16 and 1024."""
+    try:
+        n = int(numel)
+    except TypeError:
+        return 1024
+    return min(max(next_power_of_2(max(n, 1)), 16), 1024)

@@ -3,7 +3,7 @@
 On a GPU this is Triton's own ``libdevice`` (CUDA's math library). Triton's
 CPU interpreter does not implement libdevice, so there the few functions our
 kernels use are written with ``tl`` operations, carefully enough to match
-torch in float32.
+torch in float32. ``helpers`` holds combine functions for ``tl.reduce``.
 """
 
 from __future__ import annotations
@@ -13,6 +13,14 @@ import types
 
 import triton
 import triton.language as tl
+
+
+@triton.jit
+def prod_combine(a, b):
+    return a * b
+
+
+helpers = types.SimpleNamespace(prod_combine=prod_combine)
 
 if os.environ.get("TRITON_INTERPRET", "0") != "1":
     from triton.language.extra import libdevice  # noqa: F401
@@ -33,6 +41,22 @@ else:
         return tl.sin(x) / tl.cos(x)
 
     @triton.jit
+    def trunc(x):
+        return tl.where(x < 0, tl.ceil(x), tl.floor(x))
+
+    @triton.jit
+    def log1p(x):
+        # log(1 + x) without losing x's low bits when x is tiny: log(u) * x / (u - 1), u = 1 + x
+        u = 1.0 + x
+        return tl.where(u == 1.0, x, tl.log(u) * (x / (u - 1.0)))
+
+    @triton.jit
+    def expm1(x):
+        # exp(x) - 1 for tiny x: (u - 1) * x / log(u), u = exp(x)
+        u = tl.exp(x)
+        return tl.where(u == 1.0, x, tl.where(u - 1.0 == -1.0, -1.0, (u - 1.0) * (x / tl.log(u))))
+
+    @triton.jit
     def pow(x, y):
         # x ** y for x >= 0, and for x < 0 with integer y (as torch.pow does)
         mag = tl.exp(y * tl.log(tl.abs(x)))
@@ -43,4 +67,4 @@ else:
         return tl.where(x == 0, tl.where(y == 0, 1.0, tl.where(y < 0, float("inf"), 0.0)),
                         tl.where((x < 0) & ~y_int, nan, signed))
 
-    libdevice = types.SimpleNamespace(tanh=tanh, tan=tan, pow=pow)
+    libdevice = types.SimpleNamespace(tanh=tanh, tan=tan, pow=pow, trunc=trunc, log1p=log1p, expm1=expm1)

@@ -1,0 +1,72 @@
+"""``mode="reduce-overhead"``: replay the whole compiled graph as one CUDA graph.
+
+Launching k kernels costs k launches of CPU time, however small the tensors.
+A CUDA graph records those launches once and replays them with a single call.
+The recording fixes every pointer, so the graph runs on *static* buffers: each
+call copies its inputs into the static inputs, replays, and hands back copies
+of the static outputs.
+
+The copies out are a choice for correctness: Inductor hands back the static
+outputs themselves (the next replay overwrites them, and it raises if a
+stale one is read). toycompiler never returns a tensor that a later call
+could change behind the caller's back, and pays one copy per output for it.
+
+Mirrors: torch/_inductor/cudagraph_trees.py (and the simpler
+``cudagraphify_impl`` in torch/_inductor/compile_fx.py).
+Leaves out: memory pools shared between graphs, static (parameter) inputs that
+skip the copy, and re-recording when sizes change.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+
+def cudagraphs_decision(mode: str, example_inputs: list) -> tuple[bool, str]:
+    """Whether calls replay a CUDA graph, and why (not)."""
+    if mode != "reduce-overhead":
+        return False, f"off (mode={mode!r}; mode='reduce-overhead' turns them on)"
+    if not torch.cuda.is_available():
+        return False, "off: no CUDA GPU (CUDA graphs record GPU launches); runs as mode='default'"
+    tensors = [t for t in example_inputs if isinstance(t, torch.Tensor)]
+    if len(tensors) != len(example_inputs):
+        return False, "off: a graph input is not a tensor"
+    if not tensors or any(t.device.type != "cuda" for t in tensors):
+        return False, "off: an input is not on the GPU"
+    if any(not isinstance(s, int) for t in tensors for s in t.shape):
+        return False, "off: symbolic sizes (a recorded graph has fixed sizes)"
+    return True, "on: the first call records the graph; later calls copy inputs in, replay, copy outputs out"
+
+
+class CUDAGraphRunner:
+    """Callable like the compiled graph; records on the first call, replays afterwards."""
+
+    def __init__(self, call: Callable):
+        self.call = call
+        self.graph: torch.cuda.CUDAGraph | None = None
+
+    def __call__(self, *args: torch.Tensor) -> Any:
+        if self.graph is None:
+            return self.record(args)
+        for static, arg in zip(self.static_inputs, args):
+            if static.data_ptr() != arg.data_ptr():
+                static.copy_(arg)
+        self.graph.replay()
+        return tuple(out.clone() for out in self.static_outputs)
+
+    def record(self, args: tuple) -> Any:
+        self.static_inputs = [torch.empty_strided(a.shape, a.stride(), dtype=a.dtype, device=a.device).copy_(a)
+                              for a in args]
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # warm-up: compile kernels, allocate, outside the recording
+            self.call(*self.static_inputs)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            self.static_outputs = self.call(*self.static_inputs)
+        self.graph = graph
+        graph.replay()
+        return tuple(out.clone() for out in self.static_outputs)

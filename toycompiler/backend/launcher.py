@@ -1,0 +1,264 @@
+"""Launching Triton kernels cheaply: the code that runs on *every* call.
+
+``kernel[grid](*args)`` goes through Triton's JIT each time: bind the
+arguments, work out a specialization key (each pointer's alignment, whether
+each integer is 1 or a multiple of 16), look the key up, and only then launch.
+That Python costs tens of microseconds, more than a small kernel runs.
+
+Inductor pays it once. It compiles each kernel for its argument signature and
+then calls the compiled binary's launcher directly. :class:`TritonLauncher`
+does the same: it stands in for the ``@triton.jit`` function in the output
+code, with the same ``launcher[grid](*args, XBLOCK=...)`` spelling, so the
+wrapper does not change. Its first call goes through the JIT (compiling, and
+returning the compiled kernel); later calls skip straight to::
+
+    binary.run(grid_x, grid_y, grid_z, stream, binary.function, binary.packed_metadata,
+               None, enter_hook, exit_hook, *args, *constexpr_values)
+
+That call spelling is shared by Triton 3.3 through 3.7 (constexpr values are
+passed too, and ignored by the launcher). A call whose pointers are less
+aligned, or whose integers differ, from the first call's takes the JIT path
+again, since the binary was specialized for them. On the CPU (Triton's
+interpreter) every call takes the JIT path: there is no binary.
+
+Mirrors: torch/_inductor/runtime/triton_heuristics.py (CachingAutotuner,
+TritonCompileResult.make_launcher) and its autotuning (``benchmark_all_configs``).
+Leaves out: Inductor's static CUDA launcher, and autotuning reduction block sizes.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+import torch
+
+from ..artifacts import AutotuneArtifact, AutotuneChoice
+
+
+def direct_launch_available() -> tuple[bool, str]:
+    """Whether compiled binaries can be launched directly, and why not when they can't."""
+    import os
+
+    if os.environ.get("TRITON_INTERPRET") == "1" or not torch.cuda.is_available():
+        return False, "Triton's CPU interpreter runs the kernel: every call goes through kernel[grid]"
+    from triton import knobs
+
+    hooks = (knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook)
+    if any(h is not None and getattr(h, "calls", True) for h in hooks):
+        return False, "a Triton launch hook is installed (a profiler?): kept the JIT path, which calls it"
+    return True, "compiled once, then launched directly through the binary's launcher"
+
+
+class TritonLauncher:
+    """What the output code calls instead of a ``@triton.jit`` function (same ``[grid](...)`` spelling)."""
+
+    def __init__(self, kernel: Any, name: str):
+        self.kernel, self.name = kernel, name
+        self.direct, self.reason = direct_launch_available()
+        self.arg_names: list[str] = list(kernel.arg_names)
+        self.tune = False  # set while autotuning: the next first call benchmarks candidates
+        self.choice: AutotuneChoice | None = None  # the tuned meta-parameters, once chosen
+        self._launches: dict[tuple, _Launch] = {}
+
+    def __getitem__(self, grid: tuple) -> "_Launch":
+        launch = self._launches.get(grid)
+        if launch is None:
+            launch = self._launches[grid] = _Launch(self, grid)
+        return launch
+
+    # -- autotuning (mode="max-autotune") -------------------------------------------
+    def candidates(self, meta: dict) -> list[dict]:
+        """Block sizes (and warps on a GPU) to try; only XBLOCK changes the grid.
+
+        A kernel with other block sizes (a reduction's RBLOCK) may rely on them
+        covering a whole row: only its warps are tuned.
+        """
+        if "XBLOCK" not in meta or "xnumel" not in self.arg_names or set(meta) - {"XBLOCK", "num_warps"}:
+            if not self.direct:
+                return [dict(meta)]
+            return [dict(meta) | {"num_warps": w} for w in (1, 2, 4, 8, 16)]
+        blocks = [64, 128, 256, 512, 1024, 2048]
+        warps = [1, 2, 4, 8] if self.direct else [None]
+        out = []
+        for block in blocks:
+            for w in warps:
+                if w is not None and (w * 32 > block or w * 32 * 16 < block):
+                    continue  # threads idle, or too many elements a thread
+                out.append({"XBLOCK": block} | ({"num_warps": w} if w else {}))
+        return out
+
+    def grid_for(self, meta: dict, args: tuple, grid: tuple) -> tuple:
+        if "XBLOCK" not in meta or "xnumel" not in self.arg_names:
+            return grid
+        xnumel = args[self.arg_names.index("xnumel")]
+        return (max(1, -(-xnumel // meta["XBLOCK"])), *grid[1:])
+
+    def benchmark(self, grid: tuple, args: tuple, meta: dict) -> AutotuneChoice:
+        timings = []
+        for cand in self.candidates(meta):
+            g = self.grid_for(cand, args, grid)
+            run = lambda: self.kernel[g](*args, **cand)  # noqa: E731
+            timings.append((_time(run, self.direct), cand))
+        best_time, best = min(timings, key=lambda t: t[0])
+        table = tuple((_meta_str(c), t) for t, c in timings)
+        return AutotuneChoice(self.name, _meta_str(best), best_time, table, dict(best))
+
+
+class _Launch:
+    """One grid of one kernel: JIT on the first call, the binary's launcher afterwards."""
+
+    def __init__(self, owner: TritonLauncher, grid: tuple):
+        self.owner, self.grid = owner, grid
+        self.run: Callable | None = None
+
+    def __call__(self, *args: Any, **meta: Any) -> None:
+        if self.run is not None:
+            for i in self.aligned:  # the binary assumed these pointers 16-byte aligned
+                if args[i].data_ptr() & 15:
+                    return self.jit(args, meta)
+            if args[self.first_int:self.last_int] != self.ints:
+                return self.jit(args, meta)
+            return self.run(*self.launch_grid, torch._C._cuda_getCurrentRawStream(self.device), self.function,
+                            self.metadata, None, self.enter, self.exit, *args, *self.tail)
+        return self.first_call(args, meta)
+
+    def jit(self, args: tuple, meta: dict) -> Any:
+        meta = meta | (self.owner.choice.meta if self.owner.choice else {})
+        return self.owner.kernel[self.owner.grid_for(meta, args, self.grid)](*args, **meta)
+
+    def first_call(self, args: tuple, meta: dict) -> Any:
+        owner = self.owner
+        if owner.tune and owner.choice is None:
+            owner.choice = owner.benchmark(self.grid, args, meta)
+        binary = self.jit(args, meta)
+        if owner.direct:
+            self.prepare(binary, args, meta)
+        return binary
+
+    def prepare(self, binary: Any, args: tuple, meta: dict) -> None:
+        """Remember what the binary was specialized for, and bind its launcher."""
+        from triton import knobs
+
+        meta = meta | (self.owner.choice.meta if self.owner.choice else {})
+        try:
+            run, function, metadata = binary.run, binary.function, binary.packed_metadata
+        except AttributeError as e:  # a Triton whose CompiledKernel differs: keep the JIT path
+            self.owner.direct, self.owner.reason = False, f"this Triton's compiled kernel has no {e.name}"
+            return
+        names = self.owner.arg_names
+        ints = [i for i, a in enumerate(args) if isinstance(a, int)]
+        if any(n not in meta for n in names[len(args):]) or (ints and ints != list(range(ints[0], ints[-1] + 1))):
+            return  # unusual signature (defaulted constexprs, interleaved sizes): this grid keeps the JIT path
+        self.tail = tuple(meta[n] for n in names[len(args):])  # constexprs, passed positionally
+        self.aligned = tuple(i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.data_ptr() % 16 == 0)
+        self.first_int, self.last_int = (ints[0], ints[-1] + 1) if ints else (0, 0)
+        self.ints = args[self.first_int:self.last_int]
+        self.device = next(a.device.index for a in args if isinstance(a, torch.Tensor))
+        g = self.owner.grid_for(meta, args, self.grid)
+        self.launch_grid = (g[0], g[1] if len(g) > 1 else 1, g[2] if len(g) > 2 else 1)
+        self.function, self.metadata = function, metadata
+        self.enter, self.exit = knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook
+        self.run = run
+
+
+def _time(run: Callable, on_gpu: bool) -> float:
+    """Median seconds per call of ``run`` (after a warm-up that compiles it)."""
+    run()
+    if on_gpu:
+        from triton.testing import do_bench
+
+        return do_bench(run, warmup=5, rep=20, return_mode="median") / 1e3
+    times = []
+    for _ in range(3):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return sorted(times)[1]
+
+
+def _meta_str(meta: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in meta.items())
+
+
+# -- autotuning a whole compiled graph -------------------------------------------------
+
+
+def launchers_of(namespace: dict) -> list[TritonLauncher]:
+    """The kernels an output module (its globals) launches, in order."""
+    return [v for v in namespace.values() if isinstance(v, TritonLauncher)]
+
+
+def autotune(module: Any, example_inputs: list, target: str, constants: list = ()) -> AutotuneArtifact:
+    """Run the output code once on random inputs like the examples, each kernel trying its candidates."""
+    launchers = launchers_of(vars(module))
+    if target != "triton":
+        return AutotuneArtifact((), f"nothing to tune: {target} kernels have no block size")
+    if not launchers:
+        return AutotuneArtifact((), "nothing to tune: no Triton kernels")
+    inputs = [random_like(t) if isinstance(t, torch.Tensor) else t for t in example_inputs]
+    for launcher in launchers:
+        launcher.tune = True
+    try:
+        module.call(*inputs, *constants)
+    finally:
+        for launcher in launchers:
+            launcher.tune = False
+            launcher._launches.clear()  # the real first call compiles for the real inputs
+    choices = tuple(launcher.choice for launcher in launchers if launcher.choice is not None)
+    where = "on the GPU (triton.testing.do_bench)" if launchers[0].direct else "in Triton's interpreter (not meaningful)"
+    return AutotuneArtifact(choices, f"benchmarked each candidate once at compile time, {where}")
+
+
+def apply_choices(launchers: list[TritonLauncher], artifact: AutotuneArtifact | None) -> None:
+    """Give a freshly loaded output module the block sizes chosen when it was compiled (cache hits)."""
+    if artifact is None:
+        return
+    by_name = {c.kernel: c for c in artifact.choices}
+    for launcher in launchers:
+        launcher.choice = by_name.get(launcher.name, launcher.choice)
+
+
+def random_like(t: torch.Tensor) -> torch.Tensor:
+    """A real tensor with ``t``'s sizes, strides, dtype and device (``t`` may be fake)."""
+    size, stride = [int(s) for s in t.shape], [int(s) for s in t.stride()]
+    with torch._subclasses.fake_tensor.unset_fake_temporarily():
+        out = torch.empty_strided(size, stride, dtype=t.dtype, device=t.device)
+        if t.dtype.is_floating_point:
+            return out.normal_()
+        return out.random_(0, 2) if t.dtype == torch.bool else out.random_(0, 16)
+
+
+# -- allocating output buffers -----------------------------------------------------------
+
+
+class _Allocators(dict):
+    """``empty_strided[device](size, stride, dtype)``, the fastest correct allocator per device.
+
+    ``torch.empty(size, dtype=..., device=...)`` parses keyword arguments and
+    costs microseconds. The entry points Inductor's output code uses take
+    sizes, strides and dtype positionally and cost a fraction of that, but
+    allocate on the *current* device of their kind: right for the CPU, and for
+    a GPU when there is only one.
+    """
+
+    def __missing__(self, device: str) -> Callable:
+        import functools
+
+        guards = torch._C._dynamo.guards
+        kind = device.split(":")[0]
+        if kind == "cpu":
+            alloc = guards._empty_strided_cpu
+        elif kind == "cuda" and torch.cuda.device_count() == 1:
+            alloc = guards._empty_strided_cuda
+        else:
+            alloc = functools.partial(_empty_strided_on, device=device)
+        self[device] = alloc
+        return alloc
+
+
+def _empty_strided_on(size: tuple, stride: tuple, dtype: torch.dtype, device: str) -> torch.Tensor:
+    return torch.empty_strided(size, stride, dtype=dtype, device=device)
+
+
+empty_strided = _Allocators()

@@ -1,0 +1,146 @@
+"""Lowerings that make a buffer of a new shape: reductions, and library (extern) calls.
+
+A reduction's element ``out[d0, ...]`` combines ``body`` over the reduced
+indices ``r0, ...``: ``sum(x, dim=1)`` of a ``[N, C]`` tensor is
+``out[d0] = sum over r0 < C of x[d0, r0]``. Matmuls and convolutions are not
+generated: the output code calls torch's own kernels (``torch.mm(a, b, out=buf)``),
+as Inductor does for ``aten.mm`` when it does not autotune a template.
+
+Mirrors: torch/_inductor/lowering.py (make_reduction, sum_, amax, argmax) and
+torch/_inductor/ir.py (ExternKernelOut, FallbackKernel).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sympy
+import torch
+
+from .. import provenance
+from .ir import (
+    Const,
+    ExternKernel,
+    Layout,
+    Reduction,
+    TensorRef,
+    contiguous_strides,
+    index_vars,
+    sym,
+)
+from .lowering import TensorValue, cast, ref_loader, register_lowering
+
+aten = torch.ops.aten
+
+# What a reduction starts from (and returns for an empty range).
+IDENTITY = {"sum": 0, "prod": 1, "max": float("-inf"), "min": float("inf"),
+            "argmax": float("-inf"), "argmin": float("inf")}  # arg*: the value compared against
+
+
+def _dims(dims: Any, ndim: int) -> list[int]:
+    if dims is None or dims == [] or dims == ():
+        return list(range(ndim))
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    return sorted({d + ndim if d < 0 else d for d in dims})
+
+
+def make_reduction(op: str):
+    """Lowering for ``op`` over ``dims``: kept dims become d0.., reduced dims r0.."""
+
+    def lower(graph, node, x: TensorValue, dims=None, keepdim=False, *, dtype=None, **_: Any) -> TensorValue:
+        if op in ("argmax", "argmin"):
+            dims = None if dims is None else [dims]
+        out = node.meta["val"]
+        if isinstance(out, (tuple, list)):  # max.dim / min.dim: (values, indices)
+            out = out[1] if op.startswith("arg") else out[0]
+        if len(x.size) == 0:  # a 0-d tensor: every reduction of one element is (a cast of) the element
+            value = Const(0, out.dtype) if op in ("argmax", "argmin") else cast(x.loader(()), x.dtype, out.dtype)
+            return graph.add_computed((), out.dtype, str(out.device), value, node)
+        reduced = _dims(dims, len(x.size))
+        kept = [d for d in range(len(x.size)) if d not in reduced]
+        dvars, rvars = index_vars(len(kept)), index_vars(len(reduced), "r")
+        idx = [None] * len(x.size)
+        for d, v in zip(kept, dvars):
+            idx[d] = v
+        for d, v in zip(reduced, rvars):
+            idx[d] = v
+        acc_dtype = x.dtype if op in ("max", "min", "argmax", "argmin") else out.dtype
+        body = cast(x.loader(tuple(idx)), x.dtype, acc_dtype)
+        size = tuple(x.size[d] for d in kept)
+        result = graph.add_computed(size, out.dtype, str(out.device), body, node,
+                                    Reduction(op, tuple(x.size[d] for d in reduced)))
+        if not keepdim:
+            return result
+        keep_size = tuple(sympy.Integer(1) if d in reduced else x.size[d] for d in range(len(x.size)))
+        ref = TensorRef(result.ref.buf, keep_size, contiguous_strides(keep_size))
+        return TensorValue(keep_size, out.dtype, result.device, ref_loader(ref), ref)
+    lower.needs_graph = True
+    return lower
+
+
+register_lowering(aten.sum)(make_reduction("sum"))
+register_lowering(aten.prod)(make_reduction("prod"))
+register_lowering(aten.amax)(make_reduction("max"))
+register_lowering(aten.amin)(make_reduction("min"))
+register_lowering(aten.argmax)(make_reduction("argmax"))
+register_lowering(aten.argmin)(make_reduction("argmin"))
+
+
+def _max_min_dim(op: str):
+    """``aten.max.dim`` returns (values, indices): two reductions over the same rows."""
+    value, index = make_reduction(op), make_reduction("arg" + op)
+
+    def lower(graph, node, x, dim=None, keepdim=False):
+        if dim is None:  # max(x) without dim: one value
+            return value(graph, node, x)
+        return (value(graph, node, x, [dim], keepdim), index(graph, node, x, dim, keepdim))
+    lower.needs_graph = True
+    return lower
+
+
+register_lowering(aten.max.dim, aten.max.default)(_max_min_dim("max"))
+register_lowering(aten.min.dim, aten.min.default)(_max_min_dim("min"))
+
+
+# -- extern kernels ----------------------------------------------------------------
+
+
+def make_extern(fn: str, out_arg: bool = True, nargs: int = 2, kw: tuple[str, ...] = ()):
+    """A library call: its tensor inputs must be strided buffers (realized if they are not)."""
+
+    def lower(graph, node, *args: Any, **kwargs: Any) -> TensorValue:
+        tensors = [a if a.ref is not None else graph.realize(a, node) for a in args[:nargs]]
+        out = node.meta["val"]
+        size = tuple(sym(s) for s in out.shape)
+        stride = tuple(sym(s) for s in out.stride()) if not out_arg else contiguous_strides(size)
+        extras = list(args[nargs:])
+        texts = [(k, repr(v)) for k, v in zip(kw, extras)] + [(k, repr(v)) for k, v in kwargs.items()]
+        name = f"buf{len(graph.buffers)}"
+        line = provenance.line_of(node)
+        graph.buffers.append(ExternKernel(
+            name, Layout(size, stride, out.dtype, str(out.device)), fn, tuple(t.ref for t in tensors),
+            tuple(texts) + ((("out", name),) if out_arg else ()), origins=(node.name,),
+            lines=(line,) if line else ()))
+        ref = TensorRef(name, size, stride)
+        return TensorValue(size, out.dtype, str(out.device), ref_loader(ref), ref)
+    lower.needs_graph = True
+    return lower
+
+
+register_lowering(aten.mm)(make_extern("torch.mm"))
+register_lowering(aten.bmm)(make_extern("torch.bmm"))
+register_lowering(aten.addmm)(make_extern("torch.addmm", nargs=3, kw=("beta", "alpha")))
+def _convolution(graph, node, x, w, bias, *rest):
+    """Convolution with an optional bias tensor (three tensor inputs, or two and ``None``)."""
+    if bias is None:
+        return _conv_nobias(graph, node, x, w, None, *rest)
+    return _conv_bias(graph, node, x, w, bias, *rest)
+
+
+_conv_nobias = make_extern("torch.convolution", out_arg=False, nargs=2,
+                           kw=("bias", "stride", "padding", "dilation", "transposed", "output_padding", "groups"))
+_conv_bias = make_extern("torch.convolution", out_arg=False, nargs=3,
+                         kw=("stride", "padding", "dilation", "transposed", "output_padding", "groups"))
+_convolution.needs_graph = True
+register_lowering(aten.convolution)(_convolution)
+

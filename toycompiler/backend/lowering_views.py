@@ -1,0 +1,281 @@
+"""Lowerings that move no data: views as index arithmetic, plus cat and constants.
+
+A view changes *which element* a consumer loads, never the memory: for
+``y = x.permute(1, 0)``, element ``y[d0, d1]`` is ``x[d1, d0]``. Each view
+lowering is an index map ``out index -> input index``; when the input is a
+strided buffer, the map is affine and the view is again a strided buffer
+(:func:`derive_ref`), which library calls and graph outputs use directly.
+
+Mirrors: torch/_inductor/lowering.py (view, permute, expand, slice_, select,
+cat, full, iota) and torch/_inductor/ir.py (View, ReinterpretView).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import sympy
+import torch
+
+from .ir import (
+    Const,
+    FloorDiv,
+    IndexValue,
+    Load,
+    ModularIndexing,
+    Op,
+    TensorRef,
+    contiguous_strides,
+    index_vars,
+    linear_index,
+    sym,
+)
+from .lowering import LoweringError, TensorValue, cast, ref_loader, register_lowering
+
+aten = torch.ops.aten
+IndexMap = Callable[[tuple], tuple]
+
+
+def out_size(node) -> tuple[sympy.Expr, ...]:
+    return tuple(sym(s) for s in node.meta["val"].shape)
+
+
+def is_contiguous_ref(ref: TensorRef | None) -> bool:
+    if ref is None:
+        return False
+    pairs = zip(ref.size, ref.stride, contiguous_strides(ref.size))
+    return all(sympy.expand(st - c) == 0 for s, st, c in pairs if s != 1)
+
+
+def derive_ref(x: TensorValue, size: tuple, index_map: IndexMap) -> TensorRef | None:
+    """If ``x`` is a strided buffer and the map is affine, the view's own strides and offset."""
+    if x.ref is None:
+        return None
+    v = index_vars(len(size), "v")
+    e = x.loader(index_map(v))
+    if not isinstance(e, Load) or e.index.has(FloorDiv, ModularIndexing, sympy.Min, sympy.Max):
+        return None
+    expr = sympy.expand(e.index)
+    strides = tuple(expr.coeff(var) for var in v)
+    offset = expr.subs({var: 0 for var in v})
+    if sympy.expand(offset + sum(s * var for s, var in zip(strides, v)) - expr) != 0:
+        return None
+    return TensorRef(e.buf, size, strides, offset)
+
+
+def view_of(x: TensorValue, size: tuple, index_map: IndexMap, dtype: torch.dtype | None = None) -> TensorValue:
+    ref = derive_ref(x, size, index_map)
+    if ref is not None:
+        return TensorValue(size, x.dtype, x.device, ref_loader(ref), ref)
+    return TensorValue(size, x.dtype, x.device, lambda idx: x.loader(index_map(idx)))
+
+
+def _dim(d: int, ndim: int) -> int:
+    return d + ndim if d < 0 else d
+
+
+# -- views ----------------------------------------------------------------------
+
+
+@register_lowering(aten.view, aten._unsafe_view, aten.reshape, view=True)
+def view(node, x, *_: Any) -> TensorValue:
+    """Same elements in row-major order, new shape: contiguous memory just gets new strides."""
+    size = out_size(node)
+    if is_contiguous_ref(x.ref):
+        ref = TensorRef(x.ref.buf, size, contiguous_strides(size), x.ref.offset)
+        return TensorValue(size, x.dtype, x.device, ref_loader(ref), ref)
+    in_strides = contiguous_strides(x.size)
+
+    def index_map(idx: tuple) -> tuple:  # out index -> flat position -> input index (mixed radix digits)
+        flat = linear_index(idx, contiguous_strides(size))
+        return tuple(FloorDiv(flat, st) if k == 0 else ModularIndexing(flat, st, s)
+                     for k, (s, st) in enumerate(zip(x.size, in_strides)))
+    return view_of(x, size, index_map)
+
+
+@register_lowering(aten.permute, view=True)
+def permute(node, x, dims) -> TensorValue:
+    dims = [_dim(d, len(x.size)) for d in dims]
+    inverse = [dims.index(i) for i in range(len(dims))]
+    return view_of(x, tuple(x.size[d] for d in dims), lambda idx: tuple(idx[inverse[i]] for i in range(len(dims))))
+
+
+@register_lowering(aten.transpose, view=True)
+def transpose(node, x, a, b) -> TensorValue:
+    dims = list(range(len(x.size)))
+    a, b = _dim(a, len(dims)), _dim(b, len(dims))
+    dims[a], dims[b] = dims[b], dims[a]
+    return permute(node, x, dims)
+
+
+@register_lowering(aten.t, view=True)
+def t(node, x) -> TensorValue:
+    return permute(node, x, list(reversed(range(len(x.size)))))
+
+
+@register_lowering(aten.expand, view=True)
+def expand(node, x, *_: Any) -> TensorValue:
+    """Broadcast to a bigger size: size-1 (and new leading) dims read index 0 (stride 0)."""
+    size = out_size(node)
+    lead = len(size) - len(x.size)
+    return view_of(x, size, lambda idx: tuple(sympy.Integer(0) if s == 1 else idx[lead + k]
+                                              for k, s in enumerate(x.size)))
+
+
+@register_lowering(aten.slice, view=True)
+def slice_(node, x, dim=0, start=None, end=None, step=1) -> TensorValue:
+    dim = _dim(dim, len(x.size))
+    start = 0 if start is None else start
+    if isinstance(start, int) and start < 0:
+        start += int(x.size[dim])
+    if isinstance(start, int) and x.size[dim].is_Integer:
+        start = min(max(start, 0), int(x.size[dim]))
+    size = out_size(node)
+    return view_of(x, size, lambda idx: tuple(sym(start) + i * step if k == dim else i for k, i in enumerate(idx)))
+
+
+@register_lowering(aten.select, view=True)
+def select(node, x, dim, index) -> TensorValue:
+    dim = _dim(dim, len(x.size))
+    if isinstance(index, int) and index < 0:
+        index += int(x.size[dim])
+    return view_of(x, out_size(node), lambda idx: (*idx[:dim], sym(index), *idx[dim:]))
+
+
+@register_lowering(aten.unsqueeze, view=True)
+def unsqueeze(node, x, dim) -> TensorValue:
+    dim = _dim(dim, len(x.size) + 1)
+    return view_of(x, out_size(node), lambda idx: (*idx[:dim], *idx[dim + 1:]))
+
+
+@register_lowering(aten.squeeze, view=True)
+def squeeze(node, x, dims=None) -> TensorValue:
+    if dims is None:
+        dims = [d for d, s in enumerate(x.size) if s == 1]
+    dims = [_dim(d, len(x.size)) for d in ([dims] if isinstance(dims, int) else dims)]
+    dropped = {d for d in dims if x.size[d] == 1}
+
+    def index_map(idx: tuple) -> tuple:
+        it = iter(idx)
+        return tuple(sympy.Integer(0) if d in dropped else next(it) for d in range(len(x.size)))
+    return view_of(x, out_size(node), index_map)
+
+
+@register_lowering(aten.alias, aten.lift_fresh, aten.detach, view=True)
+def alias(node, x) -> TensorValue:
+    return x
+
+
+@register_lowering(aten.split, aten.split_with_sizes, view=True)
+def split(node, x, sizes, dim=0) -> list[TensorValue]:
+    dim = _dim(dim, len(x.size))
+    outs, start = [], 0
+    for val in node.meta["val"]:
+        length = int(val.shape[dim])
+        outs.append(view_of(x, tuple(sym(s) for s in val.shape),
+                            lambda idx, s=start: tuple(i + s if k == dim else i for k, i in enumerate(idx))))
+        start += length
+    return outs
+
+
+# -- cat: a pointwise choice between inputs --------------------------------------
+
+
+@register_lowering(aten.cat)
+def cat(node, tensors, dim=0) -> TensorValue:
+    """``out[..., i, ...]`` is input k's element ``i - start_k``; the index is clamped so no load strays."""
+    tensors = [t for t in tensors if not (len(t.size) == 1 and t.size[0] == 0)]  # cat ignores empty 1-d
+    size = out_size(node)
+    dim = _dim(dim, len(size))
+    dtype = node.meta["val"].dtype
+    starts, acc = [], sympy.Integer(0)
+    for t_ in tensors:
+        starts.append(acc)
+        acc = acc + t_.size[dim]
+
+    if len(tensors) > 1 and not all(sympy.sympify(s).is_Integer for s in starts):
+        raise LoweringError("cat along a dimension of symbolic size is not supported")
+
+    def loader(idx: tuple):
+        i, value = idx[dim], None
+        for t_, start in reversed(list(zip(tensors, starts))):
+            local = i - start if len(tensors) == 1 else sympy.Min(sympy.Max(i - start, 0), t_.size[dim] - 1)
+            own = cast(t_.loader((*idx[:dim], local, *idx[dim + 1:])), t_.dtype, dtype)
+            if value is not None:  # rows before this input's end come from it, the rest from later inputs
+                end = Const(int(start + t_.size[dim]), torch.int64)
+                own = Op("where", (Op("lt", (IndexValue(i, torch.int64), end), torch.bool), own, value), dtype)
+            value = own
+        return value
+    return TensorValue(size, dtype, str(node.meta["val"].device), loader)
+
+
+# -- constants and ranges --------------------------------------------------------
+
+
+def _constant(node, value) -> TensorValue:
+    val = node.meta["val"]
+    if not isinstance(value, (bool, int, float)):
+        raise LoweringError(f"{node.target} with a non-number fill value {value!r}")
+    return TensorValue(out_size(node), val.dtype, str(val.device), lambda idx: Const(value, val.dtype))
+
+
+@register_lowering(aten.full)
+def full(node, size, fill_value, **_: Any) -> TensorValue:
+    return _constant(node, fill_value)
+
+
+@register_lowering(aten.full_like)
+def full_like(node, x, fill_value, **_: Any) -> TensorValue:
+    return _constant(node, fill_value)
+
+
+@register_lowering(aten.zeros_like, aten.empty_like)
+def zeros_like(node, x, **_: Any) -> TensorValue:
+    return _constant(node, 0)
+
+
+@register_lowering(aten.ones_like)
+def ones_like(node, x, **_: Any) -> TensorValue:
+    return _constant(node, 1)
+
+
+@register_lowering(aten.scalar_tensor)
+def scalar_tensor(node, value, **_: Any) -> TensorValue:
+    return _constant(node, value)
+
+
+@register_lowering(aten.zeros, aten.empty, aten.new_zeros, aten.new_empty)
+def zeros(node, *_: Any, **__: Any) -> TensorValue:
+    return _constant(node, 0)
+
+
+@register_lowering(aten.ones, aten.new_ones)
+def ones(node, *_: Any, **__: Any) -> TensorValue:
+    return _constant(node, 1)
+
+
+@register_lowering(torch.ops.prims.iota)
+def iota(node, length, *, start=0, step=1, **_: Any) -> TensorValue:
+    return _ramp(node, start, step)
+
+
+@register_lowering(aten.arange)
+def arange(node, *args: Any, **kwargs: Any) -> TensorValue:
+    numbers = [a for a in args if isinstance(a, (int, float))]
+    start, step = (numbers[0] if len(numbers) >= 2 else 0), (numbers[2] if len(numbers) >= 3 else 1)
+    return _ramp(node, start, step)
+
+
+def _ramp(node, start, step) -> TensorValue:
+    """Element d0 is ``start + d0 * step``."""
+    val = node.meta["val"]
+    dtype = val.dtype
+
+    def loader(idx: tuple):
+        i = IndexValue(idx[0], torch.int64)
+        if dtype.is_floating_point:
+            x = cast(i, torch.int64, torch.float64)
+            return cast(Op("add", (Op("mul", (x, Const(float(step), torch.float64)), torch.float64),
+                                   Const(float(start), torch.float64)), torch.float64), torch.float64, dtype)
+        return cast(IndexValue(sympy.Integer(start) + idx[0] * step, torch.int64), torch.int64, dtype)
+    return TensorValue(out_size(node), dtype, str(val.device), loader)

@@ -1,0 +1,111 @@
+"""Training: compile the forward *and* the backward graph, through torch's AOTAutograd.
+
+When an input requires grad, the captured graph must also say how to compute
+gradients. AOTAutograd (torch/_functorch/aot_autograd.py) traces the graph
+together with its derivative (autograd's own formulas), then partitions the
+joint graph into two graphs::
+
+    forward(primals...)              -> (outputs..., saved tensors...)
+    backward(saved..., tangents...)  -> (grad of each input, or None)
+
+and hands each to a compiler: here, toycompiler's own backend, so both become
+fused kernels. The result is an ``autograd.Function`` whose ``forward`` and
+``backward`` run the generated code.
+
+Mirrors: torch/_inductor/compile_fx.py (``compile_fx`` handing
+``fw_compiler``/``bw_compiler`` to ``aot_autograd``).
+Leaves out: the min-cut partitioner's recomputation choices (AOTAutograd's
+default partitioner saves what the backward reads), and inference graphs
+compiled without autograd when grad mode is off at call time.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import warnings
+from typing import Any, Callable
+
+import torch
+import torch.fx
+
+from .. import artifacts as A
+from ..config import Config
+from ..graph_view import graph_artifact
+
+
+def needs_autograd(example_inputs: list) -> bool:
+    """Route through AOTAutograd when grad mode is on and some input requires grad."""
+    return torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad
+                                           for t in example_inputs)
+
+
+def compile_training(gm: torch.fx.GraphModule, example_inputs: list, target: str, config: Config,
+                     source: A.SourceArtifact | None = None) -> Any:
+    """A callable whose outputs carry a compiled backward; artifacts hold both graphs."""
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._functorch import config as functorch_config
+    from torch._functorch.aot_autograd import make_boxed_func
+
+    from ..pipeline import CompiledGraph
+
+    compiled: dict[str, CompiledGraph] = {}
+
+    def compiler(kind: str) -> Callable:
+        def compile_one(graph: torch.fx.GraphModule, inputs: list) -> Callable:
+            compiled[kind] = compile_or_explain(graph, list(inputs), target, config, source, kind)
+            return make_boxed_func(compiled[kind])  # AOTAutograd passes one list, freed as it goes
+        return compile_one
+
+    # Compile the backward now rather than at the first .backward(), so the report shows it.
+    eager_backward = {"force_non_lazy_backward_lowering": True} \
+        if hasattr(functorch_config, "force_non_lazy_backward_lowering") else {}
+    with functorch_config.patch(**eager_backward):
+        run = aot_autograd(fw_compiler=compiler("forward"), bw_compiler=compiler("backward"))(gm, example_inputs)
+    forward = compiled["forward"].artifacts
+    backward = compiled["backward"].artifacts if "backward" in compiled else None
+    return CompiledGraph(run, dataclasses.replace(forward, backward=backward))
+
+
+def compile_or_explain(gm: torch.fx.GraphModule, inputs: list, target: str, config: Config,
+                       source: A.SourceArtifact | None, kind: str) -> Any:
+    """Compile one of the two graphs; if toycompiler can't, run that graph eagerly and say why."""
+    from ..pipeline import CompiledGraph, compile_graph
+
+    gm, kept = drop_none_outputs(gm)
+    try:
+        graph = compile_graph(gm, inputs, target, config, source)
+    except Exception as e:  # the other graph may still compile: fall back for this one only
+        reason = f"{kind} graph: {target} backend failed: {type(e).__name__}: {e}"
+        warnings.warn(f"toycompiler: {reason}; running it eagerly", stacklevel=2)
+        graph = CompiledGraph(gm, A.BackendArtifacts(f"{target} ({kind})", graph_artifact(gm, f"{kind} graph"),
+                                                     fallback_reason=reason))
+    if kept is None:
+        return graph
+    return CompiledGraph(_with_nones(graph.call, *kept), graph.artifacts)
+
+
+def drop_none_outputs(gm: torch.fx.GraphModule) -> tuple[torch.fx.GraphModule, tuple | None]:
+    """A backward graph returns None for inputs that need no gradient; kernels only make tensors.
+
+    Returns a copy of ``gm`` without those outputs, and (positions kept, total) to put them back.
+    """
+    output = next(n for n in gm.graph.nodes if n.op == "output")
+    values = list(output.args[0])
+    kept = tuple(i for i, v in enumerate(values) if v is not None)
+    if len(kept) == len(values):
+        return gm, None
+    gm = copy.deepcopy(gm)
+    output = next(n for n in gm.graph.nodes if n.op == "output")
+    output.args = (tuple(output.args[0][i] for i in kept),)
+    gm.recompile()
+    return gm, (kept, len(values))
+
+
+def _with_nones(call: Callable, kept: tuple[int, ...], total: int) -> Callable:
+    def run(*args: Any) -> list:
+        results = [None] * total
+        for i, value in zip(kept, call(*args)):
+            results[i] = value
+        return results
+    return run

@@ -1,0 +1,89 @@
+"""How the benchmark measures: medians of timed blocks, copy bandwidth, compile time in fresh processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Callable
+
+import torch
+
+
+def synchronizer(device: str) -> Callable[[], None]:
+    return torch.cuda.synchronize if device == "cuda" else (lambda: None)
+
+
+def median_seconds(fn: Callable[[], object], device: str, budget: float = 0.3, blocks: int = 9) -> float:
+    """Median time of one call: calls run in blocks long enough to time, the GPU synchronized per block."""
+    sync = synchronizer(device)
+    fn()
+    sync()
+    calls = 1
+    while True:  # grow the block until it takes a fair share of the budget
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        sync()
+        elapsed = time.perf_counter() - start
+        if elapsed > budget / blocks or calls >= 1 << 16:
+            break
+        calls *= 2 if elapsed * 4 > budget / blocks else 8
+    times = []
+    for _ in range(blocks):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        sync()
+        times.append((time.perf_counter() - start) / calls)
+    return statistics.median(times)
+
+
+def copy_bandwidth(device: str, quick: bool) -> float:
+    """Bytes per second of a large tensor copy (read + write), the machine's practical ceiling."""
+    numel = (1 << 26 if device == "cuda" else 1 << 24) >> (2 if quick else 0)
+    src = torch.randn(numel, device=device)
+    dst = torch.empty_like(src)
+    seconds = median_seconds(lambda: dst.copy_(src), device)
+    return 2 * src.numel() * src.element_size() / seconds
+
+
+def compile_seconds(workload: str, compiler: str, device: str, cache_dir: str) -> dict:
+    """Time of the first call (compile + one run) in a fresh process, with caches under ``cache_dir``."""
+    env = dict(os.environ, TOYCOMPILER_CACHE_DIR=os.path.join(cache_dir, "toy"),
+               TORCHINDUCTOR_CACHE_DIR=os.path.join(cache_dir, "inductor"),
+               TRITON_CACHE_DIR=os.path.join(cache_dir, "triton"))
+    cmd = [sys.executable, "-m", "toycompiler.bench", "--child-compile", workload, "--compiler", compiler,
+           "--device", device]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    if proc.returncode != 0:
+        return {"error": proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "failed"}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def cold_and_warm(workload: str, compiler: str, device: str) -> dict:
+    """Cold: empty caches. Warm: a second fresh process with the caches the first one filled."""
+    with tempfile.TemporaryDirectory(prefix="toybench-") as cache_dir:
+        cold = compile_seconds(workload, compiler, device, cache_dir)
+        warm = compile_seconds(workload, compiler, device, cache_dir)
+    return {"cold_s": cold.get("seconds"), "warm_s": warm.get("seconds"),
+            "error": cold.get("error") or warm.get("error")}
+
+
+def child_compile(workload_name: str, compiler: str, device: str) -> None:
+    """Run in the fresh process: build inputs, time the first compiled call, print JSON."""
+    from . import workloads
+    from .runners import make_compiled
+
+    w = workloads.by_name(workload_name)
+    inputs = w.make_inputs(device, True)
+    fn = make_compiled(w, compiler, device)
+    sync = synchronizer(device)
+    start = time.perf_counter()
+    fn(*inputs)
+    sync()
+    print(json.dumps({"seconds": time.perf_counter() - start}))

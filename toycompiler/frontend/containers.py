@@ -1,0 +1,293 @@
+"""Containers on the symbolic stack: tuples, lists, dicts and iterators of variables.
+
+A list may hold tensors (graph nodes) next to ints, so it can't be a plain
+constant: it is a list of :class:`~.variables.Variable`. Lists and dicts made
+while tracing can be changed freely (``append``, ``d[k] = v``): nobody outside
+sees them. One that came from the caller (an argument, a global, a module
+attribute: it has a ``source``) must not be changed, since the compiled code
+would not repeat the change; that is a graph break with kind "mutation".
+
+Mirrors: torch/_dynamo/variables/lists.py, dicts.py, iter.py.
+Leaves out: sets of tensors, dict views as live objects, user-defined containers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .variables import ConstantVariable, Unsupported, Variable, wrap_constant_result
+
+
+def _index(v: Variable) -> Any:
+    return v.as_python()
+
+
+@dataclass(eq=False)
+class TupleVariable(Variable):
+    """A tuple of variables."""
+
+    items: list[Variable] = field(default_factory=list)
+    source: str | None = None
+
+    def describe(self) -> str:
+        return "(" + ", ".join(i.describe() for i in self.items) + ")"
+
+    def python_type(self) -> type:
+        return tuple
+
+    def as_python(self) -> Any:
+        return tuple(i.as_python() for i in self.items)
+
+    def unpack(self, tx):
+        return list(self.items)
+
+    def truth(self) -> bool:
+        return bool(self.items)
+
+    def getitem(self, tx, index):
+        key = _index(index)
+        if isinstance(key, slice):
+            return type(self)(self.items[key])
+        try:
+            return self.items[key]
+        except (IndexError, TypeError) as e:
+            raise Unsupported(
+                f"{self.describe()}[{key!r}] raised {type(e).__name__}", "exception"
+            ) from e
+
+    def getattr(self, tx, name):
+        if name in ("index", "count"):
+            return ContainerMethodVariable(self, name)
+        raise Unsupported(f"{self.python_type().__name__} attribute .{name}")
+
+    def call_method(self, tx, name, args, kwargs):
+        target = [tx.identity_key(i) for i in self.items]
+        value = tx.identity_key(args[0])
+        return ConstantVariable(target.index(value) if name == "index" else target.count(value))
+
+
+@dataclass(eq=False)
+class NamedTupleVariable(TupleVariable):
+    """A structseq result (``torch.topk(...).values``); ``example`` names the fields."""
+
+    example: Any = None
+
+    def python_type(self) -> type:
+        return type(self.example)
+
+    def getattr(self, tx, name):
+        field_value = getattr(self.example, name, None)
+        for item, value in zip(self.items, self.example):
+            if value is field_value:
+                return item
+        return super().getattr(tx, name)
+
+
+@dataclass(eq=False)
+class ListVariable(TupleVariable):
+    """A list of variables; changes are allowed only to lists made while tracing."""
+
+    def describe(self) -> str:
+        return "[" + ", ".join(i.describe() for i in self.items) + "]"
+
+    def python_type(self) -> type:
+        return list
+
+    def as_python(self) -> Any:
+        return [i.as_python() for i in self.items]
+
+    def getattr(self, tx, name):
+        if name in LIST_METHODS:
+            return ContainerMethodVariable(self, name)
+        raise Unsupported(f"list attribute .{name}")
+
+    def before_change(self, tx, what: str) -> None:
+        """Refuse to change the caller's list; remember the items so a break can undo the change."""
+        if self.source is not None:
+            raise Unsupported(
+                f"{what} changes {self.source}, which the caller can see; "
+                "the compiled code would not repeat the change",
+                "mutation",
+            )
+        tx.output.remember(self, "items")
+
+    def setitem(self, tx, index: Variable, value: Variable) -> None:
+        self.before_change(tx, "item assignment")
+        key = _index(index)
+        if isinstance(key, slice):
+            self.items[key] = value.unpack(tx)
+        else:
+            self.items[key] = value
+
+    def delitem(self, tx, index: Variable) -> None:
+        self.before_change(tx, "del")
+        del self.items[_index(index)]
+
+    def call_method(self, tx, name, args, kwargs):
+        if name in ("index", "count"):
+            return super().call_method(tx, name, args, kwargs)
+        if name == "copy":
+            return ListVariable(list(self.items))
+        self.before_change(tx, f"list.{name}()")
+        if name == "append":
+            self.items.append(args[0])
+        elif name == "extend":
+            self.items.extend(args[0].unpack(tx))
+        elif name == "insert":
+            self.items.insert(_index(args[0]), args[1])
+        elif name == "pop":
+            return self.items.pop(*[_index(a) for a in args])
+        elif name == "clear":
+            self.items.clear()
+        elif name == "reverse":
+            self.items.reverse()
+        elif name == "sort":
+            values = sorted(self.as_python(), **{k: v.as_python() for k, v in kwargs.items()})
+            self.items[:] = [wrap_constant_result(v) for v in values]
+        elif name == "remove":
+            self.items.pop([tx.identity_key(i) for i in self.items].index(tx.identity_key(args[0])))
+        return ConstantVariable(None)
+
+
+LIST_METHODS = (
+    "append",
+    "extend",
+    "insert",
+    "pop",
+    "clear",
+    "reverse",
+    "sort",
+    "index",
+    "count",
+    "copy",
+    "remove",
+)
+
+
+@dataclass(eq=False)
+class DictVariable(Variable):
+    """A dict with compile-time keys and variable values (insertion order kept)."""
+
+    items: dict[Any, Variable] = field(default_factory=dict)
+    source: str | None = None
+
+    def describe(self) -> str:
+        return "{" + ", ".join(f"{k!r}: {v.describe()}" for k, v in self.items.items()) + "}"
+
+    def python_type(self) -> type:
+        return dict
+
+    def as_python(self) -> Any:
+        return {k: v.as_python() for k, v in self.items.items()}
+
+    def unpack(self, tx):
+        return [wrap_constant_result(k) for k in self.items]
+
+    def truth(self) -> bool:
+        return bool(self.items)
+
+    def getitem(self, tx, index):
+        key = _index(index)
+        if key not in self.items:
+            raise Unsupported(f"dict has no key {key!r} (KeyError while tracing)", "exception")
+        return self.items[key]
+
+    def setitem(self, tx, index: Variable, value: Variable) -> None:
+        ListVariable.before_change(self, tx, "dict item assignment")
+        self.items[_index(index)] = value
+
+    def delitem(self, tx, index: Variable) -> None:
+        ListVariable.before_change(self, tx, "del")
+        del self.items[_index(index)]
+
+    def getattr(self, tx, name):
+        if name in DICT_METHODS:
+            return ContainerMethodVariable(self, name)
+        raise Unsupported(f"dict attribute .{name}")
+
+    def call_method(self, tx, name, args, kwargs):
+        from .containers import TupleVariable as T
+
+        if name == "keys":
+            return ListVariable([wrap_constant_result(k) for k in self.items])
+        if name == "values":
+            return ListVariable(list(self.items.values()))
+        if name == "items":
+            return ListVariable([T([wrap_constant_result(k), v]) for k, v in self.items.items()])
+        if name == "get":
+            default = args[1] if len(args) > 1 else ConstantVariable(None)
+            return self.items.get(_index(args[0]), default)
+        if name == "copy":
+            return DictVariable(dict(self.items))
+        if name == "__contains__":
+            return ConstantVariable(_index(args[0]) in self.items)
+        ListVariable.before_change(self, tx, f"dict.{name}()")
+        if name == "update":
+            if args:
+                self.update_from(tx, args[0])
+            self.items.update(kwargs)
+        elif name == "pop":
+            key = _index(args[0])
+            if key not in self.items and len(args) > 1:
+                return args[1]
+            return self.items.pop(key)
+        elif name == "setdefault":
+            return self.items.setdefault(
+                _index(args[0]), args[1] if len(args) > 1 else ConstantVariable(None)
+            )
+        elif name == "clear":
+            self.items.clear()
+        return ConstantVariable(None)
+
+    def update_from(self, tx, other: Variable) -> None:
+        if isinstance(other, DictVariable):
+            self.items.update(other.items)
+            return
+        for pair in other.unpack(tx):
+            k, v = pair.unpack(tx)
+            self.items[_index(k)] = v
+
+
+DICT_METHODS = ("keys", "values", "items", "get", "copy", "update", "pop", "setdefault", "clear")
+
+
+@dataclass(eq=False)
+class IteratorVariable(Variable):
+    """An iterator over variables known now (``zip``, ``enumerate``, a generator's yields)."""
+
+    items: list[Variable] = field(default_factory=list)
+    index: int = 0
+
+    def describe(self) -> str:
+        return f"iterator({len(self.items) - self.index} left)"
+
+    def unpack(self, tx):
+        rest = self.items[self.index :]
+        tx.output.remember(self, "index")
+        self.index = len(self.items)
+        return rest
+
+    def next(self, tx) -> Variable | None:
+        if self.index >= len(self.items):
+            return None
+        tx.output.remember(self, "index")
+        self.index += 1
+        return self.items[self.index - 1]
+
+    def truth(self) -> bool:
+        return True
+
+
+@dataclass(eq=False)
+class ContainerMethodVariable(Variable):
+    """``lst.append`` / ``d.items`` before it is called."""
+
+    container: Variable
+    name: str
+
+    def describe(self) -> str:
+        return f"{self.container.python_type().__name__}.{self.name}"
+
+    def call(self, tx, args, kwargs):
+        return self.container.call_method(tx, self.name, args, kwargs)

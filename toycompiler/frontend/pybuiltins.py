@@ -1,0 +1,396 @@
+"""Python builtins (and a few of functools/itertools) applied to symbolic values.
+
+Most builtins called on constants are simply folded. These handlers are for
+the calls whose arguments may hold tensors or containers of them:
+``len(x)`` is ``x.shape[0]``, ``zip(xs, ys)`` pairs variables, ``sum(ts)``
+adds graph nodes, ``isinstance(x, torch.Tensor)`` is known from the variable's
+kind. A handler returns ``NotImplemented`` to let the caller fold the call on
+constants instead.
+
+Mirrors: torch/_dynamo/variables/builtin.py (BuiltinVariable) and
+torch/_dynamo/polyfills/ (itertools, functools).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import operator
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from .containers import DictVariable, IteratorVariable, ListVariable, TupleVariable
+from .variables import (
+    ConstantVariable,
+    GradModeVariable,
+    ObjectVariable,
+    PartialVariable,
+    SuperVariable,
+    TensorVariable,
+    Unsupported,
+    Variable,
+)
+
+Handler = Callable[[Any, list[Variable], dict[str, Variable]], Variable]
+HANDLERS: dict[Any, Handler] = {}
+
+
+def handler_for(fn: Any) -> Handler | None:
+    try:
+        return HANDLERS.get(fn)
+    except TypeError:  # unhashable callables
+        return None
+
+
+def handles(*fns: Any) -> Callable[[Handler], Handler]:
+    def register(h: Handler) -> Handler:
+        for fn in fns:
+            HANDLERS[fn] = h
+        return h
+
+    return register
+
+
+def _all_constant(vs: list[Variable]) -> bool:
+    return all(v.is_python_constant() and not isinstance(v, TensorVariable) for v in vs)
+
+
+def _items(tx, v: Variable) -> list[Variable]:
+    return v.unpack(tx)
+
+
+# -- sizes and types ------------------------------------------------------------
+
+
+@handles(len)
+def _len(tx, args, kwargs):
+    (obj,) = args
+    if isinstance(obj, TensorVariable):
+        if obj.example.dim() == 0:
+            raise Unsupported("len() of a 0-d tensor", "exception")
+        return ConstantVariable(int(obj.example.shape[0]))
+    if isinstance(obj, TupleVariable | DictVariable):
+        return ConstantVariable(len(obj.items))
+    return NotImplemented
+
+
+@handles(isinstance)
+def _isinstance(tx, args, kwargs):
+    obj, cls = args
+    return ConstantVariable(issubclass(obj.python_type(), cls.as_python()))
+
+
+@handles(type)
+def _type(tx, args, kwargs):
+    if len(args) == 1 and not args[0].is_python_constant():
+        return ObjectVariable(args[0].python_type())
+    return NotImplemented
+
+
+@handles(callable)
+def _callable(tx, args, kwargs):
+    (obj,) = args
+    if isinstance(obj, TensorVariable):
+        return ConstantVariable(False)
+    if obj.is_python_constant():
+        return ConstantVariable(callable(obj.as_python()))
+    return ConstantVariable(hasattr(obj, "call") and type(obj).call is not Variable.call)
+
+
+@handles(getattr)
+def _getattr(tx, args, kwargs):
+    obj, name = args[0], args[1].as_python()
+    try:
+        return obj.getattr(tx, name)
+    except Unsupported:
+        if len(args) == 3 and obj.is_python_constant() and not hasattr(obj.as_python(), name):
+            return args[2]
+        raise
+
+
+@handles(hasattr)
+def _hasattr(tx, args, kwargs):
+    obj, name = args[0], args[1].as_python()
+    if isinstance(obj, TensorVariable):
+        return ConstantVariable(hasattr(obj.example, name))
+    if obj.is_python_constant():
+        return ConstantVariable(hasattr(obj.as_python(), name))
+    return ConstantVariable(hasattr(obj.python_type(), name))
+
+
+@handles(setattr)
+def _setattr(tx, args, kwargs):
+    raise Unsupported("setattr() changes an object the caller can see; not traced", "mutation")
+
+
+@handles(id)
+def _id(tx, args, kwargs):
+    raise Unsupported("id() of a traced value has no meaning at run time", "unsupported-call")
+
+
+# -- conversions that need a tensor's data ---------------------------------------
+
+
+@handles(int, float, bool, complex)
+def _scalar(tx, args, kwargs):
+    if args and isinstance(args[0], TensorVariable):
+        raise Unsupported(
+            "converting a tensor to a Python number needs its data (like .item())", "item"
+        )
+    return NotImplemented
+
+
+@handles(abs)
+def _abs(tx, args, kwargs):
+    if isinstance(args[0], TensorVariable):
+        return tx.record_call("call_function", operator.abs, args, {})
+    return NotImplemented
+
+
+# -- building containers and iterators -------------------------------------------
+
+
+@handles(list)
+def _list(tx, args, kwargs):
+    return ListVariable(_items(tx, args[0]) if args else [])
+
+
+@handles(tuple)
+def _tuple(tx, args, kwargs):
+    if args and isinstance(args[0], ConstantVariable):
+        return NotImplemented  # keeps torch.Size -> tuple exact
+    return TupleVariable(_items(tx, args[0]) if args else [])
+
+
+@handles(dict)
+def _dict(tx, args, kwargs):
+    d = DictVariable({})
+    if args:
+        d.update_from(tx, args[0])
+    d.items.update(kwargs)
+    return d
+
+
+@handles(iter)
+def _iter(tx, args, kwargs):
+    (obj,) = args
+    return obj if isinstance(obj, IteratorVariable) else IteratorVariable(_items(tx, obj))
+
+
+@handles(next)
+def _next(tx, args, kwargs):
+    it = args[0]
+    if not isinstance(it, IteratorVariable):
+        return NotImplemented
+    item = it.next(tx)
+    if item is None:
+        if len(args) > 1:
+            return args[1]
+        raise Unsupported(
+            "next() on an exhausted iterator raised StopIteration while tracing", "exception"
+        )
+    return item
+
+
+@handles(enumerate)
+def _enumerate(tx, args, kwargs):
+    start = (args[1] if len(args) > 1 else kwargs.get("start", ConstantVariable(0))).as_python()
+    return IteratorVariable(
+        [TupleVariable([ConstantVariable(start + i), v]) for i, v in enumerate(_items(tx, args[0]))]
+    )
+
+
+@handles(zip)
+def _zip(tx, args, kwargs):
+    columns = [_items(tx, a) for a in args]
+    if (
+        kwargs.get("strict") is not None
+        and kwargs["strict"].as_python()
+        and len({len(c) for c in columns}) > 1
+    ):
+        raise Unsupported("zip(strict=True) got iterables of different lengths", "exception")
+    return IteratorVariable([TupleVariable(list(row)) for row in zip(*columns)])
+
+
+@handles(reversed)
+def _reversed(tx, args, kwargs):
+    return IteratorVariable(list(reversed(_items(tx, args[0]))))
+
+
+@handles(map)
+def _map(tx, args, kwargs):
+    fn, columns = args[0], [_items(tx, a) for a in args[1:]]
+    return IteratorVariable([fn.call(tx, list(row), {}) for row in zip(*columns)])
+
+
+@handles(filter)
+def _filter(tx, args, kwargs):
+    fn, items = args[0], _items(tx, args[1])
+    if isinstance(fn, ConstantVariable) and fn.value is None:
+        return IteratorVariable([v for v in items if v.truth()])
+    return IteratorVariable([v for v in items if fn.call(tx, [v], {}).truth()])
+
+
+def _fold_over_items(fn: Any, why: str) -> Handler:
+    """``sorted(xs)``, ``min(xs)``, ``max(a, b)``: folded when every item is a constant."""
+
+    def handler(tx, args, kwargs):
+        items = _items(tx, args[0]) if len(args) == 1 else list(args)
+        if not (_all_constant(items) and _all_constant(list(kwargs.values()))):
+            raise Unsupported(why, "data-dependent-branch")
+        values = [i.as_python() for i in items]
+        return tx.fold(fn, [ObjectVariable(values)], kwargs)
+
+    return handler
+
+
+HANDLERS[sorted] = _fold_over_items(
+    sorted, "sorted() over tensors compares their values (data-dependent)"
+)
+for _fn in (min, max):
+    HANDLERS[_fn] = _fold_over_items(
+        _fn,
+        "min()/max() of tensors compares their values (data-dependent); use torch.minimum/maximum",
+    )
+
+
+# -- reductions over iterables ------------------------------------------------------
+
+
+@handles(sum)
+def _sum(tx, args, kwargs):
+    items = _items(tx, args[0])
+    acc = args[1] if len(args) > 1 else kwargs.get("start", ConstantVariable(0))
+    if _all_constant(items + [acc]):
+        return ConstantVariable(sum((i.as_python() for i in items), acc.as_python()))
+    for item in items:
+        acc = tx.call_python(operator.add, [acc, item], {})
+    return acc
+
+
+@handles(any)
+def _any(tx, args, kwargs):
+    return ConstantVariable(any(v.truth() for v in _items(tx, args[0])))
+
+
+@handles(all)
+def _all(tx, args, kwargs):
+    return ConstantVariable(all(v.truth() for v in _items(tx, args[0])))
+
+
+@handles(functools.reduce)
+def _reduce(tx, args, kwargs):
+    fn, items = args[0], _items(tx, args[1])
+    if len(args) > 2:
+        acc = args[2]
+    elif items:
+        acc, items = items[0], items[1:]
+    else:
+        raise Unsupported("reduce() of an empty iterable with no initial value", "exception")
+    for item in items:
+        acc = fn.call(tx, [acc, item], {})
+    return acc
+
+
+@handles(functools.partial)
+def _partial(tx, args, kwargs):
+    return PartialVariable(args[0], list(args[1:]), dict(kwargs))
+
+
+@handles(itertools.chain)
+def _chain(tx, args, kwargs):
+    return IteratorVariable([v for a in args for v in _items(tx, a)])
+
+
+@handles(itertools.product)
+def _product(tx, args, kwargs):
+    repeat = kwargs["repeat"].as_python() if "repeat" in kwargs else 1
+    columns = [_items(tx, a) for a in args] * repeat
+    return IteratorVariable([TupleVariable(list(row)) for row in itertools.product(*columns)])
+
+
+@handles(operator.getitem)
+def _getitem(tx, args, kwargs):
+    obj, index = args
+    if isinstance(obj, TensorVariable | TupleVariable | DictVariable):
+        return obj.getitem(tx, index)
+    return NotImplemented
+
+
+@handles(operator.contains)
+def _contains(tx, args, kwargs):
+    container, item = args
+    if isinstance(container, DictVariable):
+        return ConstantVariable(item.as_python() in container.items)
+    if isinstance(container, TupleVariable | IteratorVariable):
+        key = tx.identity_key(item)
+        return ConstantVariable(any(tx.identity_key(i) == key for i in container.unpack(tx)))
+    if isinstance(container, TensorVariable):
+        raise Unsupported(
+            "`in` on a tensor compares values (data-dependent)", "data-dependent-branch"
+        )
+    return NotImplemented
+
+
+@handles(super)
+def _super(tx, args, kwargs):
+    if args:
+        return SuperVariable(args[0].as_python(), args[1])
+    cell = tx.state.cells.get("__class__")
+    if cell is None or not tx.code.co_argcount:
+        raise Unsupported("super() outside a method", "unsupported-call")
+    cls = tx.read_cell(cell).as_python()
+    first = tx.state.locals.get(tx.code.co_varnames[0])
+    if first is None:
+        first = tx.read_cell(tx.state.cells[tx.code.co_varnames[0]])
+    return SuperVariable(cls, tx.load_local_value(first, tx.code.co_varnames[0]))
+
+
+@handles(torch.is_tensor)
+def _is_tensor(tx, args, kwargs):
+    return ConstantVariable(isinstance(args[0], TensorVariable))
+
+
+def _global_state(fn: Any, expr: str) -> Handler:
+    """Global torch state the function reads: its value now, and a guard that it stays so."""
+
+    def handler(tx, args, kwargs):
+        value = fn()
+        tx.guards.add(
+            f"{expr} == {value}",
+            "GLOBAL_STATE",
+            f"{expr} was read",
+            tx.output.current_line,
+            expr,
+            str(value),
+        )
+        return ConstantVariable(value)
+
+    return handler
+
+
+HANDLERS[torch.is_grad_enabled] = _global_state(torch.is_grad_enabled, "torch.is_grad_enabled()")
+HANDLERS[torch.get_default_dtype] = _global_state(
+    torch.get_default_dtype, "torch.get_default_dtype()"
+)
+
+
+@handles(torch.no_grad)
+def _no_grad(tx, args, kwargs):
+    return GradModeVariable(False)
+
+
+@handles(torch.enable_grad)
+def _enable_grad(tx, args, kwargs):
+    return GradModeVariable(True)
+
+
+@handles(torch.set_grad_enabled)
+def _set_grad_enabled(tx, args, kwargs):
+    """Switches at once (it works as a plain call too); as a ``with``, the exit switches back."""
+    (mode,) = [*args, *kwargs.values()]
+    previous = torch.is_grad_enabled()
+    tx.set_grad_mode(bool(mode.as_python()))
+    return GradModeVariable(bool(mode.as_python()), previous)
