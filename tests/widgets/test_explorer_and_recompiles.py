@@ -87,3 +87,13 @@ def test_guards_view_shows_each_entry_and_why_it_was_compiled():
     assert "def check(x):" in text
     label = f.compiled_frames[1].label
     assert f"{label} scaled" in text and "guard failed: x.shape == (4,)" in text
+
+
+def test_recompile_matrix_reuses_the_dynamic_entry_for_a_new_size():
+    f = toycompiler.compile(scaled, backend="cpp")
+    f(torch.randn(4))
+    f(torch.randn(6))  # a size change: the second entry is compiled with a symbolic size
+    m = recompile_matrix(f, [(torch.randn(9),)])
+    (a,), (b,) = m.matrix.cells
+    assert not a.passed and a.failure.actual == "(9,)"
+    assert b.passed and m.matrix.used == (b.entry,)
