@@ -47,3 +47,9 @@ def assert_close_tree(actual: Any, expected: Any, rtol: float = 1e-5, atol: floa
             assert_close_tree(actual[k], expected[k], rtol, atol)
     else:
         assert actual == expected, f"expected {expected!r}, got {actual!r}"
+
+
+def device_for(backend: str) -> str:
+    """The device a backend's tests use: CUDA for Triton when a GPU is present, else the CPU
+    (where Triton kernels run in its interpreter)."""
+    return "cuda" if backend == "triton" and torch.cuda.is_available() else "cpu"
