@@ -17,7 +17,9 @@ wrong solution fails the tests.
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import io
 import itertools
 import warnings
 from collections.abc import Callable
@@ -708,3 +710,62 @@ def check_lesson05_three_failures(calls: Any) -> Verdict:
     if sorted(kinds) != ["constant", "dtype", "shape"]:
         return _wrong(f"the recompiles were caused by {kinds}; expected one constant, one dtype, one shape.")
     return _ok("three recompiles: " + "; ".join(str(fl) for fl in failures))
+
+
+# -- lesson 6: graph breaks ---------------------------------------------------------------------
+
+
+def _l06_clip_or_shift(x):
+    if x.max() > 1:
+        return torch.clamp(x, -1, 1)
+    return x + 0.5
+
+
+def check_lesson06_no_break(fn: Any) -> Verdict:
+    """``fn(x)`` computes ``clip_or_shift(x)`` for any x, in one graph with no break."""
+    if _missing(fn):
+        return _todo("compute both branches and pick with torch.where(x.max() > 1, torch.clamp(x, -1, 1), x + 0.5).")
+    inputs = [torch.randn(6) * 3, torch.rand(6) * 0.5, -torch.rand(6), torch.tensor([1.0, 1.5, -2.0])]
+    for x in inputs:
+        got, err = _call(fn, x.clone())
+        if err:
+            return _wrong(f"fn raised {err}")
+        diff = _same(got, _l06_clip_or_shift(x))
+        if diff:
+            return _wrong(f"for x = {x.tolist()} the result differs from clip_or_shift: {diff}")
+    for x in inputs:
+        report = _quiet_explain(fn, x, backend="cpp")
+        if report.graph_break_count:
+            brk = report.breaks[0]
+            return _wrong(f"there is still a graph break: {brk.reason}\n    {brk.source}")
+    compiled = api.compile(fn, backend="cpp")
+    for x in inputs:
+        diff = _same(compiled(x.clone()), _l06_clip_or_shift(x))
+        if diff:
+            return _wrong(f"the compiled function differs from eager for x = {x.tolist()}: {diff}")
+    return _ok("no graph break, and the same values as clip_or_shift for inputs taking either branch.")
+
+
+def _l06_two_breaks(x):
+    a = x + 1
+    print("a is ready")
+    b = a * 2
+    n = b.sum().item()
+    return b / n
+
+
+def check_lesson06_count(prediction: Any) -> Verdict:
+    """``prediction``: ``(graphs, breaks)`` for two_breaks."""
+    if _missing(prediction):
+        return _todo("each break ends a graph and the code after it starts a new one (in a resume function).")
+    with contextlib.redirect_stdout(io.StringIO()):
+        report = _quiet_explain(_l06_two_breaks, torch.randn(5), backend="cpp")
+    expected = (report.graph_count, report.graph_break_count)
+    if not (isinstance(prediction, tuple) and len(prediction) == 2):
+        return _wrong(f"expected a pair (graphs, breaks), got {prediction!r}.")
+    if tuple(prediction) != expected:
+        return _wrong(f"{prediction} is not what happens. Find each line that cannot be traced; count the "
+                      "stretches of tensor code between them.")
+    reasons = "; ".join(f"line {b.line - report.frames[0].source.firstlineno + 1}: {b.reason}"
+                        for b in report.breaks)
+    return _ok(f"{expected[0]} graphs and {expected[1]} breaks ({reasons}).")
