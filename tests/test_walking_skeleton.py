@@ -30,7 +30,7 @@ SHAPES = [(1,), (7,), (1000,), (3, 5), (17, 33)]
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
 def test_compiled_matches_eager(backend, fn, shape):
     x, y = torch.randn(shape, device=device_for(backend)), torch.randn(shape, device=device_for(backend))
-    assert_same(fn, x, y, backend=backend)
+    assert_same(fn, x, y, backend=backend, allow_fallback=False)
 
 
 @pytest.mark.parametrize("backend", ["cpp", "triton"])
