@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 
 from toycompiler.artifacts import FrameCompilation, KernelArtifact
 
+_BUFFER_COMMENT = re.compile(r"(?:#|//) (buf\d+)\b")
+
 
 @dataclass(frozen=True)
 class LineLinks:
@@ -79,6 +81,10 @@ class Provenance:
         """Kernel source line -> the IR buffer it computes (from ``line_map``, else from stores)."""
         mapped = dict(getattr(kernel, "line_map", ()) or ())
         if mapped:
+            for i, text in enumerate(kernel.source.splitlines(), 1):  # the ``# buf2 = tmp1 (cos, ...)`` comments too
+                m = _BUFFER_COMMENT.match(text.strip())
+                if m and m.group(1) in kernel.nodes:
+                    mapped.setdefault(i, m.group(1))
             return mapped
         # Older artifacts without a line map: tie only lines that name a buffer.
         out = {}
