@@ -27,10 +27,16 @@ _RESUME_GLOBAL = re.compile(r"__resume_at_(\d+)_\d+")
 _JUMP_TO = re.compile(r"to (\d+)")
 
 
-def _row(r: InstructionRow, note: str = "", background: str = "") -> str:
+def _text(r: InstructionRow, width: int) -> str:
+    """Like ``dis`` (line, jump target, offset, opname, argument), the opname column only as wide as needed."""
+    line = f"{r.line:4d}" if r.line is not None else "    "
+    return f"{line} {'>>' if r.is_jump_target else '  '} {r.offset:4d} {r.opname:<{width}} {r.argrepr}".rstrip()
+
+
+def _row(r: InstructionRow, note: str = "", background: str = "", width: int = 24) -> str:
     """One instruction; a note goes on its own line below, so narrow columns never cut it off."""
     style = f"white-space:pre;min-height:1.3em{';background:' + background if background else ''}"
-    row = f'<div class="tc-row" style="{style}">{esc(r)}</div>'
+    row = f'<div class="tc-row" style="{style}">{esc(_text(r, width))}</div>'
     if note:
         row += (f'<div class="tc-note" style="white-space:pre-wrap;padding-left:9ch;color:{FG_DIM};'
                 f'font-style:italic{";background:" + background if background else ""}">^ {esc(note)}</div>')
@@ -41,6 +47,7 @@ def transformed_html(code: BytecodeArtifact, graph_label: str | None, break_line
                      first_line: int, describe_resume: Callable[[int], str]) -> str:
     """The transformed bytecode; ``describe_resume(offset)`` names the resume function called for that offset."""
     rows = code.instructions
+    width = max((len(r.opname) for r in rows), default=0)
     breaking = [k for k, r in enumerate(rows) if break_line is not None and r.line == break_line != first_line]
     out = []
     for k, r in enumerate(rows):
@@ -54,7 +61,7 @@ def transformed_html(code: BytecodeArtifact, graph_label: str | None, break_line
             background = BREAK_BG
             if k == breaking[-1]:
                 note = note or f"line {break_line}, the break, runs as ordinary Python"
-        out.append(_row(r, note, background))
+        out.append(_row(r, note, background, width))
     return pre(out)
 
 
@@ -73,14 +80,15 @@ def jump_target(code: BytecodeArtifact) -> tuple[int, int] | None:
 def resume_html(code: BytecodeArtifact, original_offset: int, original_name: str) -> str:
     """A resume function with its prologue marked, the dead copy folded, and the landing row lit."""
     rows = code.instructions
+    w = max((len(r.opname) for r in rows), default=0)
     jump = jump_target(code)
     if jump is None:
-        return pre([_row(r) for r in rows])
+        return pre([_row(r, width=w) for r in rows])
     k, land = jump
-    out = [_row(r) for r in rows[:1]]
-    out += [_row(r, "prologue: push the saved stack and locals" if i == 0 and k > 1 else "") for i, r in
-            enumerate(rows[1:k])]
-    out.append(_row(rows[k], "jump over the code that already ran"))
+    out = [_row(r, width=w) for r in rows[:1]]
+    out += [_row(r, "prologue: push the saved stack and locals" if i == 0 and k > 1 else "", width=w)
+            for i, r in enumerate(rows[1:k])]
+    out.append(_row(rows[k], "jump over the code that already ran", width=w))
     dead = rows[k + 1:land]
     if dead:
         lines = sorted({r.line for r in dead if r.line is not None})
@@ -88,6 +96,6 @@ def resume_html(code: BytecodeArtifact, original_offset: int, original_name: str
         out.append(f'<div class="tc-row tc-dead" style="white-space:pre-wrap;padding-left:9ch;color:{FG_DIM};'
                    f'font-style:italic">... {len(dead)} instructions ({esc(span)}) skipped: '
                    "they ran before the break ...</div>")
-    out.append(_row(rows[land], f"continues here: offset {original_offset} of {original_name}", TARGET_BG))
-    out += [_row(r) for r in rows[land + 1:]]
+    out.append(_row(rows[land], f"continues here: offset {original_offset} of {original_name}", TARGET_BG, w))
+    out += [_row(r, width=w) for r in rows[land + 1:]]
     return pre(out)
