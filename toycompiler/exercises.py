@@ -688,7 +688,8 @@ def check_lesson05_three_failures(calls: Any) -> Verdict:
     """``calls``: argument tuples for f giving exactly three recompiles: constant, dtype, shape."""
     if _missing(calls):
         return _todo("start with (torch.randn(8), 2.0); then change one thing per call: the float, the "
-                     "tensor's dtype, the tensor's length. Each call is checked against the newest entry.")
+                     "tensor's dtype, the tensor's length. A recompile's cause is the newest entry's first "
+                     "failing guard.")
     if not isinstance(calls, list | tuple) or not all(isinstance(c, tuple) for c in calls):
         return _wrong("calls must be a list of argument tuples, like [(torch.randn(8), 2.0), ...].")
     with warnings.catch_warnings():
@@ -698,18 +699,19 @@ def check_lesson05_three_failures(calls: Any) -> Verdict:
             _, err = _call(compiled, *args)
             if err:
                 return _wrong(f"f{tuple(type(a).__name__ for a in args)} raised {err}")
-    failures = compiled.cache.failures
+    reasons = [fr.recompile_reason for fr in compiled.compiled_frames[1:]]
     kinds = []
-    for fl in failures:
+    for fl in reasons:
         kind = "dtype" if ".dtype" in fl.expr else "shape" if ".shape" in fl.expr else \
             "constant" if fl.expr.startswith("scale") else fl.expr
         kinds.append(kind)
-    if len(failures) != 3:
-        listing = "\n  ".join(str(fl) for fl in failures) or "(none)"
-        return _wrong(f"{len(failures)} recompile(s), expected 3:\n  {listing}")
+    if len(reasons) != 3:
+        listing = "\n  ".join(str(fl) for fl in reasons) or "(none)"
+        return _wrong(f"{len(reasons)} recompile(s), expected 3:\n  {listing}")
     if sorted(kinds) != ["constant", "dtype", "shape"]:
-        return _wrong(f"the recompiles were caused by {kinds}; expected one constant, one dtype, one shape.")
-    return _ok("three recompiles: " + "; ".join(str(fl) for fl in failures))
+        return _wrong(f"the recompiles were caused by {kinds} (each judged against the newest entry); "
+                      "expected one constant, one dtype, one shape.")
+    return _ok("three recompiles: " + "; ".join(str(fl) for fl in reasons))
 
 
 # -- lesson 6: graph breaks ---------------------------------------------------------------------
