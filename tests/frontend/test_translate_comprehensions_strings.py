@@ -136,8 +136,8 @@ CASES = [
     Case(genexp_max_dim, X),
     Case(fstring_shape, X),
     Case(fstring_spec, X),
-    Case(fstring_repr, X),
-    Case(string_methods, X),
+    Case(fstring_repr, X, graphs=0),  # no tensor op: an empty graph is not compiled
+    Case(string_methods, X, graphs=0),  # no tensor op: an empty graph is not compiled
     Case(fstring_dict_keys, X),
     Case(string_branch, lambda n: (torch.randn(n, 4), "double"), name="string_arg_eq"),
     Case(string_branch, lambda n: (torch.randn(n, 4), "triple"), name="string_arg_method"),

@@ -83,6 +83,13 @@ def _name(fn: Any) -> str:
     return type(fn).__name__
 
 
+def _is_array(v: Variable) -> bool:
+    """A numpy array (after a ``.numpy()`` break, a resume function receives one)."""
+    return isinstance(v, ObjectVariable) and type(v.value).__name__ == "ndarray" and type(
+        v.value
+    ).__module__ == "numpy"
+
+
 class CallDispatch:
     """Mixed into the translator: the call machinery that handlers and variables use."""
 
@@ -104,6 +111,12 @@ class CallDispatch:
             result = handler(self, args, kwargs)
             if result is not NotImplemented:
                 return result
+        if any(_is_array(a) for a in [*args, *kwargs.values()]):
+            raise Unsupported(
+                f"{_name(fn)}(...) on a numpy array: arrays are not traced (their values are not "
+                "known while tracing, nor constants of the graph)",
+                "numpy",
+            )
         has_tensor = any(_contains_tensor(a) for a in [*args, *kwargs.values()])
         if not has_tensor and _foldable(fn):
             return self.fold(fn, args, kwargs)

@@ -279,6 +279,47 @@ class IteratorVariable(Variable):
         return True
 
 
+class ReadOnFirstUse:
+    """A caller's tuple, list or dict whose items are read, and guarded, when first used.
+
+    ``read()`` wraps the items and adds the guards on the length (or keys) and on
+    each item. Calling ``log.append`` reads no item: guarding ``len(log) == 0``
+    there would make every later call, with a longer ``log``, recompile.
+    (Dynamo's LazyVariableTracker.)
+    """
+
+    _items: Any = None
+    read: Any = None  # () -> the items, wrapped and guarded
+
+    @property
+    def items(self) -> Any:
+        if self._items is None:
+            self._items = self.read()
+        return self._items
+
+    @items.setter
+    def items(self, value: Any) -> None:
+        self._items = value
+
+    def describe(self) -> str:
+        return super().describe() if self._items is not None else f"{self.python_type().__name__} {self.source}"
+
+
+class CallerTupleVariable(ReadOnFirstUse, TupleVariable):
+    pass
+
+
+class CallerListVariable(ReadOnFirstUse, ListVariable):
+    pass
+
+
+class CallerDictVariable(ReadOnFirstUse, DictVariable):
+    pass
+
+
+CALLER_CONTAINERS = {tuple: CallerTupleVariable, list: CallerListVariable, dict: CallerDictVariable}
+
+
 @dataclass(eq=False)
 class ContainerMethodVariable(Variable):
     """``lst.append`` / ``d.items`` before it is called."""

@@ -41,7 +41,7 @@ from ..config import Config
 from . import bytecode as bc
 from .calls import CallDispatch
 from .containers import (
-    DictVariable,
+    CALLER_CONTAINERS,
     IteratorVariable,
     ListVariable,
     NamedTupleVariable,
@@ -384,10 +384,18 @@ class InstructionTranslator(
             self.guards.constant(source, value, line)
 
     def _wrap_container(self, value: Any, source: str, line: int | None) -> Variable:
+        """A caller's tuple, list or dict: its type is guarded now, its contents when first used
+        (``log.append`` reads no item, and must not recompile when ``log`` grows)."""
         kind = type(value).__name__
         self.guards.add(
             f"type({source}) is {kind}", "TYPE_MATCH", f"{source} was read as a {kind}", line
         )
+        var = CALLER_CONTAINERS[type(value)](None, source)
+        var.read = lambda: self._read_container(value, source)
+        return var
+
+    def _read_container(self, value: Any, source: str) -> list[Variable] | dict[Any, Variable]:
+        line = self.output.current_line
         if isinstance(value, dict):
             keys = list(value)
             self.guards.add(
@@ -396,18 +404,11 @@ class InstructionTranslator(
                 f"{source}'s keys were read",
                 line,
             )
-            return DictVariable(
-                {k: self.wrap(v, f"{source}[{k!r}]") for k, v in value.items()}, source
-            )
+            return {k: self.wrap(v, f"{source}[{k!r}]") for k, v in value.items()}
         self.guards.add(
             f"len({source}) == {len(value)}", "LENGTH_MATCH", f"{source} was unpacked", line
         )
-        items = [self.wrap(v, f"{source}[{i}]") for i, v in enumerate(value)]
-        return (
-            TupleVariable(items, source)
-            if isinstance(value, tuple)
-            else ListVariable(items, source)
-        )
+        return [self.wrap(v, f"{source}[{i}]") for i, v in enumerate(value)]
 
     def identity_key(self, v: Variable) -> Any:
         """What ``list.index`` and ``in`` compare: the constant value, or the variable itself."""
