@@ -34,7 +34,6 @@ class ControlHandlers:
         self.jump(inst)
 
     JUMP_BACKWARD = JUMP_FORWARD
-    JUMP = JUMP_FORWARD
 
     def POP_JUMP_IF_FALSE(self, inst):
         if not self.pop().truth():
