@@ -23,7 +23,7 @@ from typing import Any
 import torch
 
 from . import pybuiltins
-from .containers import DictVariable, ListVariable, TupleVariable
+from .containers import DictVariable, TupleVariable
 from .variables import (
     CONSTANT_TYPES,
     FOLDABLE,
@@ -250,7 +250,7 @@ class CallDispatch:
 
 
 def _foldable(fn: Any) -> bool:
-    if fn in FOLDABLE if _hashable(fn) else False:
+    if _hashable(fn) and fn in FOLDABLE:
         return True
     owner = getattr(fn, "__self__", None)
     # a bound method of a constant: "a,b".split, (3).bit_length, torch.float32.is_floating_point
@@ -269,6 +269,3 @@ def _hashable(fn: Any) -> bool:
         return True
     except TypeError:
         return False
-
-
-__all__ = ["CallDispatch", "ListVariable"]

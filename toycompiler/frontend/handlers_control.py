@@ -17,7 +17,6 @@ from .containers import IteratorVariable
 from .variables import (
     ConstantVariable,
     GradModeVariable,
-    TensorVariable,
     Unsupported,
     Variable,
     wrap_constant_result,
@@ -131,6 +130,3 @@ class ControlHandlers:
             raise Unsupported("yield outside an inlined generator", "unsupported-opcode")
         self.yielded.append(value)
         self.push(ConstantVariable(None))
-
-
-__all__ = ["ControlHandlers", "TensorVariable"]
