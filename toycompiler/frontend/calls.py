@@ -90,11 +90,7 @@ class CallDispatch:
         """Call a compile-time-known callable: record it, fold it, inline it, or refuse."""
         if isinstance(fn, torch.nn.Module):
             return self.call_module(fn, source, args, kwargs)
-        if _hashable(fn) and fn in REFUSED:
-            kind, why = REFUSED[fn]
-            raise Unsupported(f"call to {fn.__name__}: {why}", kind)
-        if _name(fn) in ("torch._dynamo.decorators.graph_break", "torch._dynamo.graph_break"):
-            raise Unsupported("torch._dynamo.graph_break() asks for a graph break here", "explicit")
+        _refuse(fn)
         handler = pybuiltins.handler_for(fn)
         if handler is not None:
             result = handler(self, args, kwargs)
@@ -105,9 +101,7 @@ class CallDispatch:
             return self.fold(fn, args, kwargs)
         if isinstance(fn, type) and issubclass(fn, torch.nn.Module):
             return self.construct_module(fn, args, kwargs)
-        if isinstance(
-            fn, torch._library.custom_ops.CustomOpDef
-        ):  # @torch.library.custom_op's handle
+        if isinstance(fn, torch._library.custom_ops.CustomOpDef):  # @torch.library.custom_op
             fn = fn._opoverload
         if fn is torch.cond:
             from .higher_order import trace_cond
@@ -115,6 +109,12 @@ class CallDispatch:
             return trace_cond(self, args, kwargs)
         if is_torch_op(fn):
             return self.record_call("call_function", fn, args, kwargs)
+        return self.call_python_function(fn, source, args, kwargs)
+
+    def call_python_function(
+        self, fn: Any, source: str | None, args: list[Variable], kwargs: dict[str, Variable]
+    ) -> Variable:
+        """A function, method or ``functools.partial`` written in Python: inlined."""
         if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
             self_var = self.wrap(fn.__self__, f"{source}.__self__" if source else None)
             return self.inline_function(fn.__func__, None, [self_var, *args], kwargs)
@@ -123,9 +123,8 @@ class CallDispatch:
         if isinstance(fn, functools.partial):
             inner = self.wrap(fn.func, f"{source}.func" if source else None)
             bound = [self.wrap(a, None) for a in fn.args]
-            return PartialVariable(
-                inner, bound, {k: self.wrap(v, None) for k, v in fn.keywords.items()}
-            ).call(self, args, kwargs)
+            keywords = {k: self.wrap(v, None) for k, v in fn.keywords.items()}
+            return PartialVariable(inner, bound, keywords).call(self, args, kwargs)
         raise Unsupported(
             f"call to {_name(fn)} cannot be traced (not a torch function, a Python function, "
             "or a builtin the translator models)",
@@ -247,6 +246,15 @@ class CallDispatch:
         self, fn: Variable, args: list[Variable], kwargs: dict[str, Variable] | None = None
     ) -> Variable:
         return fn.call(self, args, kwargs or {})
+
+
+def _refuse(fn: Any) -> None:
+    """print(), breakpoint(), torch._dynamo.graph_break(): always a graph break."""
+    if _hashable(fn) and fn in REFUSED:
+        kind, why = REFUSED[fn]
+        raise Unsupported(f"call to {fn.__name__}: {why}", kind)
+    if _name(fn) in ("torch._dynamo.decorators.graph_break", "torch._dynamo.graph_break"):
+        raise Unsupported("torch._dynamo.graph_break() asks for a graph break here", "explicit")
 
 
 def _foldable(fn: Any) -> bool:
