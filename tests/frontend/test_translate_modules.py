@@ -136,6 +136,42 @@ class IndexedSeq(nn.Module):
         return self.layers[-1](h), len(self.layers)
 
 
+class DecoratedForward(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleDict({"a": nn.Linear(4, 4), "b": nn.Linear(4, 4)})
+        self.act = "gelu"
+
+    @torch.no_grad()
+    def forward(self, x):
+        for name, m in self.blocks.items():
+            x = getattr(F, self.act)(m(x))
+        for i in range(len(self.blocks)):
+            x = x + i
+        return x
+
+
+class ZipLayers(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(4, 4), nn.Linear(4, 4)])
+
+    def forward(self, x):
+        outs = []
+        for layer, scale in zip(self.layers, (1.0, 2.0)):
+            outs.append(layer(x) * scale)
+        return torch.stack(outs).sum(0)
+
+
+class IterParameters(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return x * sum(p.sum() for p in self.parameters())
+
+
 def eval_mode(m):
     return m.eval()
 
@@ -182,6 +218,9 @@ CASES = [
     ),
     Case(IndexedSeq(), X, name="sequential_indexing"),
     Case(Hooked(), X, breaks="hooks", name="hooks_break"),
+    Case(DecoratedForward(), X, name="no_grad_decorated_forward"),
+    Case(ZipLayers(), X, name="zip_modulelist"),
+    Case(IterParameters(), X, breaks="unsupported-opcode", name="parameters_iteration_break"),
 ]
 
 

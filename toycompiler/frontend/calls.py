@@ -35,6 +35,7 @@ from .variables import (
     TensorVariable,
     Unsupported,
     Variable,
+    grad_mode_of,
     is_torch_op,
     wrap_constant_result,
 )
@@ -91,6 +92,8 @@ class CallDispatch:
         if isinstance(fn, torch.nn.Module):
             return self.call_module(fn, source, args, kwargs)
         _refuse(fn)
+        if getattr(fn, "__name__", None) == "clone" and grad_mode_of(getattr(fn, "__self__", None)):
+            return grad_mode_of(fn.__self__)  # @torch.no_grad() makes a fresh context per call
         handler = pybuiltins.handler_for(fn)
         if handler is not None:
             result = handler(self, args, kwargs)

@@ -17,8 +17,10 @@ from .containers import IteratorVariable
 from .variables import (
     ConstantVariable,
     GradModeVariable,
+    ObjectVariable,
     Unsupported,
     Variable,
+    grad_mode_of,
     wrap_constant_result,
 )
 
@@ -99,6 +101,8 @@ class ControlHandlers:
         The normal exit is an ordinary call of the exit function with (None, None, None);
         the exceptional exit is only reached through the exception table, never here."""
         ctx = self.pop()
+        if isinstance(ctx, ObjectVariable):
+            ctx = grad_mode_of(ctx.value) or ctx
         if not isinstance(ctx, GradModeVariable):
             raise Unsupported(
                 f"`with {ctx.describe()}:` is not traced: only torch.no_grad(), "

@@ -601,6 +601,8 @@ UNSUPPORTED: dict[str, str] = {
 def _bind(fn: types.FunctionType, args: tuple, kwargs: dict) -> dict[str, Any]:
     import inspect
 
-    bound = inspect.signature(fn).bind(*args, **kwargs)
+    bound = inspect.signature(fn, follow_wrapped=False).bind(
+        *args, **kwargs
+    )  # the code's own names
     bound.apply_defaults()
     return dict(bound.arguments)
