@@ -246,3 +246,18 @@ def test_parameter_sources_name_the_module_path():
     exprs = [g.expr for g in report.guards]
     assert any("self.fc1.weight" in e for e in exprs)
     assert any(g.kind == "ID_MATCH" and g.expr.startswith("self.fc1 is") for g in report.guards)
+
+
+def test_batchnorm_training_updates_buffers_like_eager():
+    import copy
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4))
+    twin = copy.deepcopy(model)
+    compiled = toycompiler.compile(twin, backend="eager")
+    for _ in range(3):
+        x = torch.randn(8, 4)
+        torch.testing.assert_close(compiled(x), model(x))
+    for name, buf in model.named_buffers():
+        torch.testing.assert_close(dict(twin.named_buffers())[name], buf)
+    assert len(compiled._compiled_forward.cache.entries) == 1
