@@ -17,9 +17,10 @@ from .containers import IteratorVariable
 from .variables import (
     ConstantVariable,
     GradModeVariable,
-    TensorVariable,
+    ObjectVariable,
     Unsupported,
     Variable,
+    grad_mode_of,
     wrap_constant_result,
 )
 
@@ -34,7 +35,6 @@ class ControlHandlers:
         self.jump(inst)
 
     JUMP_BACKWARD = JUMP_FORWARD
-    JUMP = JUMP_FORWARD
 
     def POP_JUMP_IF_FALSE(self, inst):
         if not self.pop().truth():
@@ -101,6 +101,8 @@ class ControlHandlers:
         The normal exit is an ordinary call of the exit function with (None, None, None);
         the exceptional exit is only reached through the exception table, never here."""
         ctx = self.pop()
+        if isinstance(ctx, ObjectVariable):
+            ctx = grad_mode_of(ctx.value) or ctx
         if not isinstance(ctx, GradModeVariable):
             raise Unsupported(
                 f"`with {ctx.describe()}:` is not traced: only torch.no_grad(), "
@@ -132,6 +134,3 @@ class ControlHandlers:
             raise Unsupported("yield outside an inlined generator", "unsupported-opcode")
         self.yielded.append(value)
         self.push(ConstantVariable(None))
-
-
-__all__ = ["ControlHandlers", "TensorVariable"]

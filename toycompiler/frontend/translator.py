@@ -182,14 +182,10 @@ class InstructionTranslator(
         try:
             self.dispatch(inst)
         except Unsupported as e:
-            self.graph_break = self.make_break(inst, e.reason, e.kind)
-            torch._C._set_grad_enabled(grad_mode)
-            self.output.rollback(
-                mark
-            )  # the graph and state as they were *before* the breaking instruction
-            self.state = saved
-            self.state.ip -= 1
-            events.append(f"graph break: {e.reason}")
+            self.record_break(inst, e.reason, e.kind, saved, mark, grad_mode)
+        except Exception as e:  # a translator bug must cost a graph break, never the user's call
+            reason = f"internal error while tracing {inst.opname}: {type(e).__name__}: {e}"
+            self.record_break(inst, reason, "internal-error", saved, mark, grad_mode)
         events += [f"guard added: {g.expr}" for g in self.guards.guards[guards_before:]]
         self.steps.append(
             TranslationStep(
@@ -208,7 +204,25 @@ class InstructionTranslator(
             )
         )
 
+    def record_break(
+        self, inst: bc.Inst, reason: str, kind: str, saved: FrameState, mark: tuple, grad_mode: bool
+    ) -> None:
+        """Stop here: the graph and the frame state go back to just before ``inst``."""
+        self.graph_break = self.make_break(inst, reason, kind)
+        torch._C._set_grad_enabled(grad_mode)
+        self.output.rollback(mark)
+        self.state = saved
+        self.state.ip -= 1
+        self.output.events.append(f"graph break: {reason}")
+
     def dispatch(self, inst: bc.Inst) -> None:
+        self.output.instructions_run += 1
+        if self.output.instructions_run > MAX_INSTRUCTIONS:
+            raise Unsupported(
+                f"tracing ran {MAX_INSTRUCTIONS} instructions (a very long unrolled loop?); "
+                "stopping here",
+                "unsupported",
+            )
         handler = getattr(self, inst.opname, None)
         if handler is None or not inst.opname.isupper():
             reason = UNSUPPORTED.get(inst.opname, "is not supported by the translator")
@@ -543,6 +557,9 @@ class InliningTranslator(InstructionTranslator):
         return IteratorVariable(self.yielded) if self.yielded is not None else self.returned
 
 
+# Loops are unrolled; this bounds the work of one translation (inlined calls included).
+MAX_INSTRUCTIONS = 100_000
+
 DATA_DEPENDENT_ERRORS = (DynamicOutputShapeException, DataDependentOutputException)
 
 
@@ -616,6 +633,8 @@ UNSUPPORTED: dict[str, str] = {
 def _bind(fn: types.FunctionType, args: tuple, kwargs: dict) -> dict[str, Any]:
     import inspect
 
-    bound = inspect.signature(fn).bind(*args, **kwargs)
+    bound = inspect.signature(fn, follow_wrapped=False).bind(
+        *args, **kwargs
+    )  # the code's own names
     bound.apply_defaults()
     return dict(bound.arguments)
