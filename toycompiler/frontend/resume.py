@@ -169,7 +169,18 @@ def plan_break(code: types.CodeType, instructions: list, stack: list[Variable], 
                for t in targets]
     plan = BreakPlan(kind, offset, below, operands, produced, kw_names, locals_, resumes)
     plan.graph_outputs = _tensors_to_output(plan)
+    _check_rebuildable(plan, original)
     return plan
+
+
+def _check_rebuildable(plan: BreakPlan, code: types.CodeType) -> None:
+    """Dry run of the reconstruction, so an unrebuildable value is found before anything is compiled."""
+    cg = Codegen(set(code.co_varnames), {}, {v.node: i for i, v in enumerate(plan.graph_outputs)}, 1)
+    for v in [*plan.below, *plan.operands]:
+        cg.reconstruct(v)
+    for point in plan.resumes:
+        for name in point.locals:
+            cg.reconstruct_local(name, plan.locals[name])
 
 
 def _tensors_to_output(plan: BreakPlan) -> list[TensorVariable]:
@@ -344,6 +355,8 @@ class Codegen:
             self.load_source(v.source) if _simple_source(v.source) else self.load_const(v.value)
         elif hasattr(v, "reconstruct"):  # other variable kinds can teach themselves
             v.reconstruct(self)
+        elif _simple_source(getattr(v, "source", None)):  # unchanged since read (sourced values never mutate
+            self.load_source(v.source)                    # symbolically: that is a break), so read it again
         else:
             raise CannotResume(f"can't rebuild {v.describe()} ({type(v).__name__}) as a Python value")
 
