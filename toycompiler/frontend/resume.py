@@ -241,7 +241,13 @@ def instruction_at(code: types.CodeType, offset: int) -> pybc.Instr:
 
 
 class Codegen:
-    """Emits instructions that rebuild symbolic values as real ones (like Dynamo's PyCodegen)."""
+    """Emits instructions that rebuild symbolic values as real ones (like Dynamo's PyCodegen).
+
+    A variable kind this module does not know can define ``reconstruct(codegen)`` and push its
+    value with ``codegen.reconstruct(part)``, ``load_source``, ``load_const``, ``load_attr``,
+    ``emit(opname, arg)`` and ``call(nargs)``; e.g. a method of a container:
+    ``codegen.reconstruct(self.container); codegen.load_attr(self.name)``.
+    """
 
     def __init__(self, params: set[str], namespace: dict[str, Any], outputs: dict[torch.fx.Node, int],
                  lineno: int, planning: bool = False) -> None:
