@@ -28,24 +28,19 @@ def generate(ir: GraphIR, plan: Schedule, target: str, config: Config, source: S
              constants: list | None = None) -> tuple[Callable, tuple[KernelArtifact, ...], OutputCodeArtifact]:
     renderer = RENDERERS[target](ir, config)
     rendered: list[RenderedKernel] = []
-    kernel_arts, loads = [], []
     for i, kernel in enumerate(plan.kernels):
         if kernel.kind == "extern":
             node = kernel.nodes[0]
             rendered.append(RenderedKernel(f"extern:{node.op}", "", node.inputs, (node.name,), (), (),
                                            (node.name,), node.lines, "extern"))
-            continue
-        k = renderer.render(kernel, i)
-        rendered.append(k)
-        if target == "cpp":
-            path, _ = codecache.cpp_library(k.source, config)
-            nargs = len(k.inputs) + len(k.outputs) + len(k.sizes)
-            loads.append(f"{k.name} = codecache.load_cpp_kernel({path!r}, {k.name!r}, {nargs})")
         else:
-            _ensure_triton_can_run()
-            module, path = codecache.python_module(k.source, config, k.name)
-            loads.append(f"{k.name} = codecache.python_module_at({path!r}).{k.name}")
-        kernel_arts.append(KernelArtifact(k.name, target, k.source, path, k.nodes, k.lines))
+            rendered.append(renderer.render(kernel, i))
+    generated = [k for k in rendered if k.kind != "extern"]
+    if target == "cpp":
+        paths, loads = _build_cpp(generated, config)
+    else:
+        paths, loads = _build_triton(generated, config)
+    kernel_arts = [KernelArtifact(k.name, target, k.source, p, k.nodes, k.lines) for k, p in zip(generated, paths)]
     src = wrapper_source(ir, rendered, loads, target, source, plan.reuses)
     module, path = codecache.python_module(src, config, "output_code")
     call = module.call
@@ -53,6 +48,28 @@ def generate(ir: GraphIR, plan: Schedule, target: str, config: Config, source: S
         def call(*args, _call=module.call, _constants=tuple(constants)):
             return _call(*args, *_constants)
     return call, tuple(kernel_arts), OutputCodeArtifact(src, path)
+
+
+def _build_cpp(kernels: list[RenderedKernel], config: Config) -> tuple[list[str], list[str]]:
+    """All C++ kernels of a graph go into one shared library: one compiler run per graph."""
+    if not kernels:
+        return [], []
+    prelude = kernels[0].source.split('extern "C"')[0]
+    source = prelude + "\n".join('extern "C"' + k.source.split('extern "C"', 1)[1] for k in kernels)
+    path, _ = codecache.cpp_library(source, config)
+    loads = [f"{k.name} = codecache.load_cpp_kernel({path!r}, {k.name!r}, {len(k.inputs) + len(k.outputs) + len(k.sizes)})"
+             for k in kernels]
+    return [path] * len(kernels), loads
+
+
+def _build_triton(kernels: list[RenderedKernel], config: Config) -> tuple[list[str], list[str]]:
+    paths, loads = [], []
+    for k in kernels:
+        _ensure_triton_can_run()
+        _, path = codecache.python_module(k.source, config, k.name)
+        paths.append(path)
+        loads.append(f"{k.name} = codecache.python_module_at({path!r}).{k.name}")
+    return paths, loads
 
 
 def _ensure_triton_can_run() -> None:
