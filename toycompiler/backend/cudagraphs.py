@@ -19,7 +19,8 @@ skip the copy, and re-recording when sizes change.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 

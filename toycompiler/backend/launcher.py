@@ -29,7 +29,8 @@ Leaves out: Inductor's static CUDA launcher, and autotuning reduction block size
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -61,7 +62,7 @@ class TritonLauncher:
         self.choice: AutotuneChoice | None = None  # the tuned meta-parameters, once chosen
         self._launches: dict[tuple, _Launch] = {}
 
-    def __getitem__(self, grid: tuple) -> "_Launch":
+    def __getitem__(self, grid: tuple) -> _Launch:
         launch = self._launches.get(grid)
         if launch is None:
             launch = self._launches[grid] = _Launch(self, grid)
