@@ -32,12 +32,18 @@ class Config:
     cse: bool = True
     constant_folding: bool = True
     simplify: bool = True
+    # Fold an eval-mode BatchNorm into the convolution before it (weights known at compile time).
+    fold_conv_bn: bool = True
 
     # -- backend -----------------------------------------------------------
     # Turn fusion off to see one kernel per operation (lesson 9).
     fusion: bool = True
     # Let pointwise work after a reduction join the reduction's kernel.
     epilogue_fusion: bool = True
+    # Let independent nodes over the same range share one loop (sibling fusion).
+    sibling_fusion: bool = True
+    # Let a new buffer take the memory of one that is dead (memory planning).
+    reuse_buffers: bool = True
     # Largest Triton block; rows longer than this use a looped reduction.
     max_block: int = 4096
     # C++ compiler and flags; the cache key includes both.

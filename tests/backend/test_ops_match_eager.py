@@ -171,3 +171,20 @@ def test_triton_looped_reduction(monkeypatch):
     with toycompiler.config.patch(max_block=16):
         arts = check(lambda x: (torch.softmax(x, -1), x.sum(-1)), torch.randn(3, 50), target="triton", rtol=1e-4)
     assert "for roffset in range(0, rnumel, RBLOCK)" in arts.kernels[0].source
+
+
+def test_unsupported_op_falls_back_with_a_clear_reason():
+    from _util import capture
+
+    import toycompiler
+
+    x = torch.randn(4)
+    gm = capture(lambda x: torch.nn.functional.dropout(x, 0.5, training=True), x)
+    with pytest.warns(UserWarning, match="no lowering for"):
+        compiled = toycompiler.get_backend("cpp")(gm, [x])
+    assert "no lowering for" in compiled.artifacts.fallback_reason
+    assert compiled(x)[0].shape == x.shape  # ran eagerly
+    half = torch.randn(4, dtype=torch.float16)
+    with pytest.warns(UserWarning, match="does not support torch.float16"):
+        compiled = toycompiler.get_backend("cpp")(capture(lambda x: x.sin(), half), [half])
+    torch.testing.assert_close(compiled(half)[0], half.sin())

@@ -122,12 +122,14 @@ def can_fuse(kernel: Kernel, node: Node, config: Config) -> tuple[bool, str]:
     if node.reduction and kernel.kind == "pointwise":
         xr, rr = squeeze(node.layout.size), squeeze(node.reduction.ranges)
         if any(placement(n, xr, rr) is None for n in kernel.nodes):
-            return False, f"reduction over {_fmt(xr)} x {_fmt(rr)} does not match pointwise range {_fmt(kernel.ranges)}"
+            return False, f"iteration spaces differ (pointwise {_fmt(kernel.ranges)} vs reduction {_fmt(xr)} x {_fmt(rr)})"
     where = placement(node, xr, rr)
     if where is None:
         what = f"{_fmt(xr)} x {_fmt(rr)}" if rr else _fmt(xr)
         got = _fmt(squeeze(node.layout.size)) + (f" x {_fmt(squeeze(node.reduction.ranges))}" if node.reduction else "")
         return False, f"iteration spaces differ ({what} vs {got})"
+    if not config.sibling_fusion and not (kernel.names() & {ld.buf for ld in loads(node.body)}):
+        return False, "they share no data, and sibling fusion is off (config.sibling_fusion=False)"
     if kernel.kind == "reduction" and not node.reduction and not config.epilogue_fusion:
         return False, "pointwise work after a reduction stays separate (config.epilogue_fusion=False)"
     probe = Kernel(kernel.nodes + [node], xranges=xr, rranges=rr)
@@ -176,7 +178,7 @@ def schedule(ir: GraphIR, config: Config) -> "Schedule":
             kernel.nodes.append(node)
         home[node.name] = chosen
     _plan_stores(ir, kernels)
-    reuses, plan = plan_memory(ir, kernels)
+    reuses, plan = plan_memory(ir, kernels) if config.reuse_buffers else ({}, [])
     return Schedule(tuple(kernels), _artifact(ir, kernels, decisions, plan), tuple(reuses.items()))
 
 

@@ -19,14 +19,20 @@ from .cse import cse
 from .dce import dce
 from .decompose import decompose
 from .fold import constant_fold
+from .fold_conv_bn import fold_conv_bn
+from .simplify import simplify
 
 
 def run_passes(gm: torch.fx.GraphModule, example_inputs: list, config: Config) -> tuple[torch.fx.GraphModule, PassesArtifact]:
     results: list[PassResult] = []
+    if config.fold_conv_bn:
+        gm, changes = fold_conv_bn(gm)
+        results.append(PassResult("fold_conv_bn", tuple(changes), graph_artifact(gm, "after fold_conv_bn")))
     gm, changes = decompose(gm, example_inputs)
     results.append(PassResult("decompose", tuple(changes), graph_artifact(gm, "after decompose")))
     cleanups: list[tuple[str, bool, Callable[[torch.fx.GraphModule], list[str]]]] = [
         ("constant_fold", config.constant_folding, constant_fold),
+        ("simplify", config.simplify, simplify),
         ("cse", config.cse, cse),
         ("dce", True, dce),
     ]

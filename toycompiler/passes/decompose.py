@@ -70,7 +70,7 @@ def var(x, dims=None, *, correction=None, keepdim=False):
     c = 1 if correction is None else correction
     m = aten.sum.dim_IntList(x, dims or [], True) / n
     d = x - m
-    return aten.sum.dim_IntList(d * d, dims or [], keepdim) / max(n - c, 0)
+    return aten.sum.dim_IntList(d * d, dims or [], keepdim) / torch.sym_max(n - c, 0)
 
 
 @register(aten.var_mean.correction)
@@ -102,7 +102,7 @@ def decompose(gm: torch.fx.GraphModule, example_inputs: list) -> tuple[torch.fx.
     with fx_traceback.preserve_node_meta():
         # Running through an Interpreter lets FX copy each node's provenance onto the ATen nodes it becomes.
         interpret = torch.func.functionalize(torch.fx.Interpreter(gm).run, remove="mutations")
-        fake_mode, fakes = fake_inputs(example_inputs)
+        fake_mode, fakes = fake_inputs(example_inputs, gm)
         with fake_mode:
             new = make_fx(interpret, decomposition_table=decomposition_table())(*fakes)
     after = [n for n in new.graph.nodes if n.op == "call_function"]
@@ -112,13 +112,25 @@ def decompose(gm: torch.fx.GraphModule, example_inputs: list) -> tuple[torch.fx.
     return new, changes
 
 
-def fake_inputs(example_inputs: list) -> tuple[FakeTensorMode, list]:
-    """Fake copies of the inputs (their own mode if they are fake already, else a fresh static one)."""
+def fake_inputs(example_inputs: list, gm: torch.fx.GraphModule | None = None) -> tuple[FakeTensorMode, list]:
+    """Fake copies of the inputs: the graph's own (symbolic sizes stay symbolic), else static ones."""
+    if gm is not None:
+        metas = [n.meta.get("val", n.meta.get("example_value")) for n in gm.graph.nodes if n.op == "placeholder"]
+        modes = [m.fake_mode for m in metas if isinstance(m, FakeTensor)]
+        if modes and len(metas) == len(example_inputs) and any(_is_symbolic(m) for m in metas):
+            return modes[0], metas
     for t in example_inputs:
         if isinstance(t, FakeTensor):
             return t.fake_mode, list(example_inputs)
     mode = FakeTensorMode(allow_non_fake_inputs=True)
     return mode, [mode.from_tensor(t, static_shapes=True) if isinstance(t, torch.Tensor) else t for t in example_inputs]
+
+
+def _is_symbolic(value: object) -> bool:
+    """A SymInt, or a fake tensor with a symbolic size (dynamic shapes)."""
+    if isinstance(value, torch.SymInt):
+        return True
+    return isinstance(value, FakeTensor) and any(isinstance(s, torch.SymInt) for s in value.shape)
 
 
 def _name(target: object) -> str:

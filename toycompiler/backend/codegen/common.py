@@ -123,8 +123,7 @@ class KernelRenderer:
             for op in names:
                 if op not in ops and op not in ("to_dtype", "identity"):
                     ops.append(op)
-        if _is_softmax(ops):
-            ops = ["softmax"]
+        ops = _name_patterns(ops)
         core = "_".join(ops[:5]) + ("_etc" if len(ops) > 5 else "")
         return f"{self.prefix}_{core or 'copy'}_{index}"
 
@@ -333,8 +332,21 @@ class KernelRenderer:
     def index_value(self, index: sympy.Expr, dtype: torch.dtype) -> str: ...
 
 
-def _is_softmax(ops: list[str]) -> bool:
-    return ops[:1] == ["max"] and {"sub", "exp", "sum", "div"} <= set(ops) and len(ops) <= 6
+# Well-known op groups a kernel is named after (``triton_softmax_0`` rather than ``triton_max_sub_exp_sum_div_0``).
+PATTERNS = (
+    ("log_softmax", {"max", "sub", "exp", "sum", "log"}),
+    ("softmax", {"max", "sub", "exp", "sum", "div"}),
+    ("layer_norm", {"sum", "div", "sub", "mul", "rsqrt"}),
+    ("rms_norm", {"mul", "sum", "div", "rsqrt"}),
+)
+
+
+def _name_patterns(ops: list[str]) -> list[str]:
+    for name, members in PATTERNS:
+        if members <= set(ops):
+            first = min(ops.index(m) for m in members)
+            ops = [o for o in ops[:first] if o not in members] + [name] + [o for o in ops[first:] if o not in members]
+    return ops
 
 
 def _loads(e: Expr) -> list[Load]:

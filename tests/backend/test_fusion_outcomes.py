@@ -1,0 +1,94 @@
+"""Which nodes share a kernel, and why: the scheduler's decisions as learners see them."""
+
+import torch
+import torch.nn.functional as F
+from _util import check
+
+import toycompiler
+
+
+def chain8(x, y):
+    a = x * y + 1.5
+    b = torch.relu(a - y) / (torch.abs(x) + 1)
+    return torch.exp(-b) * torch.tanh(a)
+
+
+def test_pointwise_chain_is_one_kernel():
+    arts = check(chain8, torch.randn(33, 7), torch.randn(33, 7))
+    assert len(arts.ir.buffers) - 2 >= 8
+    assert len(arts.kernels) == 1
+    assert all(d.fused for d in arts.schedule.decisions)
+    assert arts.schedule.fused_bytes < arts.schedule.unfused_bytes
+
+
+def test_fusion_off_gives_one_kernel_per_op():
+    with toycompiler.config.patch(fusion=False):
+        arts = check(chain8, torch.randn(33, 7), torch.randn(33, 7))
+    assert len(arts.kernels) == len(arts.ir.buffers) - 2
+    assert all("fusion is turned off" in d.reason for d in arts.schedule.decisions)
+
+
+def test_softmax_rows_are_one_kernel_on_both_backends():
+    for target in ("cpp", "triton"):
+        arts = check(lambda x: torch.softmax(x, -1), torch.randn(6, 10), target=target, rtol=1e-4)
+        assert [k.name for k in arts.kernels] == [f"{target}_softmax_0"]
+        assert arts.schedule.groups[0].kind == "reduction"
+        assert arts.schedule.groups[0].ranges == "[6] x [10]"
+    assert "tl.max(" in arts.kernels[0].source and "tl.sum(" in arts.kernels[0].source
+
+
+def test_layer_norm_rows_are_one_kernel():
+    w, b = torch.randn(12), torch.randn(12)
+    for target in ("cpp", "triton"):
+        arts = check(lambda x: F.layer_norm(x, (12,), w, b), torch.randn(5, 12), target=target, rtol=1e-4, atol=1e-5)
+        assert len(arts.kernels) == 1 and "layer_norm" in arts.kernels[0].name
+
+
+def test_reduction_over_other_dims_is_not_fused_and_says_why():
+    arts = check(lambda x: x.sin().sum(0), torch.randn(5, 6))
+    assert len(arts.kernels) == 2
+    reasons = [d.reason for d in arts.schedule.decisions if not d.fused]
+    assert any("iteration spaces differ" in r for r in reasons)
+
+
+def test_epilogue_fusion_switch():
+    fn = lambda x: (x - x.amax(-1, keepdim=True)).exp()  # noqa: E731
+    assert len(check(fn, torch.randn(4, 9)).kernels) == 1
+    with toycompiler.config.patch(epilogue_fusion=False):
+        arts = check(fn, torch.randn(4, 9))
+    assert len(arts.kernels) == 2
+    assert any("epilogue_fusion=False" in d.reason for d in arts.schedule.decisions)
+
+
+def test_sibling_fusion_shares_a_loop():
+    fn = lambda x, y: (x.sin(), y.cos())  # noqa: E731
+    arts = check(fn, torch.randn(20), torch.randn(20))
+    assert len(arts.kernels) == 1
+    assert any("sibling" in d.reason for d in arts.schedule.decisions)
+    with toycompiler.config.patch(sibling_fusion=False):
+        assert len(check(fn, torch.randn(20), torch.randn(20)).kernels) == 2
+
+
+def test_transposed_read_of_a_fused_value_is_refused():
+    arts = check(lambda x: (x.sin() + 1).t().contiguous() * 2, torch.randn(5, 5))  # same range, other order
+    assert any("at a different index" in d.reason for d in arts.schedule.decisions if not d.fused)
+
+
+def test_dead_buffers_are_reused_by_the_wrapper():
+    def f(x, w):
+        a = (x @ w).relu()
+        b = (a @ w).relu()
+        return (b @ w).sum(-1)
+    arts = check(f, torch.randn(8, 8), torch.randn(8, 8), rtol=1e-4, atol=1e-4)
+    plan = [p for p in arts.schedule.memory_plan if "reuses" in p]
+    assert plan, arts.schedule
+    new, old = plan[0].split(" reuses ")[0], plan[0].split(" reuses ")[1].split()[0]
+    assert f"{new} = {old}.view(" in arts.output_code.source
+    with toycompiler.config.patch(reuse_buffers=False):
+        arts = check(f, torch.randn(8, 8), torch.randn(8, 8), rtol=1e-4, atol=1e-4)
+    assert ".view(" not in arts.output_code.source
+
+
+def test_kernel_comments_point_at_fx_nodes():
+    arts = check(lambda x: torch.softmax(x, -1), torch.randn(3, 4))
+    assert "// buf" in arts.kernels[0].source and "amax" in arts.kernels[0].source

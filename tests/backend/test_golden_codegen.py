@@ -1,0 +1,60 @@
+"""Golden snapshots of generated code for three canonical functions on both backends.
+
+A change in codegen shows up as a diff of ``tests/backend/golden/*.txt`` in review. To accept a
+change, refresh them: ``TOYCOMPILER_UPDATE_GOLDEN=1 pytest tests/backend/test_golden_codegen.py``.
+"""
+
+import os
+import pathlib
+import re
+
+import pytest
+import torch
+import torch.nn.functional as F
+from _util import compile_fn
+
+import toycompiler
+
+GOLDEN = pathlib.Path(__file__).parent / "golden"
+
+
+def sin_cos(x, y):
+    return torch.sin(x) + torch.cos(y) * 2
+
+
+def softmax(x):
+    return torch.softmax(x, -1)
+
+
+def layer_norm(x, w, b):
+    return F.layer_norm(x, (32,), w, b)
+
+
+CASES = {
+    "sin_cos": (sin_cos, lambda: (torch.randn(64), torch.randn(64))),
+    "softmax": (softmax, lambda: (torch.randn(8, 32),)),
+    "layer_norm": (layer_norm, lambda: (torch.randn(8, 32), torch.randn(32), torch.randn(32))),
+}
+
+
+def render(target: str, name: str) -> str:
+    fn, make_args = CASES[name]
+    arts = compile_fn(fn, *make_args(), target=target).artifacts
+    parts = [f"== kernel {k.name}\n{k.source.rstrip()}" for k in arts.kernels]
+    parts.append(f"== output code\n{arts.output_code.source.rstrip()}")
+    text = "\n\n".join(parts) + "\n"
+    text = text.replace(toycompiler.config.cache_dir, "<cache>")
+    return re.sub(r"[0-9a-f]{20}(?=\.)", "<hash>", text)
+
+
+@pytest.mark.parametrize("target", ["cpp", "triton"])
+@pytest.mark.parametrize("name", list(CASES))
+def test_generated_code_matches_golden(name, target):
+    path = GOLDEN / f"{name}_{target}.txt"
+    text = render(target, name)
+    if os.environ.get("TOYCOMPILER_UPDATE_GOLDEN") == "1":
+        GOLDEN.mkdir(exist_ok=True)
+        path.write_text(text)
+    assert path.exists(), f"no golden file {path}; run with TOYCOMPILER_UPDATE_GOLDEN=1 to create it"
+    assert text == path.read_text(), f"generated code for {name} on {target} changed; " \
+        "if intended, refresh with TOYCOMPILER_UPDATE_GOLDEN=1"
