@@ -197,7 +197,10 @@ def autotune(module: Any, example_inputs: list, target: str, constants: list = (
         return AutotuneArtifact((), f"nothing to tune: {target} kernels have no block size")
     if not launchers:
         return AutotuneArtifact((), "nothing to tune: no Triton kernels")
-    inputs = [random_like(t) if isinstance(t, torch.Tensor) else t for t in example_inputs]
+    try:
+        inputs = [random_like(t) if isinstance(t, torch.Tensor) else t for t in example_inputs]
+    except Exception as e:  # e.g. sizes known only at run time
+        return AutotuneArtifact((), f"not tuned: could not make example inputs ({type(e).__name__}: {e})")
     for launcher in launchers:
         launcher.tune = True
     try:
