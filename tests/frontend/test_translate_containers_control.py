@@ -335,3 +335,22 @@ def test_returned_input_container_is_the_same_object():
     xs = [torch.randn(2)]
     out = toycompiler.compile(return_input_list, backend="eager")(xs)
     assert out is xs
+
+
+def same_object_branch(a, b):
+    if a is b:
+        return a * 2, len({a, b})
+    return a + b, len({a, b})
+
+
+def test_the_same_tensor_twice_is_one_variable_and_guarded():
+    import toycompiler
+
+    x, y = torch.randn(3), torch.randn(3)
+    compiled = toycompiler.compile(same_object_branch, backend="eager")
+    for args in [(x, x), (x, y), (x, x), (y, x)]:
+        out, n = compiled(*args)
+        expected, n_expected = same_object_branch(*args)
+        torch.testing.assert_close(out, expected)
+        assert n == n_expected
+    assert len(compiled.cache.entries) == 2

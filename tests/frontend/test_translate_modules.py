@@ -172,6 +172,17 @@ class IterParameters(nn.Module):
         return x * sum(p.sum() for p in self.parameters())
 
 
+class DeviceOfParameters(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+
+    def forward(self, x):
+        device = next(self.parameters()).device
+        names = [name for name, _ in self.named_modules()]
+        return self.body(x.to(device)), names
+
+
 def eval_mode(m):
     return m.eval()
 
@@ -220,7 +231,8 @@ CASES = [
     Case(Hooked(), X, breaks="hooks", name="hooks_break"),
     Case(DecoratedForward(), X, name="no_grad_decorated_forward"),
     Case(ZipLayers(), X, name="zip_modulelist"),
-    Case(IterParameters(), X, breaks="unsupported-opcode", name="parameters_iteration_break"),
+    Case(IterParameters(), X, name="parameters_iteration"),
+    Case(DeviceOfParameters(), X, name="next_parameters_device"),
 ]
 
 

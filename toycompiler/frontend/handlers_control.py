@@ -82,7 +82,10 @@ class ControlHandlers:
 
         (3.12 jumps to an END_FOR; the bytecode table moves the target past it, which
         is what CPython does at run time too.)"""
-        item = self.state.stack[-1].next(self)
+        iterator = self.state.stack[-1]
+        if not isinstance(iterator, IteratorVariable):  # e.g. a real iterator passed to a resume function
+            raise Unsupported(f"iterating over {iterator.describe()}, a real iterator, is not traced")
+        item = iterator.next(self)
         if item is None:
             self.pop()
             self.jump(inst)
@@ -92,6 +95,29 @@ class ControlHandlers:
     def END_FOR(self, inst):
         """3.12: pops the exhausted iterator and its last value (not reached: FOR_ITER skips it)."""
         self.popn(2)
+
+    def GET_YIELD_FROM_ITER(self, inst):
+        """``yield from it`` (in an inlined generator) -- the items are known now."""
+        self.GET_ITER(inst)
+
+    def SEND(self, inst):
+        """``yield from``'s loop: [iterator, sent] -> [iterator, next item], or, when the
+        iterator is done, [return value] and a jump (past 3.12's END_SEND, as CPython does)."""
+        self.pop()  # the value sent in: always None for an inlined generator
+        iterator = self.state.stack[-1]
+        if not isinstance(iterator, IteratorVariable):  # e.g. a real iterator passed to a resume function
+            raise Unsupported(f"iterating over {iterator.describe()}, a real iterator, is not traced")
+        item = iterator.next(self)
+        if item is None:
+            self.pop()
+            self.push(ConstantVariable(None))
+            self.jump(inst)
+        else:
+            self.push(item)
+
+    def END_SEND(self, inst):
+        """3.12: [iterator, value] -> [value] (not reached: SEND skips it)."""
+        del self.state.stack[-2]
 
     # -- with blocks -------------------------------------------------------------------
 

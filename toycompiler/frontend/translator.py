@@ -256,6 +256,7 @@ class InstructionTranslator(
         else:
             graph.output(tuple(v.node for v in self.plan_break()))
         self.restore_grad_mode()
+        self.guard_no_aliasing()
         self.output.remove_dead_nodes()
         root = torch.nn.Module()
         for name, sub in self.output.submodules.items():
@@ -309,6 +310,13 @@ class InstructionTranslator(
         self.output.side_effect_nodes.append(node)
         torch._C._set_grad_enabled(enabled)
 
+    def guard_no_aliasing(self) -> None:
+        """The tensor inputs were distinct objects: ``a is b``, sets and lookups relied on it."""
+        sources = self.output.input_sources
+        if len(sources) > 1:
+            expr = f"len({{id(t) for t in ({', '.join(sources)})}}) == {len(sources)}"
+            self.guards.add(expr, "NO_ALIASING", "the tensor inputs were distinct objects")
+
     def restore_grad_mode(self) -> None:
         """At the end of tracing: the graph leaves grad mode as it found it (a break inside a
         ``with torch.no_grad()`` block ends the graph inside the block), and so does tracing."""
@@ -360,7 +368,18 @@ class InstructionTranslator(
                     "a tensor reached without a source the compiled code could read it from "
                     "(e.g. a module made inside the function, or a tensor default argument)"
                 )
-            var = self.output.add_input(source, value)
+            for other_source, other in zip(self.output.input_sources, self.output.example_inputs):
+                if (
+                    other is value
+                ):  # the same tensor reached twice (f(x, x)): one variable, as in eager
+                    self.guards.add(
+                        f"{source} is {other_source}",
+                        "DUPLICATE_INPUT",
+                        f"{source} was the same tensor as {other_source}",
+                        line,
+                    )
+                    return self.output.inputs_by_source[other_source]
+            var = self.output.add_input(source, value)  # first: it decides the symbolic dims
             self.guards.tensor(source, value, line, self.output.shapes.dims.get(source, frozenset()))
             return var
         if isinstance(value, CONSTANT_TYPES) and not isinstance(value, slice | set):
@@ -592,7 +611,6 @@ UNSUPPORTED: dict[str, str] = {
     "CALL_INTRINSIC_2": "(a 3.12 intrinsic: exception groups, type parameters) is not traced",
     "CHECK_EXC_MATCH": "(an except clause) is not traced: exceptions are not traced",
     "LOAD_ASSERTION_ERROR": "(a failing assert) is not traced: the compiled graph can't raise",
-    "SEND": "(await / yield from) is not traced: coroutines are out of scope",
     "GET_AWAITABLE": "(await) is not traced: coroutines are out of scope",
     "LOAD_BUILD_CLASS": "(a class statement inside the function) is not traced",
     "IMPORT_STAR": "(from m import *) is not allowed inside functions",
@@ -609,7 +627,6 @@ UNSUPPORTED: dict[str, str] = {
     "GET_ANEXT": "(async for) is not traced",
     "BEFORE_ASYNC_WITH": "(async with) is not traced",
     "YIELD_FROM": "(yield from) is not traced",
-    "GET_YIELD_FROM_ITER": "(yield from) is not traced",
     "WITH_EXCEPT_START": "(leaving a `with` block on an exception) is not traced",
     "CHECK_EG_MATCH": "(except*) is not traced",
     "PREP_RERAISE_STAR": "(except*) is not traced",
@@ -625,7 +642,6 @@ UNSUPPORTED: dict[str, str] = {
     "ASYNC_GEN_WRAP": "(async generators) is not traced",
     "END_ASYNC_FOR": "(async for) is not traced",
     "CLEANUP_THROW": "(generator.throw) is not traced",
-    "END_SEND": "(yield from / await) is not traced",
     "INTERPRETER_EXIT": "(the interpreter's own exit) never appears in a function",
 }
 
