@@ -235,7 +235,7 @@ def plan_memory(ir: GraphIR, kernels: list[Kernel]) -> tuple[dict[str, str], lis
                 continue
             for dead in pool:
                 d = ir.buffer(dead).layout
-                if d.dtype == node.layout.dtype and d.device == node.layout.device and \
+                if d.dtype == node.layout.dtype and d.device == node.layout.device and d.is_contiguous and \
                         sympy.expand(d.numel - node.layout.numel) == 0:
                     pool.remove(dead)
                     reuses[name] = dead
