@@ -177,6 +177,8 @@ def schedule(ir: GraphIR, config: Config) -> "Schedule":
                 kernel.xranges, kernel.rranges = squeeze(node.layout.size), squeeze(node.reduction.ranges)
             kernel.nodes.append(node)
         home[node.name] = chosen
+        if getattr(node, "store_into", None):  # later readers of that input must run after this write
+            home[node.store_into] = chosen
     _plan_stores(ir, kernels)
     reuses, plan = plan_memory(ir, kernels) if config.reuse_buffers else ({}, [])
     return Schedule(tuple(kernels), _artifact(ir, kernels, decisions, plan), tuple(reuses.items()))
