@@ -188,3 +188,14 @@ def test_unsupported_op_falls_back_with_a_clear_reason():
     with pytest.warns(UserWarning, match="does not support torch.float16"):
         compiled = toycompiler.get_backend("cpp")(capture(lambda x: x.sin(), half), [half])
     torch.testing.assert_close(compiled(half)[0], half.sin())
+
+
+@pytest.mark.parametrize("target", ["cpp", "triton"])
+def test_inputs_with_storage_offset_and_inplace_on_transposed_input(target):
+    x = torch.randn(5, 9)[1:, 2:]  # storage offset 11
+    check(lambda x: (x.softmax(-1), x[1:], x.t() @ x), x, target=target, rtol=1e-4, atol=1e-5)
+
+    def scale_in_place(x, y):
+        x.mul_(2)
+        return y + 1
+    check(scale_in_place, torch.randn(6, 4).t(), torch.randn(4, 6), target=target)

@@ -38,7 +38,7 @@ def generate(ir: GraphIR, plan: Schedule, target: str, config: Config, source: S
             rendered.append(renderer.render(kernel, i))
     generated = [k for k in rendered if k.kind != "extern"]
     if target == "cpp":
-        paths, loads = _build_cpp(generated, config)
+        paths, loads = _build_cpp(generated, "\n".join(renderer.header()), config)
     else:
         paths, loads = _build_triton(generated, config)
     kernel_arts = [KernelArtifact(k.name, target, k.source, p, k.nodes, k.lines,
@@ -70,13 +70,15 @@ def owners_by_line(source: str, comment_mark: str) -> tuple[tuple[int, str], ...
     return tuple(out)
 
 
-def _build_cpp(kernels: list[RenderedKernel], config: Config) -> tuple[list[str], list[str]]:
-    """All C++ kernels of a graph go into one shared library: one compiler run per graph."""
+def _build_cpp(kernels: list[RenderedKernel], header: str, config: Config) -> tuple[list[str], list[str]]:
+    """All C++ kernels of a graph go into one shared library: one compiler run per graph.
+
+    Each kernel's source starts with the same header (includes, helpers); it is kept once.
+    """
     if not kernels:
         return [], []
-    start = 'extern "C" void '  # each kernel's definition; what comes before it is the shared prelude
-    prelude = kernels[0].source.split(start)[0]
-    source = prelude + "\n".join(start + k.source.split(start, 1)[1] for k in kernels)
+    assert all(k.source.startswith(header) for k in kernels)
+    source = header + "".join(k.source[len(header):] for k in kernels)
     path, _ = codecache.cpp_library(source, config)
     loads = [f"{k.name} = codecache.load_cpp_kernel({path!r}, {k.name!r}, "
              f"{len(k.inputs) + len(k.outputs) + len(k.sizes)}, {len(k.sizes)})" for k in kernels]
