@@ -17,7 +17,8 @@ by a child translator sharing this one's graph and guards (:mod:`.inline`).
 The instructions arrive normalised by :mod:`.bytecode`, so handlers contain no
 Python-version checks.
 
-The graph being built, shared with inlined calls, is an :class:`~.output_graph.OutputGraph`.
+The graph being built, shared with inlined calls, is an :class:`~.output_graph.OutputGraph`;
+real values become variables (with their guards) in :mod:`.builder`.
 
 Mirrors: torch/_dynamo/symbolic_convert.py (InstructionTranslator,
 InliningInstructionTranslator). Leaves out: restarting analysis after a break
@@ -26,7 +27,6 @@ InliningInstructionTranslator). Leaves out: restarting analysis after a break
 
 from __future__ import annotations
 
-import math
 import operator
 import types
 from dataclasses import dataclass, field
@@ -39,9 +39,9 @@ from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicO
 from ..artifacts import GraphBreak, SourceArtifact, TranslationArtifact, TranslationStep
 from ..config import Config
 from . import bytecode as bc
+from .builder import WrapMixin
 from .calls import CallDispatch
 from .containers import (
-    CALLER_CONTAINERS,
     IteratorVariable,
     ListVariable,
     NamedTupleVariable,
@@ -59,7 +59,6 @@ from .shapes import ShapePolicy
 from .variables import (
     CONSTANT_TYPES,
     ConstantVariable,
-    ObjectVariable,
     TensorVariable,
     Unsupported,
     Variable,
@@ -116,7 +115,7 @@ class TranslationResult:
 
 
 class InstructionTranslator(
-    NameHandlers, CallHandlers, DataHandlers, ControlHandlers, CallDispatch, InlineMixin
+    NameHandlers, CallHandlers, DataHandlers, ControlHandlers, CallDispatch, InlineMixin, WrapMixin
 ):
     """Runs one code object symbolically. Construct, then call :meth:`run`."""
 
@@ -338,111 +337,6 @@ class InstructionTranslator(
         del self.state.stack[-n:]
         return items
 
-    def register_object(self, obj: Any) -> str:
-        """A name for ``obj`` that guards and the transformed code can both refer to."""
-        for name, known in self.guard_objects.items():
-            if known is obj:
-                return name
-        name = f"___obj_{len(self.guard_objects) - 1}"
-        self.guard_objects[name] = obj
-        return name
-
-    def wrap(self, value: Any, source: str | None, identity: bool = True) -> Variable:
-        """A real Python value (an argument, a global, an attribute) as a variable, guarded.
-
-        ``identity=False`` skips the ID guard on objects (used for attributes of Python
-        modules, like ``torch.relu``: assumed not to be monkey-patched, as Dynamo does).
-        """
-        if source is not None and source in self.wrapped:
-            return self.wrapped[source]
-        var = self._wrap(value, source, identity)
-        if source is not None:
-            self.wrapped[source] = var
-        return var
-
-    def _wrap(self, value: Any, source: str | None, identity: bool) -> Variable:
-        line = self.output.current_line
-        if isinstance(value, torch.Tensor):
-            if source is None:
-                raise Unsupported(
-                    "a tensor reached without a source the compiled code could read it from "
-                    "(e.g. a module made inside the function, or a tensor default argument)"
-                )
-            for other_source, other in zip(self.output.input_sources, self.output.example_inputs):
-                if (
-                    other is value
-                ):  # the same tensor reached twice (f(x, x)): one variable, as in eager
-                    self.guards.add(
-                        f"{source} is {other_source}",
-                        "DUPLICATE_INPUT",
-                        f"{source} was the same tensor as {other_source}",
-                        line,
-                    )
-                    return self.output.inputs_by_source[other_source]
-            var = self.output.add_input(source, value)  # first: it decides the symbolic dims
-            self.guards.tensor(source, value, line, self.output.shapes.dims.get(source, frozenset()))
-            return var
-        if isinstance(value, CONSTANT_TYPES) and not isinstance(value, slice | set):
-            if source is not None:
-                self.constant_guard(source, value, line)
-            return ConstantVariable(value, source)
-        if type(value) in (tuple, list, dict) and source is not None and _plain_keys(value):
-            return self._wrap_container(value, source, line)
-        if type(value) in (tuple, list, dict):
-            return wrap_constant_result(value)
-        if source is not None and identity and not isinstance(value, types.ModuleType):
-            self.guards.identity(source, value, line, self.register_object(value))
-            if isinstance(value, torch.nn.Module):
-                self.guards.constant(f"{source}.training", value.training, line)
-        return ObjectVariable(value, source)
-
-    def constant_guard(self, source: str, value: Any, line: int | None) -> None:
-        """CONSTANT_MATCH, also for values whose repr isn't Python (``inf``, a ``torch.device``)."""
-        if isinstance(value, float) and not math.isfinite(value):
-            why = f"{source} was read as a constant"
-            self.guards.add(f"type({source}) is float", "TYPE_MATCH", why, line)
-            self.guards.add(
-                f"str({source}) == {str(value)!r}", "CONSTANT_MATCH", why, line, source, repr(value)
-            )
-        elif isinstance(value, torch.device):
-            self.guards.add(
-                f"{source} == torch.device({str(value)!r})",
-                "CONSTANT_MATCH",
-                f"{source} was read as a constant",
-                line,
-                source,
-                repr(value),
-            )
-        else:
-            self.guards.constant(source, value, line)
-
-    def _wrap_container(self, value: Any, source: str, line: int | None) -> Variable:
-        """A caller's tuple, list or dict: its type is guarded now, its contents when first used
-        (``log.append`` reads no item, and must not recompile when ``log`` grows)."""
-        kind = type(value).__name__
-        self.guards.add(
-            f"type({source}) is {kind}", "TYPE_MATCH", f"{source} was read as a {kind}", line
-        )
-        var = CALLER_CONTAINERS[type(value)](None, source)
-        var.read = lambda: self._read_container(value, source)
-        return var
-
-    def _read_container(self, value: Any, source: str) -> list[Variable] | dict[Any, Variable]:
-        line = self.output.current_line
-        if isinstance(value, dict):
-            keys = list(value)
-            self.guards.add(
-                f"list({source}.keys()) == {keys!r}",
-                "DICT_KEYS",
-                f"{source}'s keys were read",
-                line,
-            )
-            return {k: self.wrap(v, f"{source}[{k!r}]") for k, v in value.items()}
-        self.guards.add(
-            f"len({source}) == {len(value)}", "LENGTH_MATCH", f"{source} was unpacked", line
-        )
-        return [self.wrap(v, f"{source}[{i}]") for i, v in enumerate(value)]
-
     def identity_key(self, v: Variable) -> Any:
         """What ``list.index`` and ``in`` compare: the constant value, or the variable itself."""
         return (
@@ -584,11 +478,6 @@ DATA_DEPENDENT_ERRORS = (DynamicOutputShapeException, DataDependentOutputExcepti
 
 def _op_name(target: Any) -> str:
     return target if isinstance(target, str) else getattr(target, "__name__", repr(target))
-
-
-def _plain_keys(value: Any) -> bool:
-    """Dicts are tracked key by key only when the keys can be written in a guard."""
-    return not isinstance(value, dict) or all(type(k) in (str, int, bool) for k in value)
 
 
 def supported_opcodes() -> list[str]:
