@@ -7,7 +7,8 @@ Calls ``f(x) = x + 1`` on a 1-element tensor, so the work itself is negligible
 and what is measured is the machinery around it: eager; toycompiler with the
 eager and cpp backends; the guard check alone; real ``torch.compile`` with
 ``backend="eager"`` and the default Inductor. Each figure is the median over
-many batches of calls, all measured in this one run; ratios are to eager.
+many batches of calls, the variants taking turns batch by batch in this one
+run; ratios are to eager.
 Results are saved as JSON in bench/results/guards.json.
 """
 
@@ -33,17 +34,22 @@ def f(x):
     return x + 1
 
 
-def median_ns(call: Callable[[], object], batches: int, per_batch: int) -> float:
-    """Median over ``batches`` of the mean time of ``per_batch`` calls, in nanoseconds."""
-    for _ in range(per_batch):  # warm up
-        call()
-    samples = []
-    for _ in range(batches):
-        start = time.perf_counter_ns()
+def medians_ns(calls: dict[str, Callable[[], object]], batches: int, per_batch: int) -> dict[str, float]:
+    """Per call, in nanoseconds: the median over ``batches`` of the mean of ``per_batch`` calls.
+
+    Variants take turns batch by batch, so a busy machine slows them all alike and the ratios hold.
+    """
+    samples: dict[str, list[float]] = {name: [] for name in calls}
+    for call in calls.values():  # warm up
         for _ in range(per_batch):
             call()
-        samples.append((time.perf_counter_ns() - start) / per_batch)
-    return statistics.median(samples)
+    for _ in range(batches):
+        for name, call in calls.items():
+            start = time.perf_counter_ns()
+            for _ in range(per_batch):
+                call()
+            samples[name].append((time.perf_counter_ns() - start) / per_batch)
+    return {name: statistics.median(s) for name, s in samples.items()}
 
 
 def variants(quick: bool) -> dict[str, Callable]:
@@ -75,7 +81,7 @@ def main() -> None:
     parser.add_argument("--per-batch", type=int, default=200)
     args = parser.parse_args()
     warnings.simplefilter("ignore")
-    results = {name: median_ns(call, args.batches, args.per_batch) for name, call in variants(args.quick).items()}
+    results = medians_ns(variants(args.quick), args.batches, args.per_batch)
     base = results["eager"]
     print(f"per-call time of f(x) = x + 1 on a 1-element tensor (median of {args.batches} x {args.per_batch} calls)")
     for name, ns in results.items():

@@ -75,7 +75,8 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, target: str, c
         verify(ir)
     plan = clock("scheduling", scheduler.schedule, ir, config)
     constants = lowering.constant_tensors(ir, aten_gm)
-    call, kernels, output = clock("codegen", codegen.generate, ir, plan, target, config, source, constants)
+    # the callable codegen returns is not needed: runtime_graph loads the output module itself
+    _, kernels, output = clock("codegen", codegen.generate, ir, plan, target, config, source, constants)
     tuning = None
     if config.mode == "max-autotune":
         tuning = clock("autotune", launcher.autotune, codecache.output_module(output.path), example_inputs,

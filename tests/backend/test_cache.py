@@ -101,3 +101,18 @@ def test_cache_can_be_turned_off(tmp_cache):
         rt = toycompiler.explain(f, backend="cpp")(torch.randn(5)).frames[0].backend.runtime
     assert rt.cache.startswith("off")
     assert not os.path.exists(tmp_cache / "graphs")
+
+
+def test_graph_with_constant_tensors_is_cached_with_them(tmp_cache):
+    def f(x):
+        keep = torch.ones(6, 6).tril()  # becomes a constant tensor of the compiled graph
+        return x.masked_fill(keep == 0, -1.0) * 2
+
+    x = torch.randn(6, 6)
+    first = toycompiler.explain(f, backend="cpp")(x).frames[0].backend.runtime.cache
+    for name in [m for m in sys.modules if m.startswith("toycompiler_generated_")]:
+        del sys.modules[name]
+    toycompiler.reset()
+    second = toycompiler.explain(f, backend="cpp")(x).frames[0].backend.runtime.cache
+    assert first.startswith("miss") and second.startswith("hit"), (first, second)
+    assert_same(f, x)

@@ -114,3 +114,11 @@ def test_reduce_overhead_replays_a_cuda_graph_with_fresh_outputs():
     assert rt.cudagraphs.startswith("on")
     for got, want in outs:  # earlier outputs were not overwritten by later replays
         torch.testing.assert_close(got, want)
+
+
+@pytest.mark.skipif(not GPU, reason="CUDA graphs need a GPU")
+def test_reduce_overhead_with_changing_sizes_records_one_graph_per_shape():
+    f = toycompiler.compile(chain, backend="triton", mode="reduce-overhead")
+    for n in (100, 200, 300, 200, 100):  # the third size may reuse a dynamic-shape entry
+        x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+        assert_same(chain, x, y, backend="triton", compiled=f)

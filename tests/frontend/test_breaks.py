@@ -172,15 +172,19 @@ def test_stack_below_the_break_and_keyword_calls(capsys):
 
 def test_resume_function_breaks_again_and_is_cached():
     x = torch.randn(4)
-    eager_log, log = [], []
+    eager_log, log, log2 = [], [], []
     expected = breaks_twice(x, eager_log)
     compiled = toycompiler.compile(breaks_twice, backend="eager")
     torch.testing.assert_close(compiled(x, log), expected)
     assert log == eager_log
-    torch.testing.assert_close(compiled(x, log), expected)
+    torch.testing.assert_close(compiled(x, log), expected)  # log is longer now: no guard read its length
     # .item() and log.append each break: f and four resume functions, each compiled once
     assert [f.label for f in compiled.compiled_frames] == [f"[{i}/0]" for i in range(5)]
     assert not compiled.all_misses
+    torch.testing.assert_close(compiled(x, log2), expected)  # a fresh list (log2.append is guarded by identity)
+    assert log2 == eager_log
+    labels = [f.label for f in compiled.compiled_frames]
+    assert labels[:5] == [f"[{i}/0]" for i in range(5)] and len(labels) == len(set(labels))
     report = toycompiler.explain(breaks_twice, backend="eager")(x, [])
     assert report.graph_break_count == 4 and report.graph_count == 3
     assert [b.kind for b in report.breaks] == ["item", "unsupported-call"] * 2

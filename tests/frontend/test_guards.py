@@ -168,3 +168,24 @@ def test_recompile_matrix_in_explain_report():
     assert len(matrix) == 2
     assert matrix[1].count("|") == 1 and "[0/1] x.dtype == torch.float64 (got torch.int32)" in matrix[1]
     assert matrix[1].endswith("=> compiled [0/2]")
+
+
+def test_toycompiler_logs_environment_variable(monkeypatch):
+    from toycompiler import logs
+
+    caplog = _Records()
+    logging.getLogger("toycompiler").addHandler(caplog)
+    monkeypatch.setenv("TOYCOMPILER_LOGS", "graph_breaks")
+    logs.set_logs_from_env()
+    try:
+        def f(x):
+            y = x + 1
+            print("side effect")
+            return y
+
+        toycompiler.compile(f, backend="eager")(torch.ones(2))
+    finally:
+        toycompiler.set_logs(all=False)
+        logging.getLogger("toycompiler").removeHandler(caplog)
+    (message,) = [r.getMessage() for r in caplog.records if r.name == "toycompiler.graph_breaks"]
+    assert "f: [0/0]" in message and "call to print" in message and "print(\"side effect\")" in message

@@ -61,3 +61,39 @@ def test_break_at_top_level_keeps_the_work_before_it():
     ]
     assert "mul_" in nodes  # kept: it ran before the break, and it changes the input
     assert tracer.state.locals["y"].describe().startswith("T[3]")
+
+
+def test_a_translator_bug_is_a_graph_break_not_a_crash(monkeypatch):
+    import toycompiler
+    from toycompiler.frontend import translator
+
+    def broken(self, inst):
+        raise KeyError("oops")
+
+    monkeypatch.setattr(translator.InstructionTranslator, "BINARY_OP", broken)
+
+    def f(x):
+        return x * 2
+
+    x = torch.randn(3)
+    torch.testing.assert_close(toycompiler.compile(f, backend="eager")(x), x * 2)
+    (brk,) = toycompiler.explain(f, backend="eager")(x).breaks
+    assert brk.kind == "internal-error" and "KeyError" in brk.reason
+
+
+def test_unrolling_is_bounded(monkeypatch):
+    import toycompiler
+    from toycompiler.frontend import translator
+
+    monkeypatch.setattr(translator, "MAX_INSTRUCTIONS", 200)
+
+    def f(x):
+        for i in range(1000):
+            x = x + i
+        return x
+
+    x = torch.randn(3)
+    torch.testing.assert_close(toycompiler.compile(f, backend="eager")(x), f(x))
+    # the frame breaks once; the resume function that continues the loop is a frame of its own
+    brk = toycompiler.explain(f, backend="eager")(x).breaks[0]
+    assert "200 instructions" in brk.reason

@@ -136,6 +136,53 @@ class IndexedSeq(nn.Module):
         return self.layers[-1](h), len(self.layers)
 
 
+class DecoratedForward(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleDict({"a": nn.Linear(4, 4), "b": nn.Linear(4, 4)})
+        self.act = "gelu"
+
+    @torch.no_grad()
+    def forward(self, x):
+        for name, m in self.blocks.items():
+            x = getattr(F, self.act)(m(x))
+        for i in range(len(self.blocks)):
+            x = x + i
+        return x
+
+
+class ZipLayers(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(4, 4), nn.Linear(4, 4)])
+
+    def forward(self, x):
+        outs = []
+        for layer, scale in zip(self.layers, (1.0, 2.0)):
+            outs.append(layer(x) * scale)
+        return torch.stack(outs).sum(0)
+
+
+class IterParameters(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return x * sum(p.sum() for p in self.parameters())
+
+
+class DeviceOfParameters(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+
+    def forward(self, x):
+        device = next(self.parameters()).device
+        names = [name for name, _ in self.named_modules()]
+        return self.body(x.to(device)), names
+
+
 def eval_mode(m):
     return m.eval()
 
@@ -182,6 +229,10 @@ CASES = [
     ),
     Case(IndexedSeq(), X, name="sequential_indexing"),
     Case(Hooked(), X, breaks="hooks", name="hooks_break"),
+    Case(DecoratedForward(), X, name="no_grad_decorated_forward"),
+    Case(ZipLayers(), X, name="zip_modulelist"),
+    Case(IterParameters(), X, name="parameters_iteration"),
+    Case(DeviceOfParameters(), X, name="next_parameters_device"),
 ]
 
 
@@ -207,3 +258,18 @@ def test_parameter_sources_name_the_module_path():
     exprs = [g.expr for g in report.guards]
     assert any("self.fc1.weight" in e for e in exprs)
     assert any(g.kind == "ID_MATCH" and g.expr.startswith("self.fc1 is") for g in report.guards)
+
+
+def test_batchnorm_training_updates_buffers_like_eager():
+    import copy
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4))
+    twin = copy.deepcopy(model)
+    compiled = toycompiler.compile(twin, backend="eager")
+    for _ in range(3):
+        x = torch.randn(8, 4)
+        torch.testing.assert_close(compiled(x), model(x))
+    for name, buf in model.named_buffers():
+        torch.testing.assert_close(dict(twin.named_buffers())[name], buf)
+    assert len(compiled._compiled_forward.cache.entries) == 1

@@ -282,7 +282,7 @@ CASES = [
     Case(dtype_branch, X),
     Case(unary_ops, X),
     Case(scalar_ops, X),
-    Case(return_size, X),
+    Case(return_size, X, graphs=0),  # no tensor op: an empty graph is not compiled
     Case(len_of_tensor, X),
     Case(iterate_tensor, X),
     Case(masked_fill_fn, X),

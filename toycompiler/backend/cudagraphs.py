@@ -13,13 +13,14 @@ could change behind the caller's back, and pays one copy per output for it.
 
 Mirrors: torch/_inductor/cudagraph_trees.py (and the simpler
 ``cudagraphify_impl`` in torch/_inductor/compile_fx.py).
-Leaves out: memory pools shared between graphs, static (parameter) inputs that
-skip the copy, and re-recording when sizes change.
+Leaves out: memory pools shared between graphs, and static (parameter) inputs
+that skip the copy. A new input shape records a new graph.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -41,32 +42,37 @@ def cudagraphs_decision(mode: str, example_inputs: list) -> tuple[bool, str]:
 
 
 class CUDAGraphRunner:
-    """Callable like the compiled graph; records on the first call, replays afterwards."""
+    """Callable like the compiled graph; records on the first call of each input shape, replays afterwards."""
 
     def __init__(self, call: Callable):
         self.call = call
-        self.graph: torch.cuda.CUDAGraph | None = None
+        self.graphs: dict[tuple, _Recording] = {}  # one recording per set of input shapes and strides
 
     def __call__(self, *args: torch.Tensor) -> Any:
-        if self.graph is None:
-            return self.record(args)
-        for static, arg in zip(self.static_inputs, args):
-            if static.data_ptr() != arg.data_ptr():
-                static.copy_(arg)
-        self.graph.replay()
-        return tuple(out.clone() for out in self.static_outputs)
+        key = tuple((a.shape, a.stride()) for a in args)
+        recording = self.graphs.get(key)
+        if recording is None:
+            recording = self.graphs[key] = _Recording(self.call, args)
+        return recording.replay(args)
 
-    def record(self, args: tuple) -> Any:
+
+class _Recording:
+    """One CUDA graph over static copies of the inputs it was recorded with."""
+
+    def __init__(self, call: Callable, args: tuple):
         self.static_inputs = [torch.empty_strided(a.shape, a.stride(), dtype=a.dtype, device=a.device).copy_(a)
                               for a in args]
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):  # warm-up: compile kernels, allocate, outside the recording
-            self.call(*self.static_inputs)
+            call(*self.static_inputs)
         torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            self.static_outputs = self.call(*self.static_inputs)
-        self.graph = graph
-        graph.replay()
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            self.static_outputs = call(*self.static_inputs)
+
+    def replay(self, args: tuple) -> tuple:
+        for static, arg in zip(self.static_inputs, args):
+            static.copy_(arg)
+        self.graph.replay()
         return tuple(out.clone() for out in self.static_outputs)

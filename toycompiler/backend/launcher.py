@@ -29,7 +29,8 @@ Leaves out: Inductor's static CUDA launcher, and autotuning reduction block size
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -61,7 +62,7 @@ class TritonLauncher:
         self.choice: AutotuneChoice | None = None  # the tuned meta-parameters, once chosen
         self._launches: dict[tuple, _Launch] = {}
 
-    def __getitem__(self, grid: tuple) -> "_Launch":
+    def __getitem__(self, grid: tuple) -> _Launch:
         launch = self._launches.get(grid)
         if launch is None:
             launch = self._launches[grid] = _Launch(self, grid)
@@ -196,7 +197,10 @@ def autotune(module: Any, example_inputs: list, target: str, constants: list = (
         return AutotuneArtifact((), f"nothing to tune: {target} kernels have no block size")
     if not launchers:
         return AutotuneArtifact((), "nothing to tune: no Triton kernels")
-    inputs = [random_like(t) if isinstance(t, torch.Tensor) else t for t in example_inputs]
+    try:
+        inputs = [random_like(t) if isinstance(t, torch.Tensor) else t for t in example_inputs]
+    except Exception as e:  # e.g. sizes known only at run time
+        return AutotuneArtifact((), f"not tuned: could not make example inputs ({type(e).__name__}: {e})")
     for launcher in launchers:
         launcher.tune = True
     try:

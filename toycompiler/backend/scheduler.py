@@ -177,9 +177,29 @@ def schedule(ir: GraphIR, config: Config) -> "Schedule":
                 kernel.xranges, kernel.rranges = squeeze(node.layout.size), squeeze(node.reduction.ranges)
             kernel.nodes.append(node)
         home[node.name] = chosen
+        if getattr(node, "store_into", None):  # later readers of that input must run after this write
+            home[node.store_into] = chosen
     _plan_stores(ir, kernels)
+    if config.verify_ir:
+        verify(ir, kernels)
     reuses, plan = plan_memory(ir, kernels) if config.reuse_buffers else ({}, [])
     return Schedule(tuple(kernels), _artifact(ir, kernels, decisions, plan), tuple(reuses.items()))
+
+
+def verify(ir: GraphIR, kernels: list[Kernel]) -> None:
+    """The schedule's invariants: each buffer in one kernel; every read sees a value already computed."""
+    where = {b.name: -1 for b in ir.inputs}
+    for i, k in enumerate(kernels):
+        for n in k.nodes:
+            assert n.name not in where, f"{n.name} is scheduled twice"
+            reads = set(n.inputs) if isinstance(n, ExternKernel) else {ld.buf for ld in loads(n.body)}
+            for b in reads:
+                assert b in where, f"{n.name} in kernel{i} reads {b} before it is computed"
+                assert where[b] == i or where[b] == -1 or b in kernels[where[b]].stores, \
+                    f"{n.name} in kernel{i} reads {b}, which kernel{where[b]} does not store"
+            where[n.name] = i
+    assert set(where) >= {b.name for b in ir.buffers}, "some buffers are not scheduled"
+    assert all(o in where for o in ir.outputs)
 
 
 def _candidates(node: Node, kernels: list[Kernel], home: dict[str, int]) -> list[int]:
@@ -235,7 +255,7 @@ def plan_memory(ir: GraphIR, kernels: list[Kernel]) -> tuple[dict[str, str], lis
                 continue
             for dead in pool:
                 d = ir.buffer(dead).layout
-                if d.dtype == node.layout.dtype and d.device == node.layout.device and \
+                if d.dtype == node.layout.dtype and d.device == node.layout.device and d.is_contiguous and \
                         sympy.expand(d.numel - node.layout.numel) == 0:
                     pool.remove(dead)
                     reuses[name] = dead

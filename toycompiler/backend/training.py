@@ -24,7 +24,8 @@ from __future__ import annotations
 import copy
 import dataclasses
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.fx

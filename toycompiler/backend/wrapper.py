@@ -22,7 +22,7 @@ import sympy
 
 from ..artifacts import SourceArtifact
 from .codegen.common import RenderedKernel
-from .ir import ComputedBuffer, ExternKernel, GraphIR, TensorRef
+from .ir import ComputedBuffer, ExternKernel, GraphIR, TensorRef, contiguous_strides
 
 
 def pexpr(e: object) -> str:
@@ -40,6 +40,8 @@ def tensor_arg(ir: GraphIR, ref: TensorRef) -> str:
     layout = ir.buffer(ref.buf).layout
     if ref.size == layout.size and ref.stride == layout.stride and ref.offset == 0:
         return ref.buf
+    if ref.offset == 0 and layout.is_contiguous and ref.stride == contiguous_strides(ref.size):
+        return f"{ref.buf}.view({shape(ref.size)})"
     base = f"{ref.buf}.storage_offset() + {pexpr(ref.offset)}" if ref.offset != 0 else f"{ref.buf}.storage_offset()"
     return f"torch.as_strided({ref.buf}, {shape(ref.size)}, {shape(ref.stride)}, {base})"
 

@@ -38,6 +38,12 @@ def main(argv: list[str] | None = None) -> None:
     print(f"# {machine_name(device)}: copy bandwidth {bandwidth / 1e9:.1f} GB/s", flush=True)
     chosen = [w for w in workloads.WORKLOADS if not args.only or w.name in args.only]
     rows = [run_workload(w, device, args.quick, bandwidth) for w in chosen]
+    later = measure.copy_bandwidth(device, args.quick)  # a shared machine's load changes: keep the best
+    if later > bandwidth:
+        print(f"# copy bandwidth measured again: {later / 1e9:.1f} GB/s", flush=True)
+        bandwidth = later
+        for row in rows:
+            row["fraction_of_copy"] = {c: gbps * 1e9 / bandwidth for c, gbps in row.get("gbps", {}).items()}
     compile_times = {} if args.no_compile_time else measure_compile(device)
     overhead = per_call_overhead(device)
     result = {"machine": machine_info(device, bandwidth), "quick": args.quick, "toy_mode": args.toy_mode or "default",

@@ -6,7 +6,7 @@ callable returns the loss's gradients, so forward and backward are timed.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 

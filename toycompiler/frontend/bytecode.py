@@ -54,6 +54,8 @@ INTRINSICS: dict[str, str] = {
 # skips that END_FOR at run time; 3.11's jumps past the loop directly. Either way
 # the translator sees one meaning: "pop the iterator and continue after the loop".
 FOR_ITER_SKIPS_END_FOR = VERSION >= (3, 12)
+# The same for ``yield from``: 3.12's SEND jumps to an END_SEND that CPython skips.
+SEND_SKIPS_END_SEND = VERSION >= (3, 12)
 
 # Flags packed into the low bit of an argument: (opname, versions) -> meaning.
 # 3.11 and 3.12: LOAD_GLOBAL's low bit asks for a NULL before the global.
@@ -135,7 +137,9 @@ def normalise(code: types.CodeType) -> list[Inst]:
                 opname, flag = LOW_BIT_METHOD_OPNAME[ins.opname], False
         if ins.opname == "CALL_INTRINSIC_1":
             opname = INTRINSICS.get(ins.argrepr, opname)
-        if ins.opname == "FOR_ITER" and FOR_ITER_SKIPS_END_FOR:
+        if (ins.opname == "FOR_ITER" and FOR_ITER_SKIPS_END_FOR) or (
+            ins.opname == "SEND" and SEND_SKIPS_END_SEND
+        ):
             argval = next_offset.get(argval, argval)
         out.append(
             Inst(ins.offset, opname, ins.arg, argval, ins.argrepr, line, ins.is_jump_target, flag)

@@ -25,7 +25,7 @@ import torch
 from .resume import graph_break
 
 from . import pybuiltins
-from .containers import DictVariable, ListVariable, TupleVariable
+from .containers import DictVariable, TupleVariable
 from .variables import (
     CONSTANT_TYPES,
     FOLDABLE,
@@ -37,6 +37,7 @@ from .variables import (
     TensorVariable,
     Unsupported,
     Variable,
+    grad_mode_of,
     is_torch_op,
     wrap_constant_result,
 )
@@ -83,6 +84,13 @@ def _name(fn: Any) -> str:
     return type(fn).__name__
 
 
+def _is_array(v: Variable) -> bool:
+    """A numpy array (after a ``.numpy()`` break, a resume function receives one)."""
+    return isinstance(v, ObjectVariable) and type(v.value).__name__ == "ndarray" and type(
+        v.value
+    ).__module__ == "numpy"
+
+
 class CallDispatch:
     """Mixed into the translator: the call machinery that handlers and variables use."""
 
@@ -94,24 +102,26 @@ class CallDispatch:
             raise Unsupported("toycompiler.graph_break() called", "explicit")
         if isinstance(fn, torch.nn.Module):
             return self.call_module(fn, source, args, kwargs)
-        if _hashable(fn) and fn in REFUSED:
-            kind, why = REFUSED[fn]
-            raise Unsupported(f"call to {fn.__name__}: {why}", kind)
-        if _name(fn) in ("torch._dynamo.decorators.graph_break", "torch._dynamo.graph_break"):
-            raise Unsupported("torch._dynamo.graph_break() asks for a graph break here", "explicit")
+        _refuse(fn)
+        if getattr(fn, "__name__", None) == "clone" and grad_mode_of(getattr(fn, "__self__", None)):
+            return grad_mode_of(fn.__self__)  # @torch.no_grad() makes a fresh context per call
         handler = pybuiltins.handler_for(fn)
         if handler is not None:
             result = handler(self, args, kwargs)
             if result is not NotImplemented:
                 return result
+        if any(_is_array(a) for a in [*args, *kwargs.values()]):
+            raise Unsupported(
+                f"{_name(fn)}(...) on a numpy array: arrays are not traced (their values are not "
+                "known while tracing, nor constants of the graph)",
+                "numpy",
+            )
         has_tensor = any(_contains_tensor(a) for a in [*args, *kwargs.values()])
         if not has_tensor and _foldable(fn):
             return self.fold(fn, args, kwargs)
         if isinstance(fn, type) and issubclass(fn, torch.nn.Module):
             return self.construct_module(fn, args, kwargs)
-        if isinstance(
-            fn, torch._library.custom_ops.CustomOpDef
-        ):  # @torch.library.custom_op's handle
+        if isinstance(fn, torch._library.custom_ops.CustomOpDef):  # @torch.library.custom_op
             fn = fn._opoverload
         if fn is torch.cond:
             from .higher_order import trace_cond
@@ -119,6 +129,12 @@ class CallDispatch:
             return trace_cond(self, args, kwargs)
         if is_torch_op(fn):
             return self.record_call("call_function", fn, args, kwargs)
+        return self.call_python_function(fn, source, args, kwargs)
+
+    def call_python_function(
+        self, fn: Any, source: str | None, args: list[Variable], kwargs: dict[str, Variable]
+    ) -> Variable:
+        """A function, method or ``functools.partial`` written in Python: inlined."""
         if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
             self_var = self.wrap(fn.__self__, f"{source}.__self__" if source else None)
             return self.inline_function(fn.__func__, None, [self_var, *args], kwargs)
@@ -127,9 +143,8 @@ class CallDispatch:
         if isinstance(fn, functools.partial):
             inner = self.wrap(fn.func, f"{source}.func" if source else None)
             bound = [self.wrap(a, None) for a in fn.args]
-            return PartialVariable(
-                inner, bound, {k: self.wrap(v, None) for k, v in fn.keywords.items()}
-            ).call(self, args, kwargs)
+            keywords = {k: self.wrap(v, None) for k, v in fn.keywords.items()}
+            return PartialVariable(inner, bound, keywords).call(self, args, kwargs)
         raise Unsupported(
             f"call to {_name(fn)} cannot be traced (not a torch function, a Python function, "
             "or a builtin the translator models)",
@@ -253,8 +268,17 @@ class CallDispatch:
         return fn.call(self, args, kwargs or {})
 
 
+def _refuse(fn: Any) -> None:
+    """print(), breakpoint(), torch._dynamo.graph_break(): always a graph break."""
+    if _hashable(fn) and fn in REFUSED:
+        kind, why = REFUSED[fn]
+        raise Unsupported(f"call to {fn.__name__}: {why}", kind)
+    if _name(fn) in ("torch._dynamo.decorators.graph_break", "torch._dynamo.graph_break"):
+        raise Unsupported("torch._dynamo.graph_break() asks for a graph break here", "explicit")
+
+
 def _foldable(fn: Any) -> bool:
-    if fn in FOLDABLE if _hashable(fn) else False:
+    if _hashable(fn) and fn in FOLDABLE:
         return True
     owner = getattr(fn, "__self__", None)
     # a bound method of a constant: "a,b".split, (3).bit_length, torch.float32.is_floating_point
@@ -273,6 +297,3 @@ def _hashable(fn: Any) -> bool:
         return True
     except TypeError:
         return False
-
-
-__all__ = ["CallDispatch", "ListVariable"]

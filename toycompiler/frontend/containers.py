@@ -253,6 +253,62 @@ DICT_METHODS = ("keys", "values", "items", "get", "copy", "update", "pop", "setd
 
 
 @dataclass(eq=False)
+class SetVariable(Variable):
+    """A set of variables, by identity for tensors and modules (as Python hashes them), by value
+    for constants. Made while tracing only: a set from the caller stays an object."""
+
+    items: dict[Any, Variable] = field(default_factory=dict)  # identity key -> variable
+    source: str | None = None
+
+    def describe(self) -> str:
+        return "{" + ", ".join(v.describe() for v in self.items.values()) + "}"
+
+    def python_type(self) -> type:
+        return set
+
+    def as_python(self) -> Any:
+        return {v.as_python() for v in self.items.values()}
+
+    def unpack(self, tx):
+        return list(self.items.values())
+
+    def truth(self) -> bool:
+        return bool(self.items)
+
+    def contains(self, tx, item: Variable) -> bool:
+        return tx.identity_key(item) in self.items
+
+    def getattr(self, tx, name):
+        if name in SET_METHODS:
+            return ContainerMethodVariable(self, name)
+        raise Unsupported(f"set attribute .{name}")
+
+    def call_method(self, tx, name, args, kwargs):
+        if name == "copy":
+            return SetVariable(dict(self.items))
+        tx.output.remember(self, "items")
+        if name == "add":
+            self.items.setdefault(tx.identity_key(args[0]), args[0])
+        elif name in ("update", "__ior__"):
+            for arg in args:
+                for v in arg.unpack(tx):
+                    self.items.setdefault(tx.identity_key(v), v)
+        elif name in ("discard", "remove"):
+            key = tx.identity_key(args[0])
+            if name == "remove" and key not in self.items:
+                raise Unsupported(
+                    "set.remove() of a missing item (KeyError while tracing)", "exception"
+                )
+            self.items.pop(key, None)
+        elif name == "clear":
+            self.items.clear()
+        return ConstantVariable(None)
+
+
+SET_METHODS = ("add", "update", "discard", "remove", "clear", "copy")
+
+
+@dataclass(eq=False)
 class IteratorVariable(Variable):
     """An iterator over variables known now (``zip``, ``enumerate``, a generator's yields)."""
 
@@ -277,6 +333,47 @@ class IteratorVariable(Variable):
 
     def truth(self) -> bool:
         return True
+
+
+class ReadOnFirstUse:
+    """A caller's tuple, list or dict whose items are read, and guarded, when first used.
+
+    ``read()`` wraps the items and adds the guards on the length (or keys) and on
+    each item. Calling ``log.append`` reads no item: guarding ``len(log) == 0``
+    there would make every later call, with a longer ``log``, recompile.
+    (Dynamo's LazyVariableTracker.)
+    """
+
+    _items: Any = None
+    read: Any = None  # () -> the items, wrapped and guarded
+
+    @property
+    def items(self) -> Any:
+        if self._items is None:
+            self._items = self.read()
+        return self._items
+
+    @items.setter
+    def items(self, value: Any) -> None:
+        self._items = value
+
+    def describe(self) -> str:
+        return super().describe() if self._items is not None else f"{self.python_type().__name__} {self.source}"
+
+
+class CallerTupleVariable(ReadOnFirstUse, TupleVariable):
+    pass
+
+
+class CallerListVariable(ReadOnFirstUse, ListVariable):
+    pass
+
+
+class CallerDictVariable(ReadOnFirstUse, DictVariable):
+    pass
+
+
+CALLER_CONTAINERS = {tuple: CallerTupleVariable, list: CallerListVariable, dict: CallerDictVariable}
 
 
 @dataclass(eq=False)

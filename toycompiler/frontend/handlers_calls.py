@@ -10,7 +10,7 @@ Mirrors: CALL, CALL_FUNCTION_EX and MAKE_FUNCTION in torch/_dynamo/symbolic_conv
 from __future__ import annotations
 
 from . import bytecode as bc
-from .containers import DictVariable, TupleVariable
+from .containers import DictVariable
 from .variables import NullVariable, Unsupported, UserFunctionVariable
 
 
@@ -62,6 +62,3 @@ class CallHandlers:
         kwdefaults = dict(self.pop().items) if inst.arg & 0x02 else {}
         defaults = self.pop().unpack(self) if inst.arg & 0x01 else []
         self.push(UserFunctionVariable(code, self.globals, defaults, kwdefaults, closure))
-
-
-__all__ = ["CallHandlers", "TupleVariable"]

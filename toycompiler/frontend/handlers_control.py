@@ -17,9 +17,10 @@ from .containers import IteratorVariable
 from .variables import (
     ConstantVariable,
     GradModeVariable,
-    TensorVariable,
+    ObjectVariable,
     Unsupported,
     Variable,
+    grad_mode_of,
     wrap_constant_result,
 )
 
@@ -34,7 +35,6 @@ class ControlHandlers:
         self.jump(inst)
 
     JUMP_BACKWARD = JUMP_FORWARD
-    JUMP = JUMP_FORWARD
 
     def POP_JUMP_IF_FALSE(self, inst):
         if not self.pop().truth():
@@ -82,7 +82,10 @@ class ControlHandlers:
 
         (3.12 jumps to an END_FOR; the bytecode table moves the target past it, which
         is what CPython does at run time too.)"""
-        item = self.state.stack[-1].next(self)
+        iterator = self.state.stack[-1]
+        if not isinstance(iterator, IteratorVariable):  # e.g. a real iterator passed to a resume function
+            raise Unsupported(f"iterating over {iterator.describe()}, a real iterator, is not traced")
+        item = iterator.next(self)
         if item is None:
             self.pop()
             self.jump(inst)
@@ -93,6 +96,29 @@ class ControlHandlers:
         """3.12: pops the exhausted iterator and its last value (not reached: FOR_ITER skips it)."""
         self.popn(2)
 
+    def GET_YIELD_FROM_ITER(self, inst):
+        """``yield from it`` (in an inlined generator) -- the items are known now."""
+        self.GET_ITER(inst)
+
+    def SEND(self, inst):
+        """``yield from``'s loop: [iterator, sent] -> [iterator, next item], or, when the
+        iterator is done, [return value] and a jump (past 3.12's END_SEND, as CPython does)."""
+        self.pop()  # the value sent in: always None for an inlined generator
+        iterator = self.state.stack[-1]
+        if not isinstance(iterator, IteratorVariable):  # e.g. a real iterator passed to a resume function
+            raise Unsupported(f"iterating over {iterator.describe()}, a real iterator, is not traced")
+        item = iterator.next(self)
+        if item is None:
+            self.pop()
+            self.push(ConstantVariable(None))
+            self.jump(inst)
+        else:
+            self.push(item)
+
+    def END_SEND(self, inst):
+        """3.12: [iterator, value] -> [value] (not reached: SEND skips it)."""
+        del self.state.stack[-2]
+
     # -- with blocks -------------------------------------------------------------------
 
     def BEFORE_WITH(self, inst):
@@ -101,6 +127,8 @@ class ControlHandlers:
         The normal exit is an ordinary call of the exit function with (None, None, None);
         the exceptional exit is only reached through the exception table, never here."""
         ctx = self.pop()
+        if isinstance(ctx, ObjectVariable):
+            ctx = grad_mode_of(ctx.value) or ctx
         if not isinstance(ctx, GradModeVariable):
             raise Unsupported(
                 f"`with {ctx.describe()}:` is not traced: only torch.no_grad(), "
@@ -132,6 +160,3 @@ class ControlHandlers:
             raise Unsupported("yield outside an inlined generator", "unsupported-opcode")
         self.yielded.append(value)
         self.push(ConstantVariable(None))
-
-
-__all__ = ["ControlHandlers", "TensorVariable"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import operator
 
-from .containers import DictVariable, ListVariable, TupleVariable
+from .containers import DictVariable, ListVariable, SetVariable, TupleVariable
 from .variables import ConstantVariable, TensorVariable, Unsupported, Variable
 
 # BINARY_OP's argrepr -> the function it applies. In-place forms ("+=") are
@@ -208,7 +208,7 @@ class DataHandlers:
         self.push(ListVariable(self.popn(inst.arg)))
 
     def BUILD_SET(self, inst):
-        self.push(ConstantVariable({v.as_python() for v in self.popn(inst.arg)}))
+        self.push(SetVariable({self.identity_key(v): v for v in self.popn(inst.arg)}))
 
     def BUILD_MAP(self, inst):
         flat = self.popn(2 * inst.arg)
@@ -235,11 +235,11 @@ class DataHandlers:
 
     def SET_ADD(self, inst):
         value = self.pop()
-        self.state.stack[-inst.arg].value.add(value.as_python())
+        self.state.stack[-inst.arg].call_method(self, "add", [value], {})
 
     def SET_UPDATE(self, inst):
-        values = self.pop().as_python()
-        self.state.stack[-inst.arg].value.update(values)
+        values = self.pop()
+        self.state.stack[-inst.arg].call_method(self, "update", [values], {})
 
     def MAP_ADD(self, inst):
         """In a dict comprehension: [dict ..., key, value]."""

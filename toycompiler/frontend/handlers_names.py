@@ -9,9 +9,7 @@ Mirrors: the LOAD_*/STORE_* methods of torch/_dynamo/symbolic_convert.py.
 from __future__ import annotations
 
 from .variables import (
-    BoundMethodVariable,
     CellVariable,
-    ConstantVariable,
     NullVariable,
     ObjectVariable,
     RealCellVariable,
@@ -200,6 +198,3 @@ class NameHandlers:
             "code; not traced",
             "mutation",
         )
-
-
-__all__ = ["NameHandlers", "BoundMethodVariable", "ConstantVariable"]

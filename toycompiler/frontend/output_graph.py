@@ -40,6 +40,7 @@ class OutputGraph:
         self.inputs_by_source: dict[str, TensorVariable] = {}
         self.side_effect_nodes: list[torch.fx.Node] = []  # in-place ops: kept even if unused
         self.submodules: dict[str, torch.nn.Module] = {}  # branch graphs of torch.cond
+        self.instructions_run = 0  # by the translator and every inlined call
         self.journal: list[tuple[Any, str, Any]] = []  # (object, attribute, value before a change)
         self.current_line: int | None = None
         self.current_offset: int | None = None

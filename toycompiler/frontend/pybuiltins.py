@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from .containers import DictVariable, IteratorVariable, ListVariable, TupleVariable
+from .containers import DictVariable, IteratorVariable, ListVariable, SetVariable, TupleVariable
 from .variables import (
     ConstantVariable,
     GradModeVariable,
@@ -71,7 +71,7 @@ def _len(tx, args, kwargs):
         if obj.example.dim() == 0:
             raise Unsupported("len() of a 0-d tensor", "exception")
         return ConstantVariable(int(obj.example.shape[0]))
-    if isinstance(obj, TupleVariable | DictVariable):
+    if isinstance(obj, TupleVariable | DictVariable | SetVariable):
         return ConstantVariable(len(obj.items))
     return NotImplemented
 
@@ -171,6 +171,12 @@ def _dict(tx, args, kwargs):
         d.update_from(tx, args[0])
     d.items.update(kwargs)
     return d
+
+
+@handles(set)
+def _set(tx, args, kwargs):
+    items = _items(tx, args[0]) if args else []
+    return SetVariable({tx.identity_key(v): v for v in items})
 
 
 @handles(iter)
@@ -324,6 +330,8 @@ def _contains(tx, args, kwargs):
     container, item = args
     if isinstance(container, DictVariable):
         return ConstantVariable(item.as_python() in container.items)
+    if isinstance(container, SetVariable):
+        return ConstantVariable(container.contains(tx, item))
     if isinstance(container, TupleVariable | IteratorVariable):
         key = tx.identity_key(item)
         return ConstantVariable(any(tx.identity_key(i) == key for i in container.unpack(tx)))

@@ -67,13 +67,22 @@ class CannotRebuild(Exception):
 
 
 def reconstruct(cg: Codegen, v: Variable) -> None:
-    """Emit instructions that push the real value of ``v`` (dispatch on its class, most derived first)."""
+    """Emit instructions that push the real value of ``v`` (dispatch on its class, most derived first).
+
+    A kind missing from the table can teach itself with a ``reconstruct(codegen)`` method; failing
+    that, one with a source is read from it again (it can't have changed: that would have broken).
+    """
     for kind in type(v).__mro__:
         rebuild = REBUILD.get(kind)
         if rebuild is not None:
             rebuild(cg, v)
             return
-    raise CannotRebuild(f"can't rebuild {v.describe()} ({type(v).__name__}) as a Python value")
+    if hasattr(v, "reconstruct"):
+        v.reconstruct(cg)
+    elif simple_source(getattr(v, "source", None)):
+        cg.load_source(v.source)
+    else:
+        raise CannotRebuild(f"can't rebuild {v.describe()} ({type(v).__name__}) as a Python value")
 
 
 def simple_source(source: str | None) -> bool:

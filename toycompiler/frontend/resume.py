@@ -122,6 +122,7 @@ class BreakPlan:
     locals: dict[str, Any]  # the translator's locals (Variables, or unread arguments)
     resumes: list[ResumePoint]  # one per successor (two for a branch: fallthrough, then jump target)
     graph_outputs: list[TensorVariable] = field(default_factory=list)
+    written: tuple[str, ...] = ()  # locals the instruction stores: the resume reads them after it ran
 
 
 def plan_break(code: types.CodeType, instructions: list, stack: list[Variable], locals_: dict[str, Any],
@@ -154,9 +155,12 @@ def plan_break(code: types.CodeType, instructions: list, stack: list[Variable], 
     live = liveness(original)
     layout = tuple(isinstance(v, NullVariable) for v in below) + (False,) * produced
     targets = [to_original[t] for t in targets]
-    resumes = [ResumePoint(t, layout, tuple(n for n in original.co_varnames if n in live[t] and n in locals_))
+    # A local the instruction itself stores (a break at ``STORE_FAST x``) is read after it ran for real.
+    written = (inst.argval,) if inst.opname == "STORE_FAST" else ()
+    resumes = [ResumePoint(t, layout, tuple(n for n in original.co_varnames
+                                            if n in live[t] and (n in locals_ or n in written)))
                for t in targets]
-    plan = BreakPlan(kind, offset, below, operands, produced, kw_names, locals_, resumes)
+    plan = BreakPlan(kind, offset, below, operands, produced, kw_names, locals_, resumes, written=written)
     plan.graph_outputs = _tensors_to_output(plan, _params(code))
     return plan
 
@@ -169,7 +173,8 @@ def _tensors_to_output(plan: BreakPlan, params: set[str]) -> list[TensorVariable
         cg.reconstruct(v)
     for point in plan.resumes:
         for name in point.locals:
-            cg.reconstruct_local(name, plan.locals[name])
+            if name not in plan.written:
+                cg.reconstruct_local(name, plan.locals[name])
     return cg.needed
 
 
@@ -241,7 +246,13 @@ def instruction_at(code: types.CodeType, offset: int) -> pybc.Instr:
 
 
 class Codegen:
-    """Emits instructions that rebuild symbolic values as real ones (like Dynamo's PyCodegen)."""
+    """Emits instructions that rebuild symbolic values as real ones (like Dynamo's PyCodegen).
+
+    A variable kind this module does not know can define ``reconstruct(codegen)`` and push its
+    value with ``codegen.reconstruct(part)``, ``load_source``, ``load_const``, ``load_attr``,
+    ``emit(opname, arg)`` and ``call(nargs)``; e.g. a method of a container:
+    ``codegen.reconstruct(self.container); codegen.load_attr(self.name)``.
+    """
 
     def __init__(self, params: set[str], namespace: dict[str, Any], outputs: dict[torch.fx.Node, int],
                  lineno: int, planning: bool = False) -> None:
@@ -471,7 +482,10 @@ def _emit_call_then_resume(cg: Codegen, plan: BreakPlan, the_inst: pybc.Instr, r
         cg.instrs.append(pybc.Instr(the_inst.name, the_inst.arg, location=the_inst.location))
     point = plan.resumes[0]
     for name in point.locals:
-        cg.reconstruct_local(name, plan.locals[name])
+        if name in plan.written:
+            cg.emit("LOAD_FAST", name)  # stored by the instruction that just ran
+        else:
+            cg.reconstruct_local(name, plan.locals[name])
     cg.call(sum(not null for null in point.stack_nulls) + len(point.locals))
     cg.emit("RETURN_VALUE")
 

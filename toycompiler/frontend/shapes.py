@@ -62,7 +62,10 @@ class ShapePolicy:
     def __init__(self, dynamic: bool | None = None, previous: dict[str, tuple] | None = None,
                  automatic: bool = True, specialize_zero_one: bool = True) -> None:
         self.dynamic, self.previous, self.automatic = dynamic, previous or {}, automatic
-        self.shape_env = CountingShapeEnv(specialize_zero_one=specialize_zero_one)
+        # No unbacked symbols: an op whose output size depends on the data (``x[x > 0]``,
+        # ``nonzero``) raises on fake tensors, and the translator breaks there.
+        self.shape_env = CountingShapeEnv(specialize_zero_one=specialize_zero_one, allow_scalar_outputs=False,
+                                          allow_dynamic_output_shape_ops=False)
         self.fake_mode = FakeTensorMode(shape_env=self.shape_env)
         self.symbols: dict[sympy.Symbol, str] = {}  # s0 -> "x.shape[0]", where it was first seen
         self.aliases: list[tuple[str, str]] = []  # ("y.shape[0]", "x.shape[0]"): same symbol

@@ -17,7 +17,8 @@ by a child translator sharing this one's graph and guards (:mod:`.inline`).
 The instructions arrive normalised by :mod:`.bytecode`, so handlers contain no
 Python-version checks.
 
-The graph being built, shared with inlined calls, is an :class:`~.output_graph.OutputGraph`.
+The graph being built, shared with inlined calls, is an :class:`~.output_graph.OutputGraph`;
+real values become variables (with their guards) in :mod:`.builder`.
 
 Mirrors: torch/_dynamo/symbolic_convert.py (InstructionTranslator,
 InliningInstructionTranslator). Leaves out: restarting analysis after a break
@@ -26,7 +27,6 @@ InliningInstructionTranslator). Leaves out: restarting analysis after a break
 
 from __future__ import annotations
 
-import math
 import operator
 import types
 from dataclasses import dataclass, field
@@ -39,9 +39,9 @@ from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicO
 from ..artifacts import GraphBreak, SourceArtifact, TranslationArtifact, TranslationStep
 from ..config import Config
 from . import bytecode as bc
+from .builder import WrapMixin
 from .calls import CallDispatch
 from .containers import (
-    DictVariable,
     IteratorVariable,
     ListVariable,
     NamedTupleVariable,
@@ -59,7 +59,6 @@ from .shapes import ShapePolicy
 from .variables import (
     CONSTANT_TYPES,
     ConstantVariable,
-    ObjectVariable,
     TensorVariable,
     Unsupported,
     Variable,
@@ -116,7 +115,7 @@ class TranslationResult:
 
 
 class InstructionTranslator(
-    NameHandlers, CallHandlers, DataHandlers, ControlHandlers, CallDispatch, InlineMixin
+    NameHandlers, CallHandlers, DataHandlers, ControlHandlers, CallDispatch, InlineMixin, WrapMixin
 ):
     """Runs one code object symbolically. Construct, then call :meth:`run`."""
 
@@ -182,14 +181,10 @@ class InstructionTranslator(
         try:
             self.dispatch(inst)
         except Unsupported as e:
-            self.graph_break = self.make_break(inst, e.reason, e.kind)
-            torch._C._set_grad_enabled(grad_mode)
-            self.output.rollback(
-                mark
-            )  # the graph and state as they were *before* the breaking instruction
-            self.state = saved
-            self.state.ip -= 1
-            events.append(f"graph break: {e.reason}")
+            self.record_break(inst, e.reason, e.kind, saved, mark, grad_mode)
+        except Exception as e:  # a translator bug must cost a graph break, never the user's call
+            reason = f"internal error while tracing {inst.opname}: {type(e).__name__}: {e}"
+            self.record_break(inst, reason, "internal-error", saved, mark, grad_mode)
         events += [f"guard added: {g.expr}" for g in self.guards.guards[guards_before:]]
         self.steps.append(
             TranslationStep(
@@ -208,7 +203,25 @@ class InstructionTranslator(
             )
         )
 
+    def record_break(
+        self, inst: bc.Inst, reason: str, kind: str, saved: FrameState, mark: tuple, grad_mode: bool
+    ) -> None:
+        """Stop here: the graph and the frame state go back to just before ``inst``."""
+        self.graph_break = self.make_break(inst, reason, kind)
+        torch._C._set_grad_enabled(grad_mode)
+        self.output.rollback(mark)
+        self.state = saved
+        self.state.ip -= 1
+        self.output.events.append(f"graph break: {reason}")
+
     def dispatch(self, inst: bc.Inst) -> None:
+        self.output.instructions_run += 1
+        if self.output.instructions_run > MAX_INSTRUCTIONS:
+            raise Unsupported(
+                f"tracing ran {MAX_INSTRUCTIONS} instructions (a very long unrolled loop?); "
+                "stopping here",
+                "unsupported",
+            )
         handler = getattr(self, inst.opname, None)
         if handler is None or not inst.opname.isupper():
             reason = UNSUPPORTED.get(inst.opname, "is not supported by the translator")
@@ -242,6 +255,7 @@ class InstructionTranslator(
         else:
             graph.output(tuple(v.node for v in self.plan_break()))
         self.restore_grad_mode()
+        self.guard_no_aliasing()
         self.output.remove_dead_nodes()
         root = torch.nn.Module()
         for name, sub in self.output.submodules.items():
@@ -295,6 +309,13 @@ class InstructionTranslator(
         self.output.side_effect_nodes.append(node)
         torch._C._set_grad_enabled(enabled)
 
+    def guard_no_aliasing(self) -> None:
+        """The tensor inputs were distinct objects: ``a is b``, sets and lookups relied on it."""
+        sources = self.output.input_sources
+        if len(sources) > 1:
+            expr = f"len({{id(t) for t in ({', '.join(sources)})}}) == {len(sources)}"
+            self.guards.add(expr, "NO_ALIASING", "the tensor inputs were distinct objects")
+
     def restore_grad_mode(self) -> None:
         """At the end of tracing: the graph leaves grad mode as it found it (a break inside a
         ``with torch.no_grad()`` block ends the graph inside the block), and so does tracing."""
@@ -315,99 +336,6 @@ class InstructionTranslator(
         items = self.state.stack[-n:]
         del self.state.stack[-n:]
         return items
-
-    def register_object(self, obj: Any) -> str:
-        """A name for ``obj`` that guards and the transformed code can both refer to."""
-        for name, known in self.guard_objects.items():
-            if known is obj:
-                return name
-        name = f"___obj_{len(self.guard_objects) - 1}"
-        self.guard_objects[name] = obj
-        return name
-
-    def wrap(self, value: Any, source: str | None, identity: bool = True) -> Variable:
-        """A real Python value (an argument, a global, an attribute) as a variable, guarded.
-
-        ``identity=False`` skips the ID guard on objects (used for attributes of Python
-        modules, like ``torch.relu``: assumed not to be monkey-patched, as Dynamo does).
-        """
-        if source is not None and source in self.wrapped:
-            return self.wrapped[source]
-        var = self._wrap(value, source, identity)
-        if source is not None:
-            self.wrapped[source] = var
-        return var
-
-    def _wrap(self, value: Any, source: str | None, identity: bool) -> Variable:
-        line = self.output.current_line
-        if isinstance(value, torch.Tensor):
-            if source is None:
-                raise Unsupported(
-                    "a tensor reached without a source the compiled code could read it from "
-                    "(e.g. a module made inside the function, or a tensor default argument)"
-                )
-            var = self.output.add_input(source, value)
-            self.guards.tensor(source, value, line, self.output.shapes.dims.get(source, frozenset()))
-            return var
-        if isinstance(value, CONSTANT_TYPES) and not isinstance(value, slice | set):
-            if source is not None:
-                self.constant_guard(source, value, line)
-            return ConstantVariable(value, source)
-        if type(value) in (tuple, list, dict) and source is not None and _plain_keys(value):
-            return self._wrap_container(value, source, line)
-        if type(value) in (tuple, list, dict):
-            return wrap_constant_result(value)
-        if source is not None and identity and not isinstance(value, types.ModuleType):
-            self.guards.identity(source, value, line, self.register_object(value))
-            if isinstance(value, torch.nn.Module):
-                self.guards.constant(f"{source}.training", value.training, line)
-        return ObjectVariable(value, source)
-
-    def constant_guard(self, source: str, value: Any, line: int | None) -> None:
-        """CONSTANT_MATCH, also for values whose repr isn't Python (``inf``, a ``torch.device``)."""
-        if isinstance(value, float) and not math.isfinite(value):
-            why = f"{source} was read as a constant"
-            self.guards.add(f"type({source}) is float", "TYPE_MATCH", why, line)
-            self.guards.add(
-                f"str({source}) == {str(value)!r}", "CONSTANT_MATCH", why, line, source, repr(value)
-            )
-        elif isinstance(value, torch.device):
-            self.guards.add(
-                f"{source} == torch.device({str(value)!r})",
-                "CONSTANT_MATCH",
-                f"{source} was read as a constant",
-                line,
-                source,
-                repr(value),
-            )
-        else:
-            self.guards.constant(source, value, line)
-
-    def _wrap_container(self, value: Any, source: str, line: int | None) -> Variable:
-        kind = type(value).__name__
-        self.guards.add(
-            f"type({source}) is {kind}", "TYPE_MATCH", f"{source} was read as a {kind}", line
-        )
-        if isinstance(value, dict):
-            keys = list(value)
-            self.guards.add(
-                f"list({source}.keys()) == {keys!r}",
-                "DICT_KEYS",
-                f"{source}'s keys were read",
-                line,
-            )
-            return DictVariable(
-                {k: self.wrap(v, f"{source}[{k!r}]") for k, v in value.items()}, source
-            )
-        self.guards.add(
-            f"len({source}) == {len(value)}", "LENGTH_MATCH", f"{source} was unpacked", line
-        )
-        items = [self.wrap(v, f"{source}[{i}]") for i, v in enumerate(value)]
-        return (
-            TupleVariable(items, source)
-            if isinstance(value, tuple)
-            else ListVariable(items, source)
-        )
 
     def identity_key(self, v: Variable) -> Any:
         """What ``list.index`` and ``in`` compare: the constant value, or the variable itself."""
@@ -542,16 +470,14 @@ class InliningTranslator(InstructionTranslator):
         return IteratorVariable(self.yielded) if self.yielded is not None else self.returned
 
 
+# Loops are unrolled; this bounds the work of one translation (inlined calls included).
+MAX_INSTRUCTIONS = 100_000
+
 DATA_DEPENDENT_ERRORS = (DynamicOutputShapeException, DataDependentOutputException)
 
 
 def _op_name(target: Any) -> str:
     return target if isinstance(target, str) else getattr(target, "__name__", repr(target))
-
-
-def _plain_keys(value: Any) -> bool:
-    """Dicts are tracked key by key only when the keys can be written in a guard."""
-    return not isinstance(value, dict) or all(type(k) in (str, int, bool) for k in value)
 
 
 def supported_opcodes() -> list[str]:
@@ -574,7 +500,6 @@ UNSUPPORTED: dict[str, str] = {
     "CALL_INTRINSIC_2": "(a 3.12 intrinsic: exception groups, type parameters) is not traced",
     "CHECK_EXC_MATCH": "(an except clause) is not traced: exceptions are not traced",
     "LOAD_ASSERTION_ERROR": "(a failing assert) is not traced: the compiled graph can't raise",
-    "SEND": "(await / yield from) is not traced: coroutines are out of scope",
     "GET_AWAITABLE": "(await) is not traced: coroutines are out of scope",
     "LOAD_BUILD_CLASS": "(a class statement inside the function) is not traced",
     "IMPORT_STAR": "(from m import *) is not allowed inside functions",
@@ -591,7 +516,6 @@ UNSUPPORTED: dict[str, str] = {
     "GET_ANEXT": "(async for) is not traced",
     "BEFORE_ASYNC_WITH": "(async with) is not traced",
     "YIELD_FROM": "(yield from) is not traced",
-    "GET_YIELD_FROM_ITER": "(yield from) is not traced",
     "WITH_EXCEPT_START": "(leaving a `with` block on an exception) is not traced",
     "CHECK_EG_MATCH": "(except*) is not traced",
     "PREP_RERAISE_STAR": "(except*) is not traced",
@@ -607,7 +531,6 @@ UNSUPPORTED: dict[str, str] = {
     "ASYNC_GEN_WRAP": "(async generators) is not traced",
     "END_ASYNC_FOR": "(async for) is not traced",
     "CLEANUP_THROW": "(generator.throw) is not traced",
-    "END_SEND": "(yield from / await) is not traced",
     "INTERPRETER_EXIT": "(the interpreter's own exit) never appears in a function",
 }
 
@@ -615,6 +538,8 @@ UNSUPPORTED: dict[str, str] = {
 def _bind(fn: types.FunctionType, args: tuple, kwargs: dict) -> dict[str, Any]:
     import inspect
 
-    bound = inspect.signature(fn).bind(*args, **kwargs)
+    bound = inspect.signature(fn, follow_wrapped=False).bind(
+        *args, **kwargs
+    )  # the code's own names
     bound.apply_defaults()
     return dict(bound.arguments)

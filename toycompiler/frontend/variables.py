@@ -405,6 +405,15 @@ class GradModeVariable(Variable):
         return GradModeExitVariable(previous)
 
 
+def grad_mode_of(obj: Any) -> GradModeVariable | None:
+    """A ``torch.no_grad()``-style object made outside the trace (e.g. by a decorator)."""
+    if isinstance(obj, torch.no_grad):
+        return GradModeVariable(False)
+    if isinstance(obj, torch.enable_grad):
+        return GradModeVariable(True)
+    return None
+
+
 @dataclass(eq=False)
 class GradModeExitVariable(Variable):
     """The ``__exit__`` of a grad-mode block: called with (None, None, None) on the normal path."""

@@ -117,13 +117,20 @@ def fake_inputs(example_inputs: list, gm: torch.fx.GraphModule | None = None) ->
     if gm is not None:
         metas = [n.meta.get("val", n.meta.get("example_value")) for n in gm.graph.nodes if n.op == "placeholder"]
         modes = [m.fake_mode for m in metas if isinstance(m, FakeTensor)]
-        if modes and all(m is not None for m in metas) and len(metas) == len(example_inputs):
+        if modes and len(metas) == len(example_inputs) and any(_is_symbolic(m) for m in metas):
             return modes[0], metas
     for t in example_inputs:
         if isinstance(t, FakeTensor):
             return t.fake_mode, list(example_inputs)
     mode = FakeTensorMode(allow_non_fake_inputs=True)
     return mode, [mode.from_tensor(t, static_shapes=True) if isinstance(t, torch.Tensor) else t for t in example_inputs]
+
+
+def _is_symbolic(value: object) -> bool:
+    """A SymInt, or a fake tensor with a symbolic size (dynamic shapes)."""
+    if isinstance(value, torch.SymInt):
+        return True
+    return isinstance(value, FakeTensor) and any(isinstance(s, torch.SymInt) for s in value.shape)
 
 
 def _name(target: object) -> str:

@@ -9,6 +9,7 @@ output-code artifacts. The per-target spelling lives in :mod:`.cpp` and
 from __future__ import annotations
 
 import os
+import re
 from typing import Callable
 
 from ...artifacts import KernelArtifact, OutputCodeArtifact, SourceArtifact
@@ -28,25 +29,20 @@ def generate(ir: GraphIR, plan: Schedule, target: str, config: Config, source: S
              constants: list | None = None) -> tuple[Callable, tuple[KernelArtifact, ...], OutputCodeArtifact]:
     renderer = RENDERERS[target](ir, config)
     rendered: list[RenderedKernel] = []
-    kernel_arts, loads = [], []
     for i, kernel in enumerate(plan.kernels):
         if kernel.kind == "extern":
             node = kernel.nodes[0]
             rendered.append(RenderedKernel(f"extern:{node.op}", "", node.inputs, (node.name,), (), (),
                                            (node.name,), node.lines, "extern"))
-            continue
-        k = renderer.render(kernel, i)
-        rendered.append(k)
-        if target == "cpp":
-            path, _ = codecache.cpp_library(k.source, config)
-            nargs = len(k.inputs) + len(k.outputs) + len(k.sizes)
-            loads.append(f"{k.name} = codecache.load_cpp_kernel({path!r}, {k.name!r}, {nargs}, {len(k.sizes)})")
         else:
-            _ensure_triton_can_run()
-            module, path = codecache.python_module(k.source, config, k.name)
-            loads.append(f"{k.name} = codecache.load_triton_kernel({path!r}, {k.name!r})")
-        line_map = owners_by_line(k.source, renderer.comment_mark)
-        kernel_arts.append(KernelArtifact(k.name, target, k.source, path, k.nodes, k.lines, line_map))
+            rendered.append(renderer.render(kernel, i))
+    generated = [k for k in rendered if k.kind != "extern"]
+    if target == "cpp":
+        paths, loads = _build_cpp(generated, "\n".join(renderer.header()), config)
+    else:
+        paths, loads = _build_triton(generated, config)
+    kernel_arts = [KernelArtifact(k.name, target, k.source, p, k.nodes, k.lines,
+                                  owners_by_line(k.source, renderer.comment_mark)) for k, p in zip(generated, paths)]
     src = wrapper_source(ir, rendered, loads, target, source, plan.reuses)
     module, path = codecache.python_module(src, config, "output_code")
     call = module.call
@@ -57,21 +53,46 @@ def generate(ir: GraphIR, plan: Schedule, target: str, config: Config, source: S
 
 
 def owners_by_line(source: str, comment_mark: str) -> tuple[tuple[int, str], ...]:
-    """(1-based line, IR buffer) for each kernel line after a ``# buf3: add, line 5`` comment.
+    """(1-based line, IR buffer) for each kernel line that computes part of a buffer.
 
-    The renderer opens each node's code with such a comment, so every line up to
-    the next comment (or the end of that loop) computes that buffer.
+    The renderer closes each node's code with a ``# buf3 = tmp5 (add, line 5)``
+    comment, so the ``tmpN = ...`` lines since the previous comment compute that buffer.
     """
-    out, owner = [], None
+    out, pending = [], []
     for i, line in enumerate(source.splitlines(), start=1):
         text = line.strip()
         if text.startswith(comment_mark + " buf"):
-            owner = text[len(comment_mark):].split(":")[0].strip()
-        elif text in ("}", ""):
-            owner = None
-        elif owner and not text.startswith(("for ", "for(", "#pragma")):
-            out.append((i, owner))
+            owner = text[len(comment_mark):].split("=")[0].strip()
+            out += [(n, owner) for n in pending]
+            pending = []
+        elif re.search(r"\btmp\d+ = ", text):
+            pending.append(i)
     return tuple(out)
+
+
+def _build_cpp(kernels: list[RenderedKernel], header: str, config: Config) -> tuple[list[str], list[str]]:
+    """All C++ kernels of a graph go into one shared library: one compiler run per graph.
+
+    Each kernel's source starts with the same header (includes, helpers); it is kept once.
+    """
+    if not kernels:
+        return [], []
+    assert all(k.source.startswith(header) for k in kernels)
+    source = header + "".join(k.source[len(header):] for k in kernels)
+    path, _ = codecache.cpp_library(source, config)
+    loads = [f"{k.name} = codecache.load_cpp_kernel({path!r}, {k.name!r}, "
+             f"{len(k.inputs) + len(k.outputs) + len(k.sizes)}, {len(k.sizes)})" for k in kernels]
+    return [path] * len(kernels), loads
+
+
+def _build_triton(kernels: list[RenderedKernel], config: Config) -> tuple[list[str], list[str]]:
+    paths, loads = [], []
+    for k in kernels:
+        _ensure_triton_can_run()
+        _, path = codecache.python_module(k.source, config, k.name)
+        paths.append(path)
+        loads.append(f"{k.name} = codecache.load_triton_kernel({path!r}, {k.name!r})")
+    return paths, loads
 
 
 def _ensure_triton_can_run() -> None:

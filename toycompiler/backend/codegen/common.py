@@ -170,8 +170,8 @@ class KernelRenderer:
         self.emit("@XVARS@")
         for n in self.kernel.nodes:
             if n.name in self.kernel.stores:
-                self.comment(n)
                 value = self.expr(n.body, node_vars(n, self.kernel), n)
+                self.comment(n, value)
                 self.emit(self.store(n.name, self.store_index(n), value, "element"))
         self.emit(*self.x_loop_close())
         return self.finish()
@@ -186,20 +186,20 @@ class KernelRenderer:
                 if n.name in self.kernel.stores:
                     elements.append(n)
                 continue
-            self.comment(n)
             mapping = node_vars(n, self.kernel)
             if where == "reduction":
                 value = self.reduction(n, mapping)
             else:
                 value = self.expr(n.body, mapping, n)
+            self.comment(n, value)
             self.row_values[n.name] = value
             if n.name in self.kernel.stores:
                 self.emit(self.store(n.name, self.store_index(n), value, "row"))
         if elements:
             self.emit(*self.r_loop_open("store"))
             for n in elements:
-                self.comment(n)
                 value = self.expr(n.body, node_vars(n, self.kernel), n)
+                self.comment(n, value)
                 self.emit(self.store(n.name, self.store_index(n), value, "element"))
             self.emit(*self.r_loop_close())
         self.emit(*self.x_loop_close())
@@ -241,9 +241,10 @@ class KernelRenderer:
             else:
                 self.lines.append("    " * self.depth + line if line else "")
 
-    def comment(self, n: ComputedBuffer) -> None:
+    def comment(self, n: ComputedBuffer, value: str) -> None:
+        """``# buf2 = tmp5 (exp, line 4)``: which temporary holds which IR node, from which FX node and line."""
         where = f", line {n.lines[0]}" if n.lines else ""
-        self.emit(f"{self.comment_mark} {n.name}: {', '.join(n.origins)}{where}")
+        self.emit(f"{self.comment_mark} {n.name} = {value} ({', '.join(n.origins)}{where})")
 
     def push(self) -> None:
         self.scopes.append({})
@@ -275,7 +276,11 @@ class KernelRenderer:
                 return self.row_values[e.buf]
             if e.buf in local:  # computed in this kernel, element by element: inline it
                 producer = local[e.buf]
-                return self.expr(producer.body, node_vars(producer, self.kernel), producer)
+                value = self.expr(producer.body, node_vars(producer, self.kernel), producer)
+                if producer.name not in self.scopes[-1]:
+                    self.scopes[-1][producer.name] = value
+                    self.comment(producer, value)
+                return value
             index = sympy.expand(e.index.xreplace(mapping))
             dtype = self.dtypes[e.buf]
             return self.tmp(self.load(self.ptr[e.buf], index, dtype), self.compute_dtype(dtype))

@@ -66,35 +66,31 @@ class CppIndexPrinter(IndexPrinter):
         return f"std::{which}<int64_t>({', '.join(args)})"
 
 
-def vector_math_declarations() -> str:
-    """Declare glibc's vector math (libmvec) so ``#pragma omp simd`` loops call ``sin`` 8 lanes at a time.
-
-    glibc only declares these under ``-ffast-math``, which would also break
-    NaN handling; declaring them ourselves gets the vector calls alone. They
-    must come before ``<cmath>``. x86-64 Linux only; tanh, erf and log1p
-    need glibc 2.35.
-    """
-    import os
-    import platform
-
-    if platform.system() != "Linux" or platform.machine() != "x86_64":
-        return ""
-    names = ["sin", "cos", "exp", "log", "pow"]
-    try:
-        glibc = tuple(int(p) for p in os.confstr("CS_GNU_LIBC_VERSION").split()[1].split(".")[:2])
-    except (ValueError, OSError, IndexError, AttributeError):
-        glibc = (0, 0)
-    if glibc < (2, 22):
-        return ""
-    if glibc >= (2, 35):
-        names += ["tanh", "erf", "log1p"]
-    lines = ['extern "C" {']
+def _simd_declarations(names: tuple[str, ...]) -> list[str]:
+    out = []
     for name in names:
-        args = "float, float" if name == "pow" else "float"
-        dargs = "double, double" if name == "pow" else "double"
-        lines.append(f'__attribute__((simd("notinbranch"))) float {name}f({args}) noexcept;')
-        lines.append(f'__attribute__((simd("notinbranch"))) double {name}({dargs}) noexcept;')
-    return "\n".join(lines + ["}"]) + "\n"
+        two = name == "pow"
+        out.append(f'__attribute__((simd("notinbranch"))) float {name}f(float{", float" if two else ""}) noexcept;')
+        out.append(f'__attribute__((simd("notinbranch"))) double {name}(double{", double" if two else ""}) noexcept;')
+    return out
+
+
+# glibc's vector math (libmvec) lets a ``#pragma omp simd`` loop call sin, exp,
+# tanh... on 8 floats at once. glibc declares these only under -ffast-math,
+# which would also change NaN handling, so kernels declare them themselves
+# (before <cmath>). The preprocessor picks what this machine's glibc has, so
+# the kernel text is the same everywhere.
+VECTOR_MATH = "\n".join([
+    "#include <features.h>",
+    "#if defined(__x86_64__) && defined(__GLIBC__) && __GLIBC_PREREQ(2, 22)",
+    'extern "C" {',
+    *_simd_declarations(("sin", "cos", "exp", "log", "pow")),
+    "#if __GLIBC_PREREQ(2, 35)",
+    *_simd_declarations(("tanh", "erf", "log1p")),
+    "#endif",
+    "}",
+    "#endif",
+]) + "\n"
 
 
 class CppRenderer(KernelRenderer):
@@ -124,7 +120,7 @@ class CppRenderer(KernelRenderer):
         return CTYPES[dtype]
 
     def header(self) -> list[str]:
-        return vector_math_declarations().splitlines() + PRELUDE.splitlines() + [""]
+        return VECTOR_MATH.splitlines() + PRELUDE.splitlines() + [""]
 
     def signature(self, sizes):
         params = [f"const {self.type_name(self.dtypes[b])}* {self.ptr[b]}" for b in self.inputs]

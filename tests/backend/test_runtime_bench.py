@@ -1,0 +1,62 @@
+"""The benchmark command's pieces: workloads compile and match eager, results summarise honestly."""
+
+import pytest
+import torch
+
+from toycompiler.bench import workloads
+from toycompiler.bench.__main__ import geomean, markdown, summarize
+from toycompiler.bench.runners import make_compiled, outputs_match, toy_status
+
+
+@pytest.mark.parametrize("name", ["sin_cos", "row_sum"])
+def test_toy_contender_matches_eager_and_reports_ok(name):
+    w = workloads.by_name(name)
+    inputs = tuple(t[:64] if t.dim() == 1 else t[:8] for t in w.make_inputs("cpu", True))
+    toy = make_compiled(w, "toy", "cpu")
+    assert outputs_match(toy(*inputs), w.fn(*inputs))
+    assert toy_status(toy) == "ok"
+
+
+def test_toy_status_names_the_fallback_reason():
+    def needs_a_break(x):
+        print("side effect")  # a graph break: the frontend splits the function here
+        return x + 1
+
+    w = workloads.Workload("brk", needs_a_break, lambda d, q: (torch.randn(4),), True)
+    toy = make_compiled(w, "toy", "cpu")
+    toy(torch.randn(4))
+    assert toy_status(toy).startswith("fallback: graph break")
+
+
+def fake_result():
+    row = lambda name, eager, ind, toy, bw: {  # noqa: E731
+        "name": name, "describe": "", "shape": [8], "bandwidth_bound": bw,
+        "times_ms": {"eager": eager, "inductor": ind, **({"toy": toy} if toy else {})},
+        "status": {"inductor": "ok", "toy": "ok" if toy else "fallback: no lowering for aten.foo"},
+    }
+    return {"machine": {"name": "test machine", "device": "cpu", "threads": 1, "torch": "x", "triton": "y",
+                        "copy_gbps": 10.0},
+            "toy_mode": "default", "quick": True,
+            "workloads": [row("a", 4.0, 2.0, 1.0, True), row("b", 4.0, 1.0, 2.0, True), row("c", 1.0, 1.0, None, False)],
+            "compile": {"inductor": {"cold_s": 10.0, "warm_s": 1.0}, "toy": {"cold_s": 1.0, "warm_s": 0.1}},
+            "overhead_us": {"eager": 5.0, "inductor": 50.0, "toy": 10.0}, "notes": []}
+
+
+def test_summary_ratios_come_from_the_measured_times():
+    result = fake_result()
+    s = summarize(result, "cpu")
+    assert s["toy_vs_inductor"] == {"a": 2.0, "b": 0.5}
+    assert s["geomean_toy_vs_inductor_bandwidth_bound"] == pytest.approx(1.0)
+    assert s["toy_vs_eager"] == {"a": 4.0, "b": 2.0}
+    assert s["not_compiled_by_toy"] == {"c": "fallback: no lowering for aten.foo"}
+    assert s["cold_compile_toy_over_inductor"] == pytest.approx(0.1)
+    assert s["overhead_toy_over_inductor"] == pytest.approx(0.2)
+    result["summary"] = s
+    table = markdown(result)
+    assert "| a | 8 | 4.000 | 2.000 | 1.000 | 4.00x | 2.00x |" in table
+    assert "fallback: no lowering for aten.foo" in table
+
+
+def test_geomean():
+    assert geomean([]) is None
+    assert geomean([2.0, 8.0]) == pytest.approx(4.0)

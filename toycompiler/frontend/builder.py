@@ -1,0 +1,145 @@
+"""Wrapping real Python values as variables, with the guards that make it safe.
+
+When the translator first reads an argument, a global, a closure cell or an
+attribute, it knows the real value and an expression (the *source*) that
+reaches it at run time: ``x``, ``G['net']``, ``self.fc.weight``. ``wrap``
+turns the pair into a variable and records what the trace relies on: a tensor
+becomes a graph input with a TENSOR_MATCH guard, an int a CONSTANT_MATCH, a
+module or function an ID_MATCH (plus ``training`` for modules), a list or
+dict its type, and its length or keys and each item only when first used.
+
+Mirrors: torch/_dynamo/variables/builder.py (VariableBuilder).
+Leaves out: dynamic shapes for wrapped sizes, weak references for ID guards.
+"""
+
+from __future__ import annotations
+
+import math
+import types
+from typing import Any
+
+import torch
+
+from .containers import CALLER_CONTAINERS
+from .variables import (
+    CONSTANT_TYPES,
+    ConstantVariable,
+    ObjectVariable,
+    Unsupported,
+    Variable,
+    wrap_constant_result,
+)
+
+
+class WrapMixin:
+    """Mixed into the translator: ``wrap`` and the objects guards refer to."""
+
+    def register_object(self, obj: Any) -> str:
+        """A name for ``obj`` that guards and the transformed code can both refer to."""
+        for name, known in self.guard_objects.items():
+            if known is obj:
+                return name
+        name = f"___obj_{len(self.guard_objects) - 1}"
+        self.guard_objects[name] = obj
+        return name
+
+    def wrap(self, value: Any, source: str | None, identity: bool = True) -> Variable:
+        """A real Python value (an argument, a global, an attribute) as a variable, guarded.
+
+        ``identity=False`` skips the ID guard on objects (used for attributes of Python
+        modules, like ``torch.relu``: assumed not to be monkey-patched, as Dynamo does).
+        """
+        if source is not None and source in self.wrapped:
+            return self.wrapped[source]
+        var = self._wrap(value, source, identity)
+        if source is not None:
+            self.wrapped[source] = var
+        return var
+
+    def _wrap(self, value: Any, source: str | None, identity: bool) -> Variable:
+        line = self.output.current_line
+        if isinstance(value, torch.Tensor):
+            if source is None:
+                raise Unsupported(
+                    "a tensor reached without a source the compiled code could read it from "
+                    "(e.g. a module made inside the function, or a tensor default argument)"
+                )
+            for other_source, other in zip(self.output.input_sources, self.output.example_inputs):
+                if (
+                    other is value
+                ):  # the same tensor reached twice (f(x, x)): one variable, as in eager
+                    self.guards.add(
+                        f"{source} is {other_source}",
+                        "DUPLICATE_INPUT",
+                        f"{source} was the same tensor as {other_source}",
+                        line,
+                    )
+                    return self.output.inputs_by_source[other_source]
+            var = self.output.add_input(source, value)  # first: it decides the symbolic dims
+            self.guards.tensor(source, value, line, self.output.shapes.dims.get(source, frozenset()))
+            return var
+        if isinstance(value, CONSTANT_TYPES) and not isinstance(value, slice | set):
+            if source is not None:
+                self.constant_guard(source, value, line)
+            return ConstantVariable(value, source)
+        if type(value) in (tuple, list, dict) and source is not None and _plain_keys(value):
+            return self._wrap_container(value, source, line)
+        if type(value) in (tuple, list, dict):
+            return wrap_constant_result(value)
+        if source is not None and identity and not isinstance(value, types.ModuleType):
+            self.guards.identity(source, value, line, self.register_object(value))
+            if isinstance(value, torch.nn.Module):
+                self.guards.constant(f"{source}.training", value.training, line)
+        return ObjectVariable(value, source)
+
+    def constant_guard(self, source: str, value: Any, line: int | None) -> None:
+        """CONSTANT_MATCH, also for values whose repr isn't Python (``inf``, a ``torch.device``)."""
+        if isinstance(value, float) and not math.isfinite(value):
+            why = f"{source} was read as a constant"
+            self.guards.add(f"type({source}) is float", "TYPE_MATCH", why, line)
+            self.guards.add(
+                f"str({source}) == {str(value)!r}", "CONSTANT_MATCH", why, line, source, repr(value)
+            )
+        elif isinstance(value, torch.device):
+            self.guards.add(
+                f"{source} == torch.device({str(value)!r})",
+                "CONSTANT_MATCH",
+                f"{source} was read as a constant",
+                line,
+                source,
+                repr(value),
+            )
+        else:
+            self.guards.constant(source, value, line)
+
+    def _wrap_container(self, value: Any, source: str, line: int | None) -> Variable:
+        """A caller's tuple, list or dict: its type is guarded now, its contents when first used
+        (``log.append`` reads no item, and must not recompile when ``log`` grows)."""
+        kind = type(value).__name__
+        self.guards.add(
+            f"type({source}) is {kind}", "TYPE_MATCH", f"{source} was read as a {kind}", line
+        )
+        var = CALLER_CONTAINERS[type(value)](None, source)
+        var.read = lambda: self._read_container(value, source)
+        return var
+
+    def _read_container(self, value: Any, source: str) -> list[Variable] | dict[Any, Variable]:
+        line = self.output.current_line
+        if isinstance(value, dict):
+            keys = list(value)
+            self.guards.add(
+                f"list({source}.keys()) == {keys!r}",
+                "DICT_KEYS",
+                f"{source}'s keys were read",
+                line,
+            )
+            return {k: self.wrap(v, f"{source}[{k!r}]") for k, v in value.items()}
+        self.guards.add(
+            f"len({source}) == {len(value)}", "LENGTH_MATCH", f"{source} was unpacked", line
+        )
+        return [self.wrap(v, f"{source}[{i}]") for i, v in enumerate(value)]
+
+
+def _plain_keys(value: Any) -> bool:
+    """Dicts are tracked key by key only when the keys can be written in a guard."""
+    return not isinstance(value, dict) or all(type(k) in (str, int, bool) for k in value)
