@@ -255,7 +255,6 @@ def check_lesson03_fx_refuses(fn: Any, x: Any) -> Verdict:
     return _ok(f"fx refused ({fx_error[:80]}), and toycompiler still gave eager's answer.")
 
 
-
 # -- lesson 4: bytecode and the translator ------------------------------------------------
 
 
@@ -315,347 +314,6 @@ def check_lesson04_node_origin(origin: Any, report: Any) -> Verdict:
                       f"it is a call instruction, after the arguments have been pushed.")
     return _ok(f"{expected[0][0]} at offset {expected[0][1]}: calling torch.sigmoid on a symbolic tensor "
                "adds the node.")
-
-
-# -- lesson 7: FX graphs and passes ----------------------------------------------------------
-
-
-def _aten_graph(fn: Callable, *args: Any) -> torch.fx.GraphModule:
-    from .passes.decompose import decompose
-
-    gm, _ = decompose(torch.fx.symbolic_trace(fn), list(args))
-    return gm
-
-
-def _l07_a(x):
-    return (x * 1 + 2) * 1
-
-
-def _l07_b(x, y):
-    return x * y * 1 - (y * 3)
-
-
-def _l07_c(x):
-    return torch.relu(x) * 2
-
-
-def check_lesson07_pass(pass_fn: Any) -> Verdict:
-    """``pass_fn(gm) -> list[str]`` removes every ``aten.mul.Tensor(a, 1)`` and keeps other multiplies."""
-    if _missing(pass_fn):
-        return _todo("for each call_function node with target aten.mul.Tensor and args[1] == 1: "
-                     "node.replace_all_uses_with(node.args[0]); gm.graph.erase_node(node); then gm.recompile().")
-    aten = torch.ops.aten
-    for fn, n_ones in ((_l07_a, 2), (_l07_b, 1), (_l07_c, 0)):
-        args = tuple(torch.randn(6) for _ in range(fn.__code__.co_argcount))
-        gm = _aten_graph(fn, *args)
-        muls_before = sum(n.target == aten.mul.Tensor for n in gm.graph.nodes)
-        changes, err = _call(pass_fn, gm)
-        if err:
-            return _wrong(f"your pass raised {err} on `{_source_line(fn)}`")
-        if not isinstance(changes, list):
-            return _wrong(f"a pass returns a list of change descriptions; got {type(changes).__name__}.")
-        muls_after = sum(n.target == aten.mul.Tensor for n in gm.graph.nodes)
-        ones_left = [n.name for n in gm.graph.nodes if n.target == aten.mul.Tensor and n.args[1] == 1]
-        where = f"on `{_source_line(fn)}`"
-        if ones_left:
-            return _wrong(f"{where}: {', '.join(ones_left)} still multiply by 1.")
-        if muls_before - muls_after != n_ones:
-            return _wrong(f"{where}: {muls_before - muls_after} multiplies removed, expected {n_ones} "
-                          "(only the ones by 1).")
-        if len(changes) != n_ones:
-            return _wrong(f"{where}: the pass returned {len(changes)} change(s) for {n_ones} removal(s).")
-        try:
-            gm.graph.lint()
-            got = gm(*args)
-        except Exception as e:
-            return _wrong(f"{where}: the graph is broken after your pass ({type(e).__name__}: {e}). "
-                          "Did you call gm.recompile()?")
-        diff = _same(got, fn(*args))
-        if diff:
-            return _wrong(f"{where}: the result changed: {diff}")
-    return _ok("the pass removes exactly the multiplications by one and the graph still computes the same.")
-
-
-def _l07_target(x, y):
-    return torch.sigmoid(x) * y + 1
-
-
-def check_lesson07_backend(backend: Any, op_counts: Any) -> Verdict:
-    """``backend(gm, example_inputs)`` appends the graph's call_function count to ``op_counts``."""
-    if _missing(backend):
-        return _todo("op_counts.append(len([n for n in gm.graph.nodes if n.op == 'call_function'])); "
-                     "return gm.forward")
-    if not isinstance(op_counts, list):
-        return _wrong("op_counts must be the list your backend appends to.")
-    before = len(op_counts)
-    x, y = torch.randn(8), torch.randn(8)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        compiled = api.compile(_l07_target, backend=backend)
-        got, err = _call(compiled, x, y)
-    if err:
-        return _wrong(f"compiling with your backend raised {err}")
-    frame = compiled.compiled_frames[-1] if compiled.compiled_frames else None
-    if frame is not None and frame.backend is not None and frame.backend.fallback_reason:
-        return _wrong(f"toycompiler fell back to eager: {frame.backend.fallback_reason}")
-    diff = _same(got, _l07_target(x, y))
-    if diff:
-        return _wrong(f"the callable your backend returned computes something else: {diff}")
-    if len(op_counts) != before + 1:
-        return _wrong(f"op_counts grew by {len(op_counts) - before} for one compile; expected one new entry.")
-    if op_counts[-1] != 3:
-        return _wrong(f"your backend recorded {op_counts[-1]}; `torch.sigmoid(x) * y + 1` has 3 call_function "
-                      "nodes.")
-    return _ok("your backend saw 3 operations and returned a working callable; "
-               "torch.compile(fn, backend=count_ops) would call it the same way.")
-
-
-# -- lesson 11: C++ kernels -------------------------------------------------------------------
-
-
-def check_lesson11_kernel(source: Any) -> Verdict:
-    """``source``: C++ defining ``square_plus_one(const float*, float*, int64_t)``, out = in * in + 1."""
-    if _missing(source):
-        return _todo("copy HAND_WRITTEN, rename the function to square_plus_one and change the loop body "
-                     "to in_ptr0[i] * in_ptr0[i] + 1.0f.")
-    if not isinstance(source, str):
-        return _wrong(f"expected the kernel's source as a string, got {type(source).__name__}.")
-    from .backend import codecache
-    from .config import config
-
-    try:
-        path, _ = codecache.cpp_library(source, config)
-        kernel = codecache.load_cpp_kernel(path, "square_plus_one", 3)
-    except codecache.CppCompileError as e:
-        message = str(e).split("--- kernel source ---")[0].strip().splitlines()
-        return _wrong("the C++ compiler rejected it:\n  " + "\n  ".join(message[1:8]))
-    except AttributeError:
-        return _wrong('no function named square_plus_one was exported; did you write extern "C"?')
-    for n in (1, 7, 1000):
-        x = torch.randn(n)
-        out = torch.full_like(x, float("nan"))
-        kernel(x.data_ptr(), out.data_ptr(), n)
-        diff = _same(out, x * x + 1)
-        if diff:
-            return _wrong(f"for n={n} the output differs from x * x + 1: {diff}")
-    return _ok("your kernel compiles, loads, and computes x * x + 1 for every size tried.")
-
-
-def check_lesson11_xnumel(xnumel_for: Any) -> Verdict:
-    """``xnumel_for(shape)``: the element count the output code passes to swish_plus's C++ kernel."""
-    import re
-
-    if _missing(xnumel_for):
-        return _todo("a contiguous pointwise kernel loops over every element once, in one flat loop.")
-    for shape in ((4, 6, 10), (7,), (3, 5)):
-        x, y = torch.randn(shape), torch.randn(shape)
-        code = _quiet_explain(_swish_plus, x, y, backend="cpp").output_code
-        found = re.findall(r"data_ptr\(\), (\d+)\)", code)
-        if not found:
-            return _wrong("could not find the kernel call in the output code; please report this.")
-        got, err = _call(xnumel_for, shape)
-        if err:
-            return _wrong(f"xnumel_for({shape}) raised {err}")
-        if got != int(found[0]):
-            return _wrong(f"xnumel_for({shape}) returned {got}; the output code passes {found[0]}.")
-    return _ok("right: a contiguous tensor is one flat run of elements, so the kernel is a single loop.")
-
-
-# -- lesson 10: Triton kernels ----------------------------------------------------------------
-
-
-def check_lesson10_kernel(kernel: Any) -> Verdict:
-    """``kernel[grid](x, out, n, BLOCK=...)`` computes ``out = x * 2 + 1`` for any n."""
-    if _missing(kernel):
-        return _todo("start from add_kernel: one tl.load of x, compute x * 2 + 1, tl.store with the same mask.")
-    import triton
-
-    if not hasattr(kernel, "__getitem__"):
-        return _wrong("launch it as kernel[grid](...): decorate the function with @triton.jit.")
-    for n, block in ((1, 4), (10, 4), (37, 16), (100, 32)):
-        x = torch.randn(n)
-        out = torch.full((n + block,), float("nan"))  # room past the end: writes there mean a missing mask
-        try:
-            kernel[(triton.cdiv(n, block),)](x, out, n, BLOCK=block)
-        except Exception as e:
-            return _wrong(f"launching with n={n}, BLOCK={block} raised {type(e).__name__}: "
-                          f"{str(e).strip().splitlines()[-1] if str(e).strip() else ''}")
-        diff = _same(out[:n], x * 2 + 1)
-        if diff:
-            return _wrong(f"n={n}, BLOCK={block}: the result differs from x * 2 + 1: {diff}")
-        if not torch.isnan(out[n:]).all():
-            return _wrong(f"n={n}, BLOCK={block}: the kernel wrote past the end of the tensor; mask the store.")
-    return _ok("the kernel computes x * 2 + 1 and never writes past n.")
-
-
-def check_lesson10_grid(launch_shape: Any) -> Verdict:
-    """``launch_shape(n, block)`` -> (programs, lanes of the last program switched off by the mask)."""
-    if _missing(launch_shape):
-        return _todo("programs = ceil(n / block); the programs cover programs * block lanes, n of them real.")
-    for n, block in ((10, 4), (8, 4), (1, 128), (1000, 128), (4096, 1024), (4097, 1024)):
-        programs = -(-n // block)
-        expected = (programs, programs * block - n)
-        got, err = _call(launch_shape, n, block)
-        if err:
-            return _wrong(f"launch_shape({n}, {block}) raised {err}")
-        if (tuple(got) if isinstance(got, list | tuple) else got) != expected:
-            return _wrong(f"launch_shape({n}, {block}) returned {got!r}; expected {expected}.")
-    return _ok("right: triton.cdiv(n, block) programs, and the mask covers the rest of the last one.")
-
-
-# -- lesson 12: training and the real thing ---------------------------------------------------
-
-
-def check_lesson12_backward(grad_x: Any) -> Verdict:
-    """``grad_x(x, y, grad_out)``: d/dx of ``sin(x) * y + 1``, times ``grad_out``."""
-    if _missing(grad_x):
-        return _todo("the chain rule: d/dx sin(x) = cos(x), and the rest is a product with y and grad_out.")
-    for shape in ((5,), (3, 4)):
-        x = torch.randn(shape, requires_grad=True)
-        y, grad_out = torch.randn(shape), torch.randn(shape)
-        (torch.sin(x) * y + 1).backward(grad_out)
-        got, err = _call(grad_x, x.detach(), y, grad_out)
-        if err:
-            return _wrong(f"grad_x raised {err}")
-        diff = _same(got, x.grad)
-        if diff:
-            return _wrong(f"your gradient differs from autograd's: {diff}. "
-                          "Did you multiply by grad_out (the incoming gradient)?")
-    return _ok("grad_out * y * cos(x): the same formula as the backward graph's mul and cos nodes.")
-
-
-def _l12_fn(x, w):
-    return torch.tanh(x * w).sum()
-
-
-def check_lesson12_training_backend(backend: Any, graphs_seen: Any) -> Verdict:
-    """``backend``: an ``aot_autograd`` backend whose compilers append ("forward"|"backward", n_ops)."""
-    if _missing(backend):
-        return _todo("def fw(gm, example_inputs): graphs_seen.append(('forward', n)); "
-                     "return make_boxed_func(gm.forward) -- the same for bw; "
-                     "counting_backend = aot_autograd(fw_compiler=fw, bw_compiler=bw)")
-    if not isinstance(graphs_seen, list):
-        return _wrong("graphs_seen must be the list your compilers append to.")
-    del graphs_seen[:]
-    torch._dynamo.reset()
-    x, w = torch.randn(6), torch.randn(6, requires_grad=True)
-    w_eager = w.detach().clone().requires_grad_()
-    try:
-        torch.compile(_l12_fn, backend=backend)(x, w).backward()
-    except Exception as e:
-        torch._dynamo.reset()
-        return _wrong(f"training through torch.compile with your backend raised "
-                      f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}")
-    torch._dynamo.reset()
-    _l12_fn(x, w_eager).backward()
-    diff = _same(w.grad, w_eager.grad)
-    if diff:
-        return _wrong(f"the gradient differs from eager: {diff}")
-    kinds = [entry[0] if isinstance(entry, tuple) and entry else entry for entry in graphs_seen]
-    if sorted(kinds) != ["backward", "forward"]:
-        return _wrong(f"graphs_seen holds {graphs_seen!r}; expected one ('forward', n) and one ('backward', n). "
-                      "Pass your compilers as fw_compiler and bw_compiler to aot_autograd.")
-    counts = dict(graphs_seen)
-    if not all(isinstance(n, int) and n > 0 for n in counts.values()):
-        return _wrong(f"the node counts should be positive ints; got {counts}.")
-    return _ok(f"one forward graph ({counts['forward']} ops) and one backward graph ({counts['backward']} ops), "
-               "and the gradient matches eager.")
-
-
-# -- lesson 9: scheduling and fusion -----------------------------------------------------------
-
-
-def check_lesson09_traffic(fn: Any) -> Verdict:
-    """``fn(x, y)``: one kernel, at least three operations, fusion divides memory traffic by 4 or more."""
-    if _missing(fn):
-        return _todo("chain several pointwise operations on x and y; every intermediate you avoid storing "
-                     "saves a write and a read.")
-    x, y = torch.randn(1000), torch.randn(1000)
-    expected, err = _call(fn, x.clone(), y.clone())
-    if err:
-        return _wrong(f"fn(x, y) raised {err} in eager mode.")
-    report = _quiet_explain(fn, x, y, backend="cpp")
-    if report.fallback_reasons:
-        return _wrong(f"toycompiler could not compile it: {report.fallback_reasons[0]}")
-    if report.graph_break_count:
-        return _wrong(f"it has a graph break: {report.breaks[0].reason}")
-    ops = report.ops_per_graph[0] if report.ops_per_graph else 0
-    if ops < 3:
-        return _wrong(f"the graph has {ops} operation(s); use at least three.")
-    schedule = report.frames[0].backend.schedule
-    if len(schedule.groups) != 1:
-        return _wrong(f"it compiles into {len(schedule.groups)} kernels; expected one. Decisions:\n  "
-                      + "\n  ".join(str(d) for d in schedule.decisions if not d.fused))
-    ratio = schedule.unfused_bytes / max(schedule.fused_bytes, 1)
-    if ratio < 4:
-        return _wrong(f"fusion divides traffic by {ratio:.2f} ({schedule.unfused_bytes} -> {schedule.fused_bytes} "
-                      "bytes); add operations so that more intermediates stay in registers.")
-    return _ok(f"{ops} operations in one kernel: {schedule.unfused_bytes} bytes unfused, {schedule.fused_bytes} "
-               f"fused, {ratio:.1f} times less traffic.")
-
-
-def _l09_wasteful(x, y):
-    return (x * 2 + y) - torch.sin(x)
-
-
-def check_lesson09_two_kernels(fn: Any) -> Verdict:
-    """``fn(x, y)`` computes ``(x * 2 + y) - sin(x)`` for x [8], y [4, 8] in exactly two kernels."""
-    if _missing(fn):
-        return _todo("do all the work on x's [8] range first (x * 2 and sin(x)), then the [4, 8] work.")
-    x, y = torch.randn(8), torch.randn(4, 8)
-    got, err = _call(fn, x.clone(), y.clone())
-    if err:
-        return _wrong(f"tidy(x, y) raised {err}")
-    diff = _same(got, _l09_wasteful(x, y))
-    if diff:
-        return _wrong(f"tidy computes something else than wasteful: {diff}")
-    report = _quiet_explain(fn, x, y, backend="cpp")
-    if report.fallback_reasons:
-        return _wrong(f"toycompiler could not compile it: {report.fallback_reasons[0]}")
-    n = len(report.kernels)
-    if n != 2:
-        refused = [str(d) for d in report.frames[0].backend.schedule.decisions if not d.fused]
-        return _wrong(f"{n} kernels, expected 2. Refused fusions:\n  " + "\n  ".join(refused))
-    return _ok("two kernels: one over [8] (x * 2 and sin(x) as siblings), one over [4, 8].")
-
-
-# -- lesson 8: lowering to loop IR --------------------------------------------------------------
-
-
-def check_lesson08_transpose(transposed_index: Any) -> Verdict:
-    """``transposed_index(i, j, rows, cols)``: storage position of ``x.t()[i, j]`` for contiguous x."""
-    if _missing(transposed_index):
-        return _todo("x.t()[i, j] is x[j, i]; in a contiguous rows x cols tensor, x[a, b] is at a * cols + b.")
-    for rows, cols in ((3, 4), (2, 7), (5, 1)):
-        x = torch.arange(rows * cols)
-        view = x.reshape(rows, cols).t()
-        for i in range(cols):
-            for j in range(rows):
-                got, err = _call(transposed_index, i, j, rows, cols)
-                if err:
-                    return _wrong(f"transposed_index({i}, {j}, {rows}, {cols}) raised {err}")
-                if got != int(view[i, j]):
-                    return _wrong(f"transposed_index({i}, {j}, rows={rows}, cols={cols}) returned {got}; "
-                                  f"x.t()[{i}, {j}] is stored at {int(view[i, j])}.")
-    return _ok("right: the transpose reads x at j * cols + i, the strides swapped.")
-
-
-def check_lesson08_view_index(view_index: Any) -> Verdict:
-    """``view_index(index, strides, offset)``: storage position of an element of a strided view."""
-    if _missing(view_index):
-        return _todo("offset + the sum over dimensions of index[k] * strides[k].")
-    base = torch.arange(60).reshape(3, 4, 5)
-    views = {"t": base[0].t(), "slice": base[:, 1:, 2:], "step": base[::2, :, ::3],
-             "expand": base[0, 0].expand(4, 5), "diagonal": base[1].diagonal(), "permute": base.permute(2, 0, 1)}
-    for name, v in views.items():
-        for idx in itertools.product(*(range(s) for s in v.shape)):
-            got, err = _call(view_index, tuple(idx), tuple(v.stride()), v.storage_offset())
-            if err:
-                return _wrong(f"view_index({idx}, {tuple(v.stride())}, {v.storage_offset()}) raised {err}")
-            if got != int(v[idx]):
-                return _wrong(f"for the {name} view, view_index({idx}, strides={tuple(v.stride())}, "
-                              f"offset={v.storage_offset()}) returned {got}; PyTorch reads {int(v[idx])}.")
-    return _ok("right for every view tried: a view is nothing but an offset and strides.")
 
 
 # -- lesson 5: guards and recompilation -------------------------------------------------------
@@ -771,3 +429,345 @@ def check_lesson06_count(prediction: Any) -> Verdict:
     reasons = "; ".join(f"line {b.line - report.frames[0].source.firstlineno + 1}: {b.reason}"
                         for b in report.breaks)
     return _ok(f"{expected[0]} graphs and {expected[1]} breaks ({reasons}).")
+
+
+# -- lesson 7: FX graphs and passes ----------------------------------------------------------
+
+
+def _aten_graph(fn: Callable, *args: Any) -> torch.fx.GraphModule:
+    from .passes.decompose import decompose
+
+    gm, _ = decompose(torch.fx.symbolic_trace(fn), list(args))
+    return gm
+
+
+def _l07_a(x):
+    return (x * 1 + 2) * 1
+
+
+def _l07_b(x, y):
+    return x * y * 1 - (y * 3)
+
+
+def _l07_c(x):
+    return torch.relu(x) * 2
+
+
+def check_lesson07_pass(pass_fn: Any) -> Verdict:
+    """``pass_fn(gm) -> list[str]`` removes every ``aten.mul.Tensor(a, 1)`` and keeps other multiplies."""
+    if _missing(pass_fn):
+        return _todo("for each call_function node with target aten.mul.Tensor and args[1] == 1: "
+                     "node.replace_all_uses_with(node.args[0]); gm.graph.erase_node(node); then gm.recompile().")
+    aten = torch.ops.aten
+    for fn, n_ones in ((_l07_a, 2), (_l07_b, 1), (_l07_c, 0)):
+        args = tuple(torch.randn(6) for _ in range(fn.__code__.co_argcount))
+        gm = _aten_graph(fn, *args)
+        muls_before = sum(n.target == aten.mul.Tensor for n in gm.graph.nodes)
+        changes, err = _call(pass_fn, gm)
+        if err:
+            return _wrong(f"your pass raised {err} on `{_source_line(fn)}`")
+        if not isinstance(changes, list):
+            return _wrong(f"a pass returns a list of change descriptions; got {type(changes).__name__}.")
+        muls_after = sum(n.target == aten.mul.Tensor for n in gm.graph.nodes)
+        ones_left = [n.name for n in gm.graph.nodes if n.target == aten.mul.Tensor and n.args[1] == 1]
+        where = f"on `{_source_line(fn)}`"
+        if ones_left:
+            return _wrong(f"{where}: {', '.join(ones_left)} still multiply by 1.")
+        if muls_before - muls_after != n_ones:
+            return _wrong(f"{where}: {muls_before - muls_after} multiplies removed, expected {n_ones} "
+                          "(only the ones by 1).")
+        if len(changes) != n_ones:
+            return _wrong(f"{where}: the pass returned {len(changes)} change(s) for {n_ones} removal(s).")
+        try:
+            gm.graph.lint()
+            got = gm(*args)
+        except Exception as e:
+            return _wrong(f"{where}: the graph is broken after your pass ({type(e).__name__}: {e}). "
+                          "Did you call gm.recompile()?")
+        diff = _same(got, fn(*args))
+        if diff:
+            return _wrong(f"{where}: the result changed: {diff}")
+    return _ok("the pass removes exactly the multiplications by one and the graph still computes the same.")
+
+
+def _l07_target(x, y):
+    return torch.sigmoid(x) * y + 1
+
+
+def check_lesson07_backend(backend: Any, op_counts: Any) -> Verdict:
+    """``backend(gm, example_inputs)`` appends the graph's call_function count to ``op_counts``."""
+    if _missing(backend):
+        return _todo("op_counts.append(len([n for n in gm.graph.nodes if n.op == 'call_function'])); "
+                     "return gm.forward")
+    if not isinstance(op_counts, list):
+        return _wrong("op_counts must be the list your backend appends to.")
+    before = len(op_counts)
+    x, y = torch.randn(8), torch.randn(8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compiled = api.compile(_l07_target, backend=backend)
+        got, err = _call(compiled, x, y)
+    if err:
+        return _wrong(f"compiling with your backend raised {err}")
+    frame = compiled.compiled_frames[-1] if compiled.compiled_frames else None
+    if frame is not None and frame.backend is not None and frame.backend.fallback_reason:
+        return _wrong(f"toycompiler fell back to eager: {frame.backend.fallback_reason}")
+    diff = _same(got, _l07_target(x, y))
+    if diff:
+        return _wrong(f"the callable your backend returned computes something else: {diff}")
+    if len(op_counts) != before + 1:
+        return _wrong(f"op_counts grew by {len(op_counts) - before} for one compile; expected one new entry.")
+    if op_counts[-1] != 3:
+        return _wrong(f"your backend recorded {op_counts[-1]}; `torch.sigmoid(x) * y + 1` has 3 call_function "
+                      "nodes.")
+    return _ok("your backend saw 3 operations and returned a working callable; "
+               "torch.compile(fn, backend=count_ops) would call it the same way.")
+
+
+# -- lesson 8: lowering to loop IR --------------------------------------------------------------
+
+
+def check_lesson08_transpose(transposed_index: Any) -> Verdict:
+    """``transposed_index(i, j, rows, cols)``: storage position of ``x.t()[i, j]`` for contiguous x."""
+    if _missing(transposed_index):
+        return _todo("x.t()[i, j] is x[j, i]; in a contiguous rows x cols tensor, x[a, b] is at a * cols + b.")
+    for rows, cols in ((3, 4), (2, 7), (5, 1)):
+        x = torch.arange(rows * cols)
+        view = x.reshape(rows, cols).t()
+        for i in range(cols):
+            for j in range(rows):
+                got, err = _call(transposed_index, i, j, rows, cols)
+                if err:
+                    return _wrong(f"transposed_index({i}, {j}, {rows}, {cols}) raised {err}")
+                if got != int(view[i, j]):
+                    return _wrong(f"transposed_index({i}, {j}, rows={rows}, cols={cols}) returned {got}; "
+                                  f"x.t()[{i}, {j}] is stored at {int(view[i, j])}.")
+    return _ok("right: the transpose reads x at j * cols + i, the strides swapped.")
+
+
+def check_lesson08_view_index(view_index: Any) -> Verdict:
+    """``view_index(index, strides, offset)``: storage position of an element of a strided view."""
+    if _missing(view_index):
+        return _todo("offset + the sum over dimensions of index[k] * strides[k].")
+    base = torch.arange(60).reshape(3, 4, 5)
+    views = {"t": base[0].t(), "slice": base[:, 1:, 2:], "step": base[::2, :, ::3],
+             "expand": base[0, 0].expand(4, 5), "diagonal": base[1].diagonal(), "permute": base.permute(2, 0, 1)}
+    for name, v in views.items():
+        for idx in itertools.product(*(range(s) for s in v.shape)):
+            got, err = _call(view_index, tuple(idx), tuple(v.stride()), v.storage_offset())
+            if err:
+                return _wrong(f"view_index({idx}, {tuple(v.stride())}, {v.storage_offset()}) raised {err}")
+            if got != int(v[idx]):
+                return _wrong(f"for the {name} view, view_index({idx}, strides={tuple(v.stride())}, "
+                              f"offset={v.storage_offset()}) returned {got}; PyTorch reads {int(v[idx])}.")
+    return _ok("right for every view tried: a view is nothing but an offset and strides.")
+
+
+# -- lesson 9: scheduling and fusion -----------------------------------------------------------
+
+
+def check_lesson09_traffic(fn: Any) -> Verdict:
+    """``fn(x, y)``: one kernel, at least three operations, fusion divides memory traffic by 4 or more."""
+    if _missing(fn):
+        return _todo("chain several pointwise operations on x and y; every intermediate you avoid storing "
+                     "saves a write and a read.")
+    x, y = torch.randn(1000), torch.randn(1000)
+    expected, err = _call(fn, x.clone(), y.clone())
+    if err:
+        return _wrong(f"fn(x, y) raised {err} in eager mode.")
+    report = _quiet_explain(fn, x, y, backend="cpp")
+    if report.fallback_reasons:
+        return _wrong(f"toycompiler could not compile it: {report.fallback_reasons[0]}")
+    if report.graph_break_count:
+        return _wrong(f"it has a graph break: {report.breaks[0].reason}")
+    ops = report.ops_per_graph[0] if report.ops_per_graph else 0
+    if ops < 3:
+        return _wrong(f"the graph has {ops} operation(s); use at least three.")
+    schedule = report.frames[0].backend.schedule
+    if len(schedule.groups) != 1:
+        return _wrong(f"it compiles into {len(schedule.groups)} kernels; expected one. Decisions:\n  "
+                      + "\n  ".join(str(d) for d in schedule.decisions if not d.fused))
+    ratio = schedule.unfused_bytes / max(schedule.fused_bytes, 1)
+    if ratio < 4:
+        return _wrong(f"fusion divides traffic by {ratio:.2f} ({schedule.unfused_bytes} -> {schedule.fused_bytes} "
+                      "bytes); add operations so that more intermediates stay in registers.")
+    return _ok(f"{ops} operations in one kernel: {schedule.unfused_bytes} bytes unfused, {schedule.fused_bytes} "
+               f"fused, {ratio:.1f} times less traffic.")
+
+
+def _l09_bcast(x, y):
+    a = torch.sin(x) * 2
+    return a + y
+
+
+def check_lesson09_one_kernel(fn: Any) -> Verdict:
+    """``fn(x, y)`` computes ``sin(x) * 2 + y`` for x [8], y [4, 8] in exactly one kernel."""
+    if _missing(fn):
+        return _todo("give the sin a [4, 8] input: x.expand_as(y) is a view (no copy) with y's shape.")
+    x, y = torch.randn(8), torch.randn(4, 8)
+    got, err = _call(fn, x.clone(), y.clone())
+    if err:
+        return _wrong(f"one_kernel(x, y) raised {err}")
+    diff = _same(got, _l09_bcast(x, y))
+    if diff:
+        return _wrong(f"one_kernel computes something else than bcast: {diff}")
+    report = _quiet_explain(fn, x, y, backend="cpp")
+    if report.fallback_reasons:
+        return _wrong(f"toycompiler could not compile it: {report.fallback_reasons[0]}")
+    n = len(report.kernels)
+    if n != 1:
+        refused = [str(d) for d in report.frames[0].backend.schedule.decisions if not d.fused]
+        return _wrong(f"{n} kernels, expected 1. Refused fusions:\n  " + "\n  ".join(refused))
+    return _ok("one kernel over [4, 8]: sin is recomputed per row instead of stored and read back.")
+
+
+# -- lesson 10: Triton kernels ----------------------------------------------------------------
+
+
+def check_lesson10_kernel(kernel: Any) -> Verdict:
+    """``kernel[grid](x, out, n, BLOCK=...)`` computes ``out = x * 2 + 1`` for any n."""
+    if _missing(kernel):
+        return _todo("start from add_kernel: one tl.load of x, compute x * 2 + 1, tl.store with the same mask.")
+    import triton
+
+    if not hasattr(kernel, "__getitem__"):
+        return _wrong("launch it as kernel[grid](...): decorate the function with @triton.jit.")
+    for n, block in ((1, 4), (10, 4), (37, 16), (100, 32)):
+        x = torch.randn(n)
+        out = torch.full((n + block,), float("nan"))  # room past the end: writes there mean a missing mask
+        try:
+            kernel[(triton.cdiv(n, block),)](x, out, n, BLOCK=block)
+        except Exception as e:
+            return _wrong(f"launching with n={n}, BLOCK={block} raised {type(e).__name__}: "
+                          f"{str(e).strip().splitlines()[-1] if str(e).strip() else ''}")
+        diff = _same(out[:n], x * 2 + 1)
+        if diff:
+            return _wrong(f"n={n}, BLOCK={block}: the result differs from x * 2 + 1: {diff}")
+        if not torch.isnan(out[n:]).all():
+            return _wrong(f"n={n}, BLOCK={block}: the kernel wrote past the end of the tensor; mask the store.")
+    return _ok("the kernel computes x * 2 + 1 and never writes past n.")
+
+
+def check_lesson10_grid(launch_shape: Any) -> Verdict:
+    """``launch_shape(n, block)`` -> (programs, lanes of the last program switched off by the mask)."""
+    if _missing(launch_shape):
+        return _todo("programs = ceil(n / block); the programs cover programs * block lanes, n of them real.")
+    for n, block in ((10, 4), (8, 4), (1, 128), (1000, 128), (4096, 1024), (4097, 1024)):
+        programs = -(-n // block)
+        expected = (programs, programs * block - n)
+        got, err = _call(launch_shape, n, block)
+        if err:
+            return _wrong(f"launch_shape({n}, {block}) raised {err}")
+        if (tuple(got) if isinstance(got, list | tuple) else got) != expected:
+            return _wrong(f"launch_shape({n}, {block}) returned {got!r}; expected {expected}.")
+    return _ok("right: triton.cdiv(n, block) programs, and the mask covers the rest of the last one.")
+
+
+# -- lesson 11: C++ kernels -------------------------------------------------------------------
+
+
+def check_lesson11_kernel(source: Any) -> Verdict:
+    """``source``: C++ defining ``square_plus_one(const float*, float*, int64_t)``, out = in * in + 1."""
+    if _missing(source):
+        return _todo("copy HAND_WRITTEN, rename the function to square_plus_one and change the loop body "
+                     "to in_ptr0[i] * in_ptr0[i] + 1.0f.")
+    if not isinstance(source, str):
+        return _wrong(f"expected the kernel's source as a string, got {type(source).__name__}.")
+    from .backend import codecache
+    from .config import config
+
+    try:
+        path, _ = codecache.cpp_library(source, config)
+        kernel = codecache.load_cpp_kernel(path, "square_plus_one", 3)
+    except codecache.CppCompileError as e:
+        message = str(e).split("--- kernel source ---")[0].strip().splitlines()
+        return _wrong("the C++ compiler rejected it:\n  " + "\n  ".join(message[1:8]))
+    except AttributeError:
+        return _wrong('no function named square_plus_one was exported; did you write extern "C"?')
+    for n in (1, 7, 1000):
+        x = torch.randn(n)
+        out = torch.full_like(x, float("nan"))
+        kernel(x.data_ptr(), out.data_ptr(), n)
+        diff = _same(out, x * x + 1)
+        if diff:
+            return _wrong(f"for n={n} the output differs from x * x + 1: {diff}")
+    return _ok("your kernel compiles, loads, and computes x * x + 1 for every size tried.")
+
+
+def check_lesson11_xnumel(xnumel_for: Any) -> Verdict:
+    """``xnumel_for(shape)``: the element count the output code passes to swish_plus's C++ kernel."""
+    import re
+
+    if _missing(xnumel_for):
+        return _todo("a contiguous pointwise kernel loops over every element once, in one flat loop.")
+    for shape in ((4, 6, 10), (7,), (3, 5)):
+        x, y = torch.randn(shape), torch.randn(shape)
+        code = _quiet_explain(_swish_plus, x, y, backend="cpp").output_code
+        found = re.findall(r"data_ptr\(\), (\d+)\)", code)
+        if not found:
+            return _wrong("could not find the kernel call in the output code; please report this.")
+        got, err = _call(xnumel_for, shape)
+        if err:
+            return _wrong(f"xnumel_for({shape}) raised {err}")
+        if got != int(found[0]):
+            return _wrong(f"xnumel_for({shape}) returned {got}; the output code passes {found[0]}.")
+    return _ok("right: a contiguous tensor is one flat run of elements, so the kernel is a single loop.")
+
+
+# -- lesson 12: training and the real thing ---------------------------------------------------
+
+
+def check_lesson12_backward(grad_x: Any) -> Verdict:
+    """``grad_x(x, y, grad_out)``: d/dx of ``sin(x) * y + 1``, times ``grad_out``."""
+    if _missing(grad_x):
+        return _todo("the chain rule: d/dx sin(x) = cos(x), and the rest is a product with y and grad_out.")
+    for shape in ((5,), (3, 4)):
+        x = torch.randn(shape, requires_grad=True)
+        y, grad_out = torch.randn(shape), torch.randn(shape)
+        (torch.sin(x) * y + 1).backward(grad_out)
+        got, err = _call(grad_x, x.detach(), y, grad_out)
+        if err:
+            return _wrong(f"grad_x raised {err}")
+        diff = _same(got, x.grad)
+        if diff:
+            return _wrong(f"your gradient differs from autograd's: {diff}. "
+                          "Did you multiply by grad_out (the incoming gradient)?")
+    return _ok("grad_out * y * cos(x): the same formula as the backward graph's mul and cos nodes.")
+
+
+def _l12_fn(x, w):
+    return torch.tanh(x * w).sum()
+
+
+def check_lesson12_training_backend(backend: Any, graphs_seen: Any) -> Verdict:
+    """``backend``: an ``aot_autograd`` backend whose compilers append ("forward"|"backward", n_ops)."""
+    if _missing(backend):
+        return _todo("def fw(gm, example_inputs): graphs_seen.append(('forward', n)); "
+                     "return make_boxed_func(gm.forward) -- the same for bw; "
+                     "counting_backend = aot_autograd(fw_compiler=fw, bw_compiler=bw)")
+    if not isinstance(graphs_seen, list):
+        return _wrong("graphs_seen must be the list your compilers append to.")
+    del graphs_seen[:]
+    torch._dynamo.reset()
+    x, w = torch.randn(6), torch.randn(6, requires_grad=True)
+    w_eager = w.detach().clone().requires_grad_()
+    try:
+        torch.compile(_l12_fn, backend=backend)(x, w).backward()
+    except Exception as e:
+        torch._dynamo.reset()
+        return _wrong(f"training through torch.compile with your backend raised "
+                      f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}")
+    torch._dynamo.reset()
+    _l12_fn(x, w_eager).backward()
+    diff = _same(w.grad, w_eager.grad)
+    if diff:
+        return _wrong(f"the gradient differs from eager: {diff}")
+    kinds = [entry[0] if isinstance(entry, tuple) and entry else entry for entry in graphs_seen]
+    if sorted(kinds) != ["backward", "forward"]:
+        return _wrong(f"graphs_seen holds {graphs_seen!r}; expected one ('forward', n) and one ('backward', n). "
+                      "Pass your compilers as fw_compiler and bw_compiler to aot_autograd.")
+    counts = dict(graphs_seen)
+    if not all(isinstance(n, int) and n > 0 for n in counts.values()):
+        return _wrong(f"the node counts should be positive ints; got {counts}.")
+    return _ok(f"one forward graph ({counts['forward']} ops) and one backward graph ({counts['backward']} ops), "
+               "and the gradient matches eager.")
