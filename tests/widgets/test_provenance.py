@@ -1,8 +1,5 @@
 """Selecting a source line finds what came from it in every stage, and back."""
 
-import re
-
-import pytest
 from toycompiler.widgets.provenance import Provenance
 
 
@@ -14,19 +11,8 @@ def test_source_line_maps_to_bytecode_offsets(frame, lines):
     assert set(offsets).isdisjoint(prov.links(LINE_B).offsets)
 
 
-def _names_every_buffer(kernel) -> bool:
-    """Kernel comments name each IR buffer, inlined ones included (``# buf0 = tmp3 (sin, line 4)``)."""
-    comments = [t.strip() for t in kernel.source.splitlines() if t.strip().startswith(("#", "//"))]
-    return all(any(re.match(rf"(#|//) {b}\b", c) for c in comments) for b in kernel.nodes)
-
-
 def test_source_line_maps_to_fx_nodes_buffers_group_and_kernel_lines(frame, lines):
     LINE_A, LINE_B = lines  # a = sin(x) * 2 ; b = cos(y) + a
-    if not _names_every_buffer(frame.backend.kernels[0]):
-        # Kernels that comment only the stored buffer give line_map one owner for the whole fused body,
-        # so sin and cos cannot be told apart. Kernel comments per inlined node come with the backend's
-        # "Kernel comments name the temporary holding each IR node" change (integration branch).
-        pytest.xfail("kernel source comments only the stored buffer: no per-node line map yet")
     prov = Provenance(frame)
     a, b = prov.links(LINE_A), prov.links(LINE_B)
     assert set(a.fx_nodes) >= {"sin", "mul"} and set(b.fx_nodes) >= {"cos", "add"}
