@@ -219,7 +219,9 @@ class Explorer(View):
             frame = next(f for f in self.report.frames if f.label == label)
             if not same_code(frame, first):
                 continue  # another function's graph: its lines are not in this listing
-            legend.append(f"{_chip(colours[label])}graph {esc(label)}: {esc(_span(lines))}")
+            owner = next((shade[ln][1] for ln in lines if ln in shade), None)
+            again = f" (shaded as {esc(owner)}, which covers the same lines)" if owner else ""
+            legend.append(f"{_chip(colours[label])}graph {esc(label)}: {esc(_span(lines))}{again}")
             for ln in lines:
                 shade.setdefault(ln, (colours[label], label))
         marks = {c.line: c for c in self.cards}
