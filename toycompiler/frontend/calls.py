@@ -56,7 +56,7 @@ DATA_METHODS = {
 }
 # Functions that are never folded or recorded, with the kind of break they cause.
 REFUSED = {
-    print: ("print", "print() writes output; the graph can't"),
+    print: ("print", "print() writes output, which a graph of tensor operations cannot do"),
     breakpoint: ("explicit", "breakpoint() stops in a debugger"),
     input: ("unsupported-call", "input() reads from the user"),
 }
