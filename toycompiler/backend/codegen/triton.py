@@ -39,7 +39,7 @@ TL_TYPES = {
     torch.int8: "tl.int8", torch.uint8: "tl.uint8", torch.bool: "tl.int1",
 }
 REDUCE = {"sum": "tl.sum({0}, 1)", "max": "tl.max({0}, 1)", "min": "tl.min({0}, 1)",
-          "prod": "tl.reduce({0}, 1, helpers.prod_combine)",
+          "prod": "tl.reduce({0}, 1, prod_combine)",
           "argmax": "tl.argmax({0}, 1).to(tl.int64)", "argmin": "tl.argmin({0}, 1).to(tl.int64)"}
 COMBINE = {"sum": "{acc} + {v}", "prod": "{acc} * {v}", "max": "tl.maximum({acc}, {v})", "min": "tl.minimum({acc}, {v})"}
 
@@ -102,7 +102,7 @@ class TritonRenderer(KernelRenderer):
         return [
             "import triton",
             "import triton.language as tl",
-            "from toycompiler.backend.codegen.triton_libdevice import helpers, libdevice",
+            "from toycompiler.backend.codegen.triton_libdevice import libdevice, prod_combine",
             "",
             "",
             "@triton.jit",

@@ -3,7 +3,7 @@
 On a GPU this is Triton's own ``libdevice`` (CUDA's math library). Triton's
 CPU interpreter does not implement libdevice, so there the few functions our
 kernels use are written with ``tl`` operations, carefully enough to match
-torch in float32. ``helpers`` holds combine functions for ``tl.reduce``.
+torch in float32. ``prod_combine`` is the combine function ``tl.reduce`` uses for products.
 """
 
 from __future__ import annotations
@@ -19,8 +19,6 @@ import triton.language as tl
 def prod_combine(a, b):
     return a * b
 
-
-helpers = types.SimpleNamespace(prod_combine=prod_combine)
 
 if os.environ.get("TRITON_INTERPRET", "0") != "1":
     from triton.language.extra import libdevice  # noqa: F401
