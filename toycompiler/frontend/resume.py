@@ -144,6 +144,10 @@ def plan_break(code: types.CodeType, instructions: list, stack: list[Variable], 
         kind, consumed, produced, targets = "jump", 1, 0, [after, inst.target]
     elif inst.opname in PUSHES_NULL | NOT_REPLAYABLE or instruction_at(code, offset).has_jump():
         raise CannotResume(f"can't resume after {inst.opname}")
+    elif inst.opname.startswith("LOAD_FAST") and inst.argval in locals_ and not isinstance(locals_[inst.argval],
+                                                                                            Variable):
+        # The break is the first read of an argument: a resume function would read it again, and break again.
+        raise CannotResume(f"the first read of {inst.argval} broke: {inst.argval} can't be traced")
     else:
         pre, post = instruction_at(code, offset).pre_and_post_stack_effect(jump=False)
         kind, consumed, produced, targets = "generic", -pre, post, [after]
