@@ -75,10 +75,19 @@ def guard_matrix(compiled: Any, calls: list[tuple[tuple, dict]]) -> GuardMatrix:
     for e in entries:
         row = []
         for c, (args, kwargs) in enumerate(calls):
-            failure = G.first_failure(e.artifact.guards, e.guard_objects, params, fn, args, kwargs, e.artifact.label)
-            passed = failure.expr == "(all guards passed)"
-            row.append(GuardCell(e.artifact.label, c, passed, None if passed else failure))
+            passed = _passes(e.check, args, kwargs)
+            failure = None if passed else G.first_failure(e.artifact.guards, e.guard_objects, params, fn, args,
+                                                          kwargs, e.artifact.label)
+            row.append(GuardCell(e.artifact.label, c, passed, failure))
         rows.append(tuple(row))
     used = tuple(next((r[c].entry for r in rows if r[c].passed), None) for c in range(len(calls)))
     return GuardMatrix(fn.__qualname__, tuple(e.artifact.label for e in entries),
                        tuple(describe_args(a, k) for a, k in calls), tuple(rows), used)
+
+
+def _passes(check: Any, args: tuple, kwargs: dict) -> bool:
+    """The entry's own guard check, as the cache runs it (first_failure then says which guard failed)."""
+    try:
+        return bool(check(*args, **kwargs))
+    except Exception:
+        return False
