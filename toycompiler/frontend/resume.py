@@ -22,6 +22,7 @@ and jumps to the next instruction. A resume function is an ordinary Python
 function, so it is compiled lazily like any other, with its own guards and
 cache, and may break again. Code objects are assembled with the ``bytecode``
 package (which computes stack sizes, jump offsets, line and exception tables).
+How each kind of symbolic value is rebuilt as a real one: :mod:`.reconstruct`.
 
 Mirrors: torch/_dynamo/resume_execution.py (ContinueExecutionCache,
 generate_based_on_original_code_object), torch/_dynamo/codegen.py (PyCodegen)
