@@ -23,3 +23,4 @@ def tmp_cache(tmp_path):
 
 BACKENDS = ["cpp", "triton"]
 os.environ.setdefault("TOYCOMPILER_TEST", "1")
+

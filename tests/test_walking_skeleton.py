@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import toycompiler
-from toycompiler.testing import assert_same
+from toycompiler.testing import assert_same, device_for
 
 
 def sin_cos(x, y):
@@ -29,17 +29,18 @@ SHAPES = [(1,), (7,), (1000,), (3, 5), (17, 33)]
 @pytest.mark.parametrize("fn", FUNCTIONS, ids=lambda f: f.__name__)
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
 def test_compiled_matches_eager(backend, fn, shape):
-    x, y = torch.randn(shape), torch.randn(shape)
-    assert_same(fn, x, y, backend=backend)
+    x, y = torch.randn(shape, device=device_for(backend)), torch.randn(shape, device=device_for(backend))
+    assert_same(fn, x, y, backend=backend, allow_fallback=False)
 
 
 @pytest.mark.parametrize("backend", ["cpp", "triton"])
 def test_same_shape_reuses_other_shape_recompiles(backend):
     f = toycompiler.compile(sin_cos, backend=backend)
-    f(torch.randn(10), torch.randn(10))
-    f(torch.randn(10), torch.randn(10))
+    dev = device_for(backend)
+    f(torch.randn(10, device=dev), torch.randn(10, device=dev))
+    f(torch.randn(10, device=dev), torch.randn(10, device=dev))
     assert len(f.cache.entries) == 1
-    out = f(torch.randn(20), torch.randn(20))
+    out = f(torch.randn(20, device=dev), torch.randn(20, device=dev))
     assert out.shape == (20,)
     assert len(f.cache.entries) == 2
     failure = f.cache.failures[-1]

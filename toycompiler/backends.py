@@ -48,8 +48,22 @@ def get_backend(backend: str | Backend) -> Backend:
     return _REGISTRY[backend]
 
 
-def default_target() -> str:
+def default_target(example_inputs: list = ()) -> str:
+    """Triton for CUDA tensors, C++ for CPU tensors (with no tensors: by what the machine has)."""
+    devices = {t.device.type for t in example_inputs if isinstance(t, torch.Tensor)}
+    if devices:
+        return "triton" if "cuda" in devices else "cpp"
     return "triton" if torch.cuda.is_available() else "cpp"
+
+
+def check_devices(target: str, example_inputs: list) -> None:
+    """Triton kernels need CUDA tensors, unless they run in Triton's CPU interpreter."""
+    import os
+
+    on_cpu = any(isinstance(t, torch.Tensor) and t.device.type == "cpu" for t in example_inputs)
+    if target == "triton" and on_cpu and os.environ.get("TRITON_INTERPRET") != "1":
+        raise RuntimeError("the Triton backend needs CUDA tensors here (the inputs are on the CPU and "
+                           "Triton's CPU interpreter is off); move them with .cuda() or use backend='cpp'")
 
 
 def _toy(target: str | None) -> Backend:
@@ -60,10 +74,11 @@ def _toy(target: str | None) -> Backend:
 
         from .backend import training
 
-        chosen = target or default_target()
+        chosen = target or default_target(list(example_inputs))
         if training.needs_autograd(list(example_inputs)):  # forward and backward, through AOTAutograd
             return training.compile_training(gm, list(example_inputs), chosen, config, source)
         try:
+            check_devices(chosen, list(example_inputs))
             return compile_graph(gm, list(example_inputs), chosen, config, source)
         except Exception as e:  # fall back to eager, with the compiler's message
             reason = f"{chosen} backend failed: {type(e).__name__}: {e}"

@@ -20,8 +20,10 @@ from __future__ import annotations
 import contextlib
 import copy
 import io
+import itertools
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -253,7 +255,6 @@ def check_lesson03_fx_refuses(fn: Any, x: Any) -> Verdict:
     return _ok(f"fx refused ({fx_error[:80]}), and toycompiler still gave eager's answer.")
 
 
-
 # -- lesson 4: bytecode and the translator ------------------------------------------------
 
 
@@ -313,6 +314,121 @@ def check_lesson04_node_origin(origin: Any, report: Any) -> Verdict:
                       f"it is a call instruction, after the arguments have been pushed.")
     return _ok(f"{expected[0][0]} at offset {expected[0][1]}: calling torch.sigmoid on a symbolic tensor "
                "adds the node.")
+
+
+# -- lesson 5: guards and recompilation -------------------------------------------------------
+
+
+def _l05_f(x, scale):
+    return x * scale + 1
+
+
+def check_lesson05_failed_guard(expr: Any) -> Verdict:
+    """``expr``: the guard that fails when f, compiled for float32, gets a float64 tensor."""
+    if _missing(expr):
+        return _todo("what differs between torch.randn(8) and torch.randn(8, dtype=torch.float64)? "
+                     "Print compiled.compiled_frames[0].guards to see how guards are written.")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compiled = api.compile(_l05_f, backend="cpp")
+        compiled(torch.randn(8), 2.0)
+        compiled(torch.randn(8, dtype=torch.float64), 2.0)
+    expected = compiled.cache.failures[-1].expr
+    if not isinstance(expr, str):
+        return _wrong(f"write the guard as a string, like {expected.split(' ==')[0]!r} ... ")
+    if expr.replace(" ", "") != expected.replace(" ", ""):
+        return _wrong(f"{expr!r} is not the guard that failed. Look at the guards of the first entry and "
+                      "find the one about the property that changed.")
+    return _ok(f"{expected} fails (got torch.float64): the kernel was generated for 32-bit floats.")
+
+
+def check_lesson05_three_failures(calls: Any) -> Verdict:
+    """``calls``: argument tuples for f giving exactly three recompiles: constant, dtype, shape."""
+    if _missing(calls):
+        return _todo("start with (torch.randn(8), 2.0); then change one thing per call: the float, the "
+                     "tensor's dtype, the tensor's length. A recompile's cause is the newest entry's first "
+                     "failing guard.")
+    if not isinstance(calls, list | tuple) or not all(isinstance(c, tuple) for c in calls):
+        return _wrong("calls must be a list of argument tuples, like [(torch.randn(8), 2.0), ...].")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compiled = api.compile(_l05_f, backend="cpp")
+        for args in calls:
+            _, err = _call(compiled, *args)
+            if err:
+                return _wrong(f"f{tuple(type(a).__name__ for a in args)} raised {err}")
+    reasons = [fr.recompile_reason for fr in compiled.compiled_frames[1:]]
+    kinds = []
+    for fl in reasons:
+        kind = "dtype" if ".dtype" in fl.expr else "shape" if ".shape" in fl.expr else \
+            "constant" if fl.expr.startswith("scale") else fl.expr
+        kinds.append(kind)
+    if len(reasons) != 3:
+        listing = "\n  ".join(str(fl) for fl in reasons) or "(none)"
+        return _wrong(f"{len(reasons)} recompile(s), expected 3:\n  {listing}")
+    if sorted(kinds) != ["constant", "dtype", "shape"]:
+        return _wrong(f"the recompiles were caused by {kinds} (each judged against the newest entry); "
+                      "expected one constant, one dtype, one shape.")
+    return _ok("three recompiles: " + "; ".join(str(fl) for fl in reasons))
+
+
+# -- lesson 6: graph breaks ---------------------------------------------------------------------
+
+
+def _l06_clip_or_shift(x):
+    if x.max() > 1:
+        return torch.clamp(x, -1, 1)
+    return x + 0.5
+
+
+def check_lesson06_no_break(fn: Any) -> Verdict:
+    """``fn(x)`` computes ``clip_or_shift(x)`` for any x, in one graph with no break."""
+    if _missing(fn):
+        return _todo("compute both branches and pick with torch.where(x.max() > 1, torch.clamp(x, -1, 1), x + 0.5).")
+    inputs = [torch.randn(6) * 3, torch.rand(6) * 0.5, -torch.rand(6), torch.tensor([1.0, 1.5, -2.0])]
+    for x in inputs:
+        got, err = _call(fn, x.clone())
+        if err:
+            return _wrong(f"fn raised {err}")
+        diff = _same(got, _l06_clip_or_shift(x))
+        if diff:
+            return _wrong(f"for x = {x.tolist()} the result differs from clip_or_shift: {diff}")
+    for x in inputs:
+        report = _quiet_explain(fn, x, backend="cpp")
+        if report.graph_break_count:
+            brk = report.breaks[0]
+            return _wrong(f"there is still a graph break: {brk.reason}\n    {brk.source}")
+    compiled = api.compile(fn, backend="cpp")
+    for x in inputs:
+        diff = _same(compiled(x.clone()), _l06_clip_or_shift(x))
+        if diff:
+            return _wrong(f"the compiled function differs from eager for x = {x.tolist()}: {diff}")
+    return _ok("no graph break, and the same values as clip_or_shift for inputs taking either branch.")
+
+
+def _l06_two_breaks(x):
+    a = x + 1
+    print("a is ready")
+    b = a * 2
+    n = b.sum().item()
+    return b / n
+
+
+def check_lesson06_count(prediction: Any) -> Verdict:
+    """``prediction``: ``(graphs, breaks)`` for two_breaks."""
+    if _missing(prediction):
+        return _todo("each break ends a graph and the code after it starts a new one (in a resume function).")
+    with contextlib.redirect_stdout(io.StringIO()):
+        report = _quiet_explain(_l06_two_breaks, torch.randn(5), backend="cpp")
+    expected = (report.graph_count, report.graph_break_count)
+    if not (isinstance(prediction, tuple) and len(prediction) == 2):
+        return _wrong(f"expected a pair (graphs, breaks), got {prediction!r}.")
+    if tuple(prediction) != expected:
+        return _wrong(f"{prediction} is not what happens. Find each line that cannot be traced; count the "
+                      "stretches of tensor code between them.")
+    reasons = "; ".join(f"line {b.line - report.frames[0].source.firstlineno + 1}: {b.reason}"
+                        for b in report.breaks)
+    return _ok(f"{expected[0]} graphs and {expected[1]} breaks ({reasons}).")
 
 
 # -- lesson 7: FX graphs and passes ----------------------------------------------------------
@@ -408,6 +524,145 @@ def check_lesson07_backend(backend: Any, op_counts: Any) -> Verdict:
                "torch.compile(fn, backend=count_ops) would call it the same way.")
 
 
+# -- lesson 8: lowering to loop IR --------------------------------------------------------------
+
+
+def check_lesson08_transpose(transposed_index: Any) -> Verdict:
+    """``transposed_index(i, j, rows, cols)``: storage position of ``x.t()[i, j]`` for contiguous x."""
+    if _missing(transposed_index):
+        return _todo("x.t()[i, j] is x[j, i]; in a contiguous rows x cols tensor, x[a, b] is at a * cols + b.")
+    for rows, cols in ((3, 4), (2, 7), (5, 1)):
+        x = torch.arange(rows * cols)
+        view = x.reshape(rows, cols).t()
+        for i in range(cols):
+            for j in range(rows):
+                got, err = _call(transposed_index, i, j, rows, cols)
+                if err:
+                    return _wrong(f"transposed_index({i}, {j}, {rows}, {cols}) raised {err}")
+                if got != int(view[i, j]):
+                    return _wrong(f"transposed_index({i}, {j}, rows={rows}, cols={cols}) returned {got}; "
+                                  f"x.t()[{i}, {j}] is stored at {int(view[i, j])}.")
+    return _ok("right: the transpose reads x at j * cols + i, the strides swapped.")
+
+
+def check_lesson08_view_index(view_index: Any) -> Verdict:
+    """``view_index(index, strides, offset)``: storage position of an element of a strided view."""
+    if _missing(view_index):
+        return _todo("offset + the sum over dimensions of index[k] * strides[k].")
+    base = torch.arange(60).reshape(3, 4, 5)
+    views = {"t": base[0].t(), "slice": base[:, 1:, 2:], "step": base[::2, :, ::3],
+             "expand": base[0, 0].expand(4, 5), "diagonal": base[1].diagonal(), "permute": base.permute(2, 0, 1)}
+    for name, v in views.items():
+        for idx in itertools.product(*(range(s) for s in v.shape)):
+            got, err = _call(view_index, tuple(idx), tuple(v.stride()), v.storage_offset())
+            if err:
+                return _wrong(f"view_index({idx}, {tuple(v.stride())}, {v.storage_offset()}) raised {err}")
+            if got != int(v[idx]):
+                return _wrong(f"for the {name} view, view_index({idx}, strides={tuple(v.stride())}, "
+                              f"offset={v.storage_offset()}) returned {got}; PyTorch reads {int(v[idx])}.")
+    return _ok("right for every view tried: a view is nothing but an offset and strides.")
+
+
+# -- lesson 9: scheduling and fusion -----------------------------------------------------------
+
+
+def check_lesson09_traffic(fn: Any) -> Verdict:
+    """``fn(x, y)``: one kernel, at least three operations, fusion divides memory traffic by 4 or more."""
+    if _missing(fn):
+        return _todo("chain several pointwise operations on x and y; every intermediate you avoid storing "
+                     "saves a write and a read.")
+    x, y = torch.randn(1000), torch.randn(1000)
+    expected, err = _call(fn, x.clone(), y.clone())
+    if err:
+        return _wrong(f"fn(x, y) raised {err} in eager mode.")
+    report = _quiet_explain(fn, x, y, backend="cpp")
+    if report.fallback_reasons:
+        return _wrong(f"toycompiler could not compile it: {report.fallback_reasons[0]}")
+    if report.graph_break_count:
+        return _wrong(f"it has a graph break: {report.breaks[0].reason}")
+    ops = report.ops_per_graph[0] if report.ops_per_graph else 0
+    if ops < 3:
+        return _wrong(f"the graph has {ops} operation(s); use at least three.")
+    schedule = report.frames[0].backend.schedule
+    if len(schedule.groups) != 1:
+        return _wrong(f"it compiles into {len(schedule.groups)} kernels; expected one. Decisions:\n  "
+                      + "\n  ".join(str(d) for d in schedule.decisions if not d.fused))
+    ratio = schedule.unfused_bytes / max(schedule.fused_bytes, 1)
+    if ratio < 4:
+        return _wrong(f"fusion divides traffic by {ratio:.2f} ({schedule.unfused_bytes} -> {schedule.fused_bytes} "
+                      "bytes); add operations so that more intermediates stay in registers.")
+    return _ok(f"{ops} operations in one kernel: {schedule.unfused_bytes} bytes unfused, {schedule.fused_bytes} "
+               f"fused, {ratio:.1f} times less traffic.")
+
+
+def _l09_bcast(x, y):
+    a = torch.sin(x) * 2
+    return a + y
+
+
+def check_lesson09_one_kernel(fn: Any) -> Verdict:
+    """``fn(x, y)`` computes ``sin(x) * 2 + y`` for x [8], y [4, 8] in exactly one kernel."""
+    if _missing(fn):
+        return _todo("give the sin a [4, 8] input: x.expand_as(y) is a view (no copy) with y's shape.")
+    x, y = torch.randn(8), torch.randn(4, 8)
+    got, err = _call(fn, x.clone(), y.clone())
+    if err:
+        return _wrong(f"one_kernel(x, y) raised {err}")
+    diff = _same(got, _l09_bcast(x, y))
+    if diff:
+        return _wrong(f"one_kernel computes something else than bcast: {diff}")
+    report = _quiet_explain(fn, x, y, backend="cpp")
+    if report.fallback_reasons:
+        return _wrong(f"toycompiler could not compile it: {report.fallback_reasons[0]}")
+    n = len(report.kernels)
+    if n != 1:
+        refused = [str(d) for d in report.frames[0].backend.schedule.decisions if not d.fused]
+        return _wrong(f"{n} kernels, expected 1. Refused fusions:\n  " + "\n  ".join(refused))
+    return _ok("one kernel over [4, 8]: sin is recomputed per row instead of stored and read back.")
+
+
+# -- lesson 10: Triton kernels ----------------------------------------------------------------
+
+
+def check_lesson10_kernel(kernel: Any) -> Verdict:
+    """``kernel[grid](x, out, n, BLOCK=...)`` computes ``out = x * 2 + 1`` for any n."""
+    if _missing(kernel):
+        return _todo("start from add_kernel: one tl.load of x, compute x * 2 + 1, tl.store with the same mask.")
+    import triton
+
+    if not hasattr(kernel, "__getitem__"):
+        return _wrong("launch it as kernel[grid](...): decorate the function with @triton.jit.")
+    for n, block in ((1, 4), (10, 4), (37, 16), (100, 32)):
+        x = torch.randn(n)
+        out = torch.full((n + block,), float("nan"))  # room past the end: writes there mean a missing mask
+        try:
+            kernel[(triton.cdiv(n, block),)](x, out, n, BLOCK=block)
+        except Exception as e:
+            return _wrong(f"launching with n={n}, BLOCK={block} raised {type(e).__name__}: "
+                          f"{str(e).strip().splitlines()[-1] if str(e).strip() else ''}")
+        diff = _same(out[:n], x * 2 + 1)
+        if diff:
+            return _wrong(f"n={n}, BLOCK={block}: the result differs from x * 2 + 1: {diff}")
+        if not torch.isnan(out[n:]).all():
+            return _wrong(f"n={n}, BLOCK={block}: the kernel wrote past the end of the tensor; mask the store.")
+    return _ok("the kernel computes x * 2 + 1 and never writes past n.")
+
+
+def check_lesson10_grid(launch_shape: Any) -> Verdict:
+    """``launch_shape(n, block)`` -> (programs, lanes of the last program switched off by the mask)."""
+    if _missing(launch_shape):
+        return _todo("programs = ceil(n / block); the programs cover programs * block lanes, n of them real.")
+    for n, block in ((10, 4), (8, 4), (1, 128), (1000, 128), (4096, 1024), (4097, 1024)):
+        programs = -(-n // block)
+        expected = (programs, programs * block - n)
+        got, err = _call(launch_shape, n, block)
+        if err:
+            return _wrong(f"launch_shape({n}, {block}) raised {err}")
+        if (tuple(got) if isinstance(got, list | tuple) else got) != expected:
+            return _wrong(f"launch_shape({n}, {block}) returned {got!r}; expected {expected}.")
+    return _ok("right: triton.cdiv(n, block) programs, and the mask covers the rest of the last one.")
+
+
 # -- lesson 11: C++ kernels -------------------------------------------------------------------
 
 
@@ -457,48 +712,6 @@ def check_lesson11_xnumel(xnumel_for: Any) -> Verdict:
         if got != int(found[0]):
             return _wrong(f"xnumel_for({shape}) returned {got}; the output code passes {found[0]}.")
     return _ok("right: a contiguous tensor is one flat run of elements, so the kernel is a single loop.")
-
-
-# -- lesson 10: Triton kernels ----------------------------------------------------------------
-
-
-def check_lesson10_kernel(kernel: Any) -> Verdict:
-    """``kernel[grid](x, out, n, BLOCK=...)`` computes ``out = x * 2 + 1`` for any n."""
-    if _missing(kernel):
-        return _todo("start from add_kernel: one tl.load of x, compute x * 2 + 1, tl.store with the same mask.")
-    import triton
-
-    if not hasattr(kernel, "__getitem__"):
-        return _wrong("launch it as kernel[grid](...): decorate the function with @triton.jit.")
-    for n, block in ((1, 4), (10, 4), (37, 16), (100, 32)):
-        x = torch.randn(n)
-        out = torch.full((n + block,), float("nan"))  # room past the end: writes there mean a missing mask
-        try:
-            kernel[(triton.cdiv(n, block),)](x, out, n, BLOCK=block)
-        except Exception as e:
-            return _wrong(f"launching with n={n}, BLOCK={block} raised {type(e).__name__}: "
-                          f"{str(e).strip().splitlines()[-1] if str(e).strip() else ''}")
-        diff = _same(out[:n], x * 2 + 1)
-        if diff:
-            return _wrong(f"n={n}, BLOCK={block}: the result differs from x * 2 + 1: {diff}")
-        if not torch.isnan(out[n:]).all():
-            return _wrong(f"n={n}, BLOCK={block}: the kernel wrote past the end of the tensor; mask the store.")
-    return _ok("the kernel computes x * 2 + 1 and never writes past n.")
-
-
-def check_lesson10_grid(launch_shape: Any) -> Verdict:
-    """``launch_shape(n, block)`` -> (programs, lanes of the last program switched off by the mask)."""
-    if _missing(launch_shape):
-        return _todo("programs = ceil(n / block); the programs cover programs * block lanes, n of them real.")
-    for n, block in ((10, 4), (8, 4), (1, 128), (1000, 128), (4096, 1024), (4097, 1024)):
-        programs = -(-n // block)
-        expected = (programs, programs * block - n)
-        got, err = _call(launch_shape, n, block)
-        if err:
-            return _wrong(f"launch_shape({n}, {block}) raised {err}")
-        if (tuple(got) if isinstance(got, list | tuple) else got) != expected:
-            return _wrong(f"launch_shape({n}, {block}) returned {got!r}; expected {expected}.")
-    return _ok("right: triton.cdiv(n, block) programs, and the mask covers the rest of the last one.")
 
 
 # -- lesson 12: training and the real thing ---------------------------------------------------

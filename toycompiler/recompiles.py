@@ -66,6 +66,14 @@ def describe_args(args: tuple, kwargs: dict | None = None) -> str:
     return "(" + ", ".join(parts) + ")"
 
 
+def _check_passes(entry: Any, args: tuple, kwargs: dict) -> bool:
+    """The entry's own check function decides, exactly as a call would (a raising guard is a miss)."""
+    try:
+        return bool(entry.check(*args, **kwargs))
+    except Exception:
+        return False
+
+
 def guard_matrix(compiled: Any, calls: list[tuple[tuple, dict]]) -> GuardMatrix:
     """Check each of ``compiled``'s cache entries against each ``(args, kwargs)`` in ``calls``."""
     fn = compiled.fn
@@ -75,19 +83,13 @@ def guard_matrix(compiled: Any, calls: list[tuple[tuple, dict]]) -> GuardMatrix:
     for e in entries:
         row = []
         for c, (args, kwargs) in enumerate(calls):
-            passed = _passes(e.check, args, kwargs)
-            failure = None if passed else G.first_failure(e.artifact.guards, e.guard_objects, params, fn, args,
-                                                          kwargs, e.artifact.label)
-            row.append(GuardCell(e.artifact.label, c, passed, failure))
+            if _check_passes(e, args, kwargs):
+                row.append(GuardCell(e.artifact.label, c, True))
+                continue
+            # Only on a miss: ``first_failure`` re-evaluates guard by guard to name the one that failed.
+            failure = G.first_failure(e.artifact.guards, e.guard_objects, params, fn, args, kwargs, e.artifact.label)
+            row.append(GuardCell(e.artifact.label, c, False, failure))
         rows.append(tuple(row))
     used = tuple(next((r[c].entry for r in rows if r[c].passed), None) for c in range(len(calls)))
     return GuardMatrix(fn.__qualname__, tuple(e.artifact.label for e in entries),
                        tuple(describe_args(a, k) for a, k in calls), tuple(rows), used)
-
-
-def _passes(check: Any, args: tuple, kwargs: dict) -> bool:
-    """The entry's own guard check, as the cache runs it (first_failure then says which guard failed)."""
-    try:
-        return bool(check(*args, **kwargs))
-    except Exception:
-        return False

@@ -16,8 +16,13 @@ from .api import CompiledFunction, compile, explain
 
 
 def assert_same(fn: Callable, *args: Any, backend: str | Callable = "cpp", rtol: float = 1e-5,
-                atol: float = 1e-5, compiled: CompiledFunction | None = None, **kwargs: Any) -> Any:
-    """Compare ``fn(*args)`` eager vs compiled; return the compiled result."""
+                atol: float = 1e-5, compiled: CompiledFunction | None = None, allow_fallback: bool = True,
+                **kwargs: Any) -> Any:
+    """Compare ``fn(*args)`` eager vs compiled; return the compiled result.
+
+    With ``allow_fallback=False`` it also fails when a backend gave up and ran a graph eagerly,
+    so a test of generated code can't pass on eager's answer.
+    """
     eager_args = copy.deepcopy(args)
     expected = fn(*eager_args, **kwargs)
     compiled = compiled or compile(fn, backend=backend)
@@ -28,6 +33,10 @@ def assert_same(fn: Callable, *args: Any, backend: str | Callable = "cpp", rtol:
     except AssertionError as e:
         report = explain(fn, backend=backend)(*copy.deepcopy(args), **kwargs)
         raise AssertionError(f"{e}\n\n---- compilation report ----\n{report}") from None
+    if not allow_fallback:
+        fell_back = [f.backend.fallback_reason for f in compiled.compiled_frames
+                     if f.backend is not None and f.backend.fallback_reason]
+        assert not fell_back, f"the backend fell back to eager: {fell_back}"
     return actual
 
 
@@ -47,3 +56,9 @@ def assert_close_tree(actual: Any, expected: Any, rtol: float = 1e-5, atol: floa
             assert_close_tree(actual[k], expected[k], rtol, atol)
     else:
         assert actual == expected, f"expected {expected!r}, got {actual!r}"
+
+
+def device_for(backend: str) -> str:
+    """The device a backend's tests use: CUDA for Triton when a GPU is present, else the CPU
+    (where Triton kernels run in its interpreter)."""
+    return "cuda" if backend == "triton" and torch.cuda.is_available() else "cpu"

@@ -82,13 +82,20 @@ def highlight_lines(code: str, language: str) -> list[str]:
     from pygments import lex
 
     lines: list[str] = [""]
+    pending = ""  # whitespace-only text is glued to the next token: some sanitizers collapse it alone
     for ttype, value in lex(code, _lexer(language)):
         style = _token_style(ttype)
         for i, piece in enumerate(value.split("\n")):
             if i:
+                lines[-1] += esc(pending)
                 lines.append("")
-            if piece:
+                pending = ""
+            if piece and not piece.strip():
+                pending += piece
+            elif piece:
+                piece, pending = pending + piece, ""
                 lines[-1] += f'<span class="tc-tok" style="color:{style}">{esc(piece)}</span>' if style else esc(piece)
+    lines[-1] += esc(pending)
     if lines and lines[-1] == "" and code.endswith("\n"):
         lines.pop()
     return lines

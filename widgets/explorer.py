@@ -10,15 +10,17 @@ the new graph count.
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from toycompiler.artifacts import GraphBreak, Report
+from toycompiler.artifacts import FrameCompilation, GraphBreak, Report
 
-from ._render import FG_DIM, code_block, colour, esc, highlight_lines, pre, root, section
+from ._render import BORDER, FG_DIM, code_block, colour, esc, highlight_lines, pre, root, section
 from .base import View
-from .stages import bytecode_html
+from .resume_code import resume_html, transformed_html
 
 # One hint per kind of break (GraphBreak.kind); matched on the reason text for older kinds.
 HINTS = {
@@ -54,6 +56,26 @@ def hint_for(brk: GraphBreak) -> str:
 
 
 @dataclass(frozen=True)
+class ResumeTarget:
+    """Where one resume function picks up after a break, and which cache entry it became."""
+
+    name: str  # "f.<resume at 86>"
+    offset: int  # the instruction of the original function it continues at
+    line: int | None  # that instruction's source line
+    opname: str
+    frames: tuple[str, ...]  # cache entries compiled from it, "[1/0]"; () while it has never been called
+    graph_lines: tuple[int, ...]  # source lines of the graph its first entry captured
+
+    def __str__(self) -> str:
+        at = f"line {self.line}, offset {self.offset}" + (f" ({self.opname})" if self.opname else "")
+        if not self.frames:
+            return f"{self.name}, at {at}; not called yet (that path has not run)"
+        graph = (f"graph lines {', '.join(map(str, self.graph_lines))}" if self.graph_lines
+                 else "no graph (nothing left to compile)")
+        return f"{self.name}, at {at}; compiled as {', '.join(self.frames)}: {graph}"
+
+
+@dataclass(frozen=True)
 class BreakCard:
     """One distinct graph break, with how often it happened."""
 
@@ -66,6 +88,7 @@ class BreakCard:
     hint: str
     count: int
     frames: tuple[str, ...]
+    resumes: tuple[ResumeTarget, ...] = ()
 
     def __str__(self) -> str:
         times = f" (x{self.count})" if self.count > 1 else ""
@@ -73,15 +96,44 @@ class BreakCard:
                 f"    {self.source}\n    resumes at: {self.resumes_at}\n    hint: {self.hint}")
 
 
+_RESUME_NAME = re.compile(r"<resume at (\d+)>$")
+
+
+def same_code(a: FrameCompilation, b: FrameCompilation) -> bool:
+    """A function and its resume functions share a file and first line (and so one source listing)."""
+    return (a.source.filename, a.source.firstlineno) == (b.source.filename, b.source.firstlineno)
+
+
+def original_frame(report: Report, frame: FrameCompilation) -> FrameCompilation:
+    """The user's function that ``frame`` (perhaps a resume function) was split from."""
+    return next((f for f in report.frames if same_code(f, frame) and "<resume at" not in f.source.name), frame)
+
+
+def resume_targets(report: Report, frame: FrameCompilation) -> tuple[ResumeTarget, ...]:
+    """Each resume function ``frame``'s transformed code calls: where it continues, what it compiled to."""
+    brk = frame.translation.graph_break
+    rows = {r.offset: r for r in original_frame(report, frame).bytecode.instructions}
+    out = []
+    for k, code in enumerate(frame.resume_functions):
+        m = _RESUME_NAME.search(code.name)
+        offset = int(m.group(1)) if m else (brk.resumes_at[k] if brk and k < len(brk.resumes_at) else -1)
+        row = rows.get(offset)
+        line = row.line if row else next((r.line for r in code.instructions[1:2]), None)  # the prologue's line
+        compiled = [f for f in report.frames if f.source.name == code.name and same_code(f, frame)]
+        graph = compiled[0].graph if compiled else None
+        lines = tuple(sorted({n.line for n in graph.nodes if n.line is not None})) if graph and graph.op_count else ()
+        out.append(ResumeTarget(code.name, offset, line, row.opname if row else "",
+                                tuple(f.label for f in compiled), lines))
+    return tuple(out)
+
+
 def resumes_at(report: Report, brk: GraphBreak) -> str:
-    """Where execution continues after the break: a resume function, or eager Python."""
-    for f in report.frames:
-        if f.translation.graph_break is brk and f.resume_functions:
-            r = f.resume_functions[0]
-            lines = [i.line for i in r.instructions if i.line is not None and i.line > brk.line]
-            where = f"line {min(lines)}" if lines else f"after line {brk.line}"
-            return f"{r.name} ({where})"
+    """Where execution continues after the break: resume functions, or eager Python."""
     frame = next((f for f in report.frames if f.translation.graph_break is brk), None)
+    if frame is not None and frame.resume_functions:
+        return "; ".join(map(str, resume_targets(report, frame)))
+    if brk.no_resume_reason:
+        return f"no resume function: the whole frame {brk.frame} ran as ordinary Python ({brk.no_resume_reason})"
     if frame is not None and frame.transformed_bytecode is None:
         return (f"no resume function was recorded: the whole frame {frame.label} runs as ordinary Python, "
                 f"line {brk.line} included")
@@ -98,11 +150,10 @@ def break_cards(report: Report) -> list[BreakCard]:
         key = (kind_of(brk), brk.filename, brk.line, brk.reason)
         if key in cards:
             c = cards[key]
-            cards[key] = BreakCard(c.kind, c.reason, c.filename, c.line, c.source, c.resumes_at, c.hint,
-                                   c.count + 1, c.frames + (f.label,))
+            cards[key] = dataclasses.replace(c, count=c.count + 1, frames=c.frames + (f.label,))
         else:
             cards[key] = BreakCard(key[0], brk.reason, brk.filename, brk.line, brk.source, resumes_at(report, brk),
-                                   hint_for(brk), 1, (f.label,))
+                                   hint_for(brk), 1, (f.label,), resume_targets(report, f))
     return list(cards.values())
 
 
@@ -113,6 +164,21 @@ def graph_lines(report: Report) -> list[tuple[str, tuple[int, ...]]]:
         if f.graph is not None and f.graph.op_count:
             out.append((f.label, tuple(sorted({n.line for n in f.graph.nodes if n.line is not None}))))
     return out
+
+
+def _span(lines: tuple[int, ...]) -> str:
+    if not lines:
+        return "no lines"
+    if len(lines) == 1:
+        return f"line {lines[0]}"
+    if list(lines) == list(range(lines[0], lines[-1] + 1)):
+        return f"lines {lines[0]}-{lines[-1]}"
+    return "lines " + ", ".join(map(str, lines))
+
+
+def _chip(background: str) -> str:
+    return (f'<span style="display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:4px;'
+            f'background:{background};border:1px solid {BORDER};vertical-align:middle"></span>')
 
 
 class Explorer(View):
@@ -139,14 +205,25 @@ class Explorer(View):
             out.append(f"graph {label}: lines {', '.join(map(str, lines)) or '-'}")
         return "\n".join(out)
 
+    def colours(self) -> dict[str, str]:
+        """One colour per graph with ops, keyed by frame label: source shading, legend and frame boxes agree."""
+        return {label: colour(i) for i, (label, _) in enumerate(graph_lines(self.report))}
+
     def source_html(self) -> str:
         if not self.report.frames:
             return "<i>nothing was compiled</i>"
-        src = self.report.frames[0].source
-        shade = {}
-        for i, (label, lines) in enumerate(graph_lines(self.report)):
+        first = self.report.frames[0]
+        src, colours = first.source, self.colours()
+        shade, legend = {}, []
+        for label, lines in graph_lines(self.report):
+            frame = next(f for f in self.report.frames if f.label == label)
+            if not same_code(frame, first):
+                continue  # another function's graph: its lines are not in this listing
+            owner = next((shade[ln][1] for ln in lines if ln in shade), None)
+            again = f" (shaded as {esc(owner)}, which covers the same lines)" if owner else ""
+            legend.append(f"{_chip(colours[label])}graph {esc(label)}: {esc(_span(lines))}{again}")
             for ln in lines:
-                shade.setdefault(ln, (colour(i), label))
+                shade.setdefault(ln, (colours[label], label))
         marks = {c.line: c for c in self.cards}
         rows = []
         for i, body in enumerate(highlight_lines("\n".join(src.lines), "python")):
@@ -161,7 +238,20 @@ class Explorer(View):
                         f"      ^ graph break ({esc(c.kind)}): {esc(c.reason)}</div>")
             rows.append(f'<div class="tc-row tc-l{n}" title="{esc(tip)}" style="white-space:pre;{style}">'
                         f'<span style="color:{FG_DIM}">{n:4d}  </span>{body}</div>{mark}')
-        return pre(rows)
+        key = f'<div class="tc-legend" style="margin-top:4px">{" &nbsp; ".join(legend)}</div>' if legend else ""
+        return pre(rows) + key
+
+    def _resume_html(self, targets: tuple[ResumeTarget, ...]) -> str:
+        colours = self.colours()
+        items = []
+        for t in targets:
+            chip = _chip(colours[t.frames[0]]) if t.frames and t.frames[0] in colours else ""
+            items.append(f'<li class="tc-resume">{chip}<code>{esc(t.name)}</code>: continues at line {t.line}, '
+                         f"offset {t.offset}{' (' + esc(t.opname) + ')' if t.opname else ''}; "
+                         + (f"compiled as <b>{esc(', '.join(t.frames))}</b>, "
+                            + (f"its graph: {esc(_span(t.graph_lines))}" if t.graph_lines else "no graph")
+                            if t.frames else "not called yet (that path has not run)") + "</li>")
+        return f'<ul style="margin:0;padding-left:18px">{"".join(items)}</ul>'
 
     def cards_html(self) -> str:
         if not self.cards:
@@ -170,6 +260,8 @@ class Explorer(View):
                         for c in self.cards)
         out = [f'<ul class="tc-dedup" style="margin:2px 0 8px 0">{dedup}</ul>']
         for c in self.cards:
+            resumes = (f"<div>resumes at:</div>{self._resume_html(c.resumes)}" if c.resumes
+                       else f"<div>resumes at: {esc(c.resumes_at)}</div>")
             out.append(
                 f'<div class="tc-card" data-tc-line="{c.line}" style="border-left:4px solid #cf222e;'
                 f'padding:4px 8px;margin:6px 0;background:var(--jp-layout-color2,#f6f8fa)">'
@@ -177,22 +269,47 @@ class Explorer(View):
                 f"in {esc(', '.join(c.frames))}</div>"
                 f"<div>{esc(c.reason)}</div>"
                 f'<div style="font-family:monospace">{esc(c.filename)}:{c.line}: <code>{esc(c.source)}</code></div>'
-                f"<div>resumes at: {esc(c.resumes_at)}</div>"
+                f"{resumes}"
                 f'<div class="tc-hint">hint: {esc(c.hint)}</div></div>')
         return "".join(out)
 
+    def frame_html(self, f: FrameCompilation) -> str:
+        """One cache entry: its graph, and for a break its transformed bytecode and resume functions."""
+        shade = self.colours().get(f.label, BORDER)
+        brk = f.translation.graph_break
+        targets = resume_targets(self.report, f)
+        by_offset = {t.offset: t for t in targets}
+        lines = tuple(sorted({n.line for n in f.graph.nodes if n.line is not None})) if f.graph else ()
+        ops = f.graph.op_count if f.graph else 0
+        head = f"frame {f.label} {f.source.name}: " + (
+            f"graph of {ops} op{'s' * (ops != 1)} from {_span(lines)}" if ops else "no graph")
+        if brk is not None:
+            head += f"; graph break at line {brk.line} ({kind_of(brk)})"
+            if targets:
+                head += ", then " + " or ".join(t.name for t in targets)
+        parts = []
+        if f.graph is not None:
+            parts.append(section(f"graph {f.label} ({f.graph.op_count} ops)", code_block(f.graph.code, "python")))
+        if f.transformed_bytecode is not None:
+
+            def describe(offset: int) -> str:
+                t = by_offset.get(offset)
+                return f"resume function {t.name} -> {', '.join(t.frames) or 'not called yet'}" if t else "resume"
+
+            code = transformed_html(f.transformed_bytecode, f.label if f.graph and f.graph.op_count else None,
+                                    brk.line if brk else None, f.source.firstlineno, describe)
+            parts.append(section(f"transformed bytecode {f.label}", code))
+        original = original_frame(self.report, f).source.name
+        for r, t in zip(f.resume_functions, targets):
+            parts.append(section(f"resume function {r.name}", resume_html(r, t.offset, original)))
+        grid = ('<div class="tc-grid" style="display:grid;grid-template-columns:repeat(auto-fit,minmax(360px,1fr));'
+                f'gap:10px;align-items:start">{"".join(parts)}</div>')
+        return (f'<div class="tc-frame" data-tc-frame="{esc(f.label)}" style="border-left:6px solid {shade};'
+                f'padding:2px 0 2px 8px;margin:10px 0">'
+                f'<div class="tc-title" style="font-weight:600;margin:2px 0 4px 0">{esc(head)}</div>{grid}</div>')
+
     def frames_html(self) -> str:
-        out = []
-        for f in self.report.frames:
-            parts = []
-            if f.graph is not None:
-                parts.append(section(f"graph {f.label} ({f.graph.op_count} ops)", code_block(f.graph.code, "python")))
-            if f.transformed_bytecode is not None:
-                parts.append(section(f"transformed bytecode {f.label}", bytecode_html(f.transformed_bytecode, False)))
-            for r in f.resume_functions:
-                parts.append(section(f"resume function {r.name}", bytecode_html(r, False)))
-            out.append("".join(parts))
-        return "".join(out)
+        return "".join(self.frame_html(f) for f in self.report.frames)
 
     def inner_html(self) -> str:
         head = f'<div class="tc-head" style="font-weight:600">Graph-break explorer: {esc(self.summary())}</div>'

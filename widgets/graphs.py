@@ -99,7 +99,7 @@ def fusion_dot(frame: FrameCompilation, prov: Provenance) -> str:
         moved = g.bytes_read + g.bytes_written
         label = f"{g.name} ({g.kind}, {g.ranges}): {moved} bytes"
         out.append(f"subgraph cluster_{i} {{ label={dot_quote(label)}; style=\"rounded,filled\"; "
-                   f"fillcolor=\"{colour(i)}40\"; color=\"{colour(i)}\"; fontname=\"Helvetica\"; fontsize=11;")
+                   f"fillcolor=\"{_tint(colour(i))}\"; color=\"{colour(i)}\"; fontname=\"Helvetica\"; fontsize=11;")
         out.append(f"tooltip={dot_quote(g.name + ' stores ' + (', '.join(g.stores) or 'nothing'))};")
         for b in g.nodes:
             if b in rows:
@@ -126,6 +126,12 @@ def _buffer_attrs(b, group: int | None, why: dict, prov: Provenance, frame: Fram
     if lines:
         attrs["class"] = line_classes(lines)
     return attrs
+
+
+def _tint(hex_colour: str, white: float = 0.7) -> str:
+    """An opaque light tint: black labels stay readable on light and dark themes alike."""
+    rgb = [int(hex_colour[i:i + 2], 16) for i in (1, 3, 5)]
+    return "#" + "".join(f"{round(c + (255 - c) * white):02x}" for c in rgb)
 
 
 def _attrs(attrs: dict) -> str:

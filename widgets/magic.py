@@ -31,6 +31,8 @@ from typing import Any
 import toycompiler
 from toycompiler.artifacts import Report
 
+from .progress import Progress
+
 USAGE = """\
 usage: %%compile [--backend NAME] [--mode MODE] [--fullgraph] [--no-timing] [--explain] [--torch] [--help]
 
@@ -39,12 +41,16 @@ each compilation (source -> bytecode -> guards -> FX graph -> IR -> fusion -> ke
 
 options:
   --backend NAME  toycompiler backend: {backends} (default: auto)
-  --mode MODE     compile mode passed to toycompiler.compile (default: none)
+  --mode MODE     compile mode passed to toycompiler.compile: {modes} (default: none)
   --fullgraph     a graph break is an error instead of a split
   --no-timing     skip the eager vs compiled timing
   --explain       show the graph-break explorer instead of the stage view
   --torch         also time real torch.compile (slow: a cold compile takes seconds)
   --help          show this message and run nothing"""
+
+
+# torch.compile's modes; toycompiler accepts the same names.
+MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
 class MagicUsageError(ValueError):
@@ -68,14 +74,14 @@ class MagicOptions:
 
 
 def usage() -> str:
-    return USAGE.format(backends=", ".join(sorted(toycompiler.list_backends())))
+    return USAGE.format(backends=", ".join(sorted(toycompiler.list_backends())), modes=", ".join(MODES))
 
 
 def parse_options(line: str) -> MagicOptions:
     """``--backend cpp --no-timing`` -> :class:`MagicOptions`; raises :class:`MagicUsageError`."""
     parser = _Parser(prog="%%compile", add_help=False, allow_abbrev=False)
     parser.add_argument("--backend", default="auto")
-    parser.add_argument("--mode", default=None)
+    parser.add_argument("--mode", default=None, choices=MODES)
     parser.add_argument("--fullgraph", action="store_true")
     parser.add_argument("--no-timing", dest="timing", action="store_false")
     parser.add_argument("--explain", action="store_true")
@@ -139,6 +145,7 @@ class Recorder:
     failure: str | None = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True  # IPython leaves this frame out of the user's traceback
         import time
 
         if len(self.calls) < 8:
@@ -146,6 +153,9 @@ class Recorder:
         if self.failure is not None:
             return self.fn(*args, **kwargs)
         start = time.perf_counter()
+        progress = Progress()
+        if not self.compiled.cache.entries:
+            progress.update(f"toycompiler: compiling {self.name}...")
         try:
             out = self.compiled(*args, **kwargs)
         except Exception as e:
@@ -153,6 +163,8 @@ class Recorder:
                 raise
             self.failure = _message(e)
             return self.fn(*args, **kwargs)
+        finally:
+            progress.done()
         if self.first_call_s is None:
             self.first_call_s = time.perf_counter() - start
         return out
@@ -195,6 +207,7 @@ class CellSession:
 
 def run_cell(line: str, cell: str, shell: Any) -> Any:
     """The ``%%compile`` cell magic."""
+    __tracebackhide__ = True
     from IPython.display import display
 
     try:
@@ -238,4 +251,9 @@ def load_ipython_extension(ip: Any) -> None:
     from . import _register
 
     _register()
-    ip.register_magic_function(lambda line, cell: run_cell(line, cell, ip), magic_kind="cell", magic_name="compile")
+    def compile(line: str, cell: str) -> None:
+        __tracebackhide__ = True
+        return run_cell(line, cell, ip)
+
+    compile.__doc__ = usage()
+    ip.register_magic_function(compile, magic_kind="cell", magic_name="compile")

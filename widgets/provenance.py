@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 
 from toycompiler.artifacts import FrameCompilation, KernelArtifact
 
+_BUFFER_COMMENT = re.compile(r"(?:#|//) (buf\d+)\b(?: = (\w+))?")
+
 
 @dataclass(frozen=True)
 class LineLinks:
@@ -79,7 +81,7 @@ class Provenance:
         """Kernel source line -> the IR buffer it computes (from ``line_map``, else from stores)."""
         mapped = dict(getattr(kernel, "line_map", ()) or ())
         if mapped:
-            return mapped
+            return self._with_comments_and_accumulators(kernel, mapped)
         # Older artifacts without a line map: tie only lines that name a buffer.
         out = {}
         for i, text in enumerate(kernel.source.splitlines(), 1):
@@ -87,6 +89,25 @@ class Provenance:
                 if re.search(rf"\b{re.escape(b)}\b", text):
                     out[i] = b
         return out
+
+    @staticmethod
+    def _with_comments_and_accumulators(kernel: KernelArtifact, mapped: dict[int, str]) -> dict[int, str]:
+        """Add what ``line_map`` leaves out: each ``// buf0 = acc0 (amax, line 6)`` comment, the lines that
+        assign its variable (a reduction's ``acc0 = ...`` init and update) and the store of that variable."""
+        lines = kernel.source.splitlines()
+        for i, text in enumerate(lines, 1):
+            m = _BUFFER_COMMENT.match(text.strip())
+            if not m or m.group(1) not in kernel.nodes:
+                continue
+            buf, var = m.group(1), m.group(2)
+            mapped.setdefault(i, buf)
+            if not var:
+                continue
+            assigns = re.compile(rf"^(?:\w+\s+)?{var}\s*=[^=]|out_ptr\d+.*\b{var}\b")
+            for j, other in enumerate(lines, 1):
+                if assigns.search(other.strip()):
+                    mapped.setdefault(j, buf)
+        return mapped
 
     def lines_of_kernel_line(self, kernel: KernelArtifact, lineno: int) -> tuple[int, ...]:
         buf = self.kernel_line_buffers(kernel).get(lineno)

@@ -13,7 +13,7 @@ import re
 from toycompiler.artifacts import FrameCompilation, Report
 
 from . import graphs
-from ._render import FG_DIM, code_block, code_row, esc, hover_css, picture, pre, root, section, table
+from ._render import FG_DIM, code_block, code_row, esc, highlight_lines, hover_css, picture, pre, root, section, table
 from .base import View, stable_paths
 from .provenance import Provenance
 
@@ -80,6 +80,11 @@ class StageView(View):
     def notes(self) -> list[str]:
         f, out = self.frame, []
         brk = f.translation.graph_break
+        resume = re.search(r"<resume at (\d+)>$", f.source.name)
+        if resume:
+            line = next((r.line for r in f.bytecode.instructions[1:2]), None)  # the prologue carries the line
+            out.append(f"a resume function: runs the rest of the function from offset {resume.group(1)} "
+                       f"(line {line}), after a graph break there")
         if brk is not None:
             out.append(f"graph break at {brk.filename}:{brk.line}: {brk.reason}")
         if f.backend is not None and f.backend.fallback_reason:
@@ -174,13 +179,33 @@ class StageView(View):
             lang = "cpp" if k.language == "cpp" else "python"
             out.append(f'<div class="tc-kernel" data-tc-kernel="{esc(k.name)}">'
                        f'<div style="color:{FG_DIM}">{esc(k.name)} ({esc(k.language)})</div>'
-                       f"{code_block(k.source, lang, info)}</div>")
+                       f"{kernel_block(k.source, lang, info)}</div>")
         return "".join(out)
 
     def _html_output(self) -> str:
         src = stable_paths(self.frame.backend.output_code.source)
         info = {n: (lines, "") for n, lines in self.prov.output_line_lines().items()}
         return code_block(src, "python", info)
+
+
+_KERNEL_START = re.compile(r'^(extern "C" \w|@triton\.jit|def )')
+
+
+def kernel_block(source: str, language: str, info: dict[int, tuple[tuple[int, ...], str]]) -> str:
+    """A kernel listing whose long shared prelude (C++ vector-math declarations, helpers) is folded away.
+
+    Line numbers stay those of the kernel source, so provenance (``line_map``) still lines up.
+    """
+    rows = []
+    for n, body in enumerate(highlight_lines(source, language), 1):
+        lines, title = info.get(n, ((), ""))
+        rows.append(code_row(body, n, lines, title))
+    start = next((i for i, text in enumerate(source.splitlines()) if _KERNEL_START.match(text)), 0)
+    if start < 8:  # a few imports: show them
+        return pre(rows)
+    fold = (f'<details class="tc-prelude"><summary style="color:{FG_DIM};cursor:pointer">lines 1-{start}: '
+            f"declarations and helpers shared by every kernel</summary>{''.join(rows[:start])}</details>")
+    return pre([fold] + rows[start:])
 
 
 def bytecode_html(code, prov_lines: bool = True) -> str:

@@ -9,7 +9,7 @@ import torch
 from torch.fx.experimental.proxy_tensor import make_fx
 
 import toycompiler
-from toycompiler.testing import assert_close_tree
+from toycompiler.testing import assert_close_tree, device_for
 
 
 def capture(fn, *args) -> torch.fx.GraphModule:
@@ -18,6 +18,12 @@ def capture(fn, *args) -> torch.fx.GraphModule:
         out = fn(*a)
         return tuple(out) if isinstance(out, (tuple, list)) else (out,)
     return make_fx(wrapped)(*copy.deepcopy(args))
+
+
+def on_device(args: tuple, target: str) -> tuple:
+    """Tensors moved to where ``target``'s kernels run (CUDA for Triton when a GPU is present)."""
+    dev = torch.device(device_for(target))
+    return tuple(a.to(dev) if isinstance(a, torch.Tensor) and a.device != dev else a for a in args)
 
 
 def compile_fn(fn, *args, target: str = "cpp"):
@@ -31,6 +37,7 @@ def compile_fn(fn, *args, target: str = "cpp"):
 
 def check(fn, *args, target: str = "cpp", rtol: float = 1e-5, atol: float = 1e-5):
     """Compiled == eager (values, dtypes, shapes, and in-place changes to the inputs); returns the artifacts."""
+    args = on_device(args, target)
     compiled = compile_fn(fn, *args, target=target)
     eager_args = copy.deepcopy(args)
     expected = fn(*eager_args)

@@ -1,6 +1,8 @@
 """Which nodes share a kernel, and why: the scheduler's decisions as learners see them."""
 
 import torch
+
+from toycompiler.testing import device_for
 import torch.nn.functional as F
 from _util import check
 
@@ -38,8 +40,8 @@ def test_softmax_rows_are_one_kernel_on_both_backends():
 
 
 def test_layer_norm_rows_are_one_kernel():
-    w, b = torch.randn(12), torch.randn(12)
     for target in ("cpp", "triton"):
+        w, b = torch.randn(12, device=device_for(target)), torch.randn(12, device=device_for(target))
         arts = check(lambda x: F.layer_norm(x, (12,), w, b), torch.randn(5, 12), target=target, rtol=1e-4, atol=1e-5)
         assert len(arts.kernels) == 1 and "layer_norm" in arts.kernels[0].name
 

@@ -50,6 +50,8 @@ def render(target: str, name: str) -> str:
 @pytest.mark.parametrize("target", ["cpp", "triton"])
 @pytest.mark.parametrize("name", list(CASES))
 def test_generated_code_matches_golden(name, target):
+    if target == "triton" and torch.cuda.is_available():
+        pytest.skip("the Triton golden files hold the output code for CPU tensors (Triton's interpreter)")
     path = GOLDEN / f"{name}_{target}.txt"
     text = render(target, name)
     if os.environ.get("TOYCOMPILER_UPDATE_GOLDEN") == "1":

@@ -5,6 +5,7 @@ import torch
 import torch.nn as nn
 
 import toycompiler
+from toycompiler.testing import device_for
 
 
 class Block(nn.Module):
@@ -36,6 +37,8 @@ def compile_with(model, x, target):
         captured.append(toycompiler.get_backend(target)(gm, example_inputs))
         return captured[-1]
 
+    dev = device_for(target)
+    model, x = model.to(dev), x.to(dev)
     with torch.no_grad():
         out = torch.compile(model, backend=backend)(x)
     torch._dynamo.reset()
@@ -50,7 +53,7 @@ def test_two_layer_mlp(target):
     mlp = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 4))
     x = torch.randn(5, 8)
     out, arts = compile_with(mlp, x, target)
-    torch.testing.assert_close(out, mlp(x), rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(out, mlp(x.to(out.device)), rtol=1e-4, atol=1e-5)
     assert len(arts.kernels) == 1  # the ReLU; both Linears are addmm library calls
     assert arts.output_code.source.count("torch.addmm(") == 2
 
@@ -62,7 +65,7 @@ def test_transformer_block(target):
     x = torch.randn(2, 6, 16)
     out, arts = compile_with(block, x, target)
     with torch.no_grad():
-        torch.testing.assert_close(out, block(x), rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(out, block(x.to(out.device)), rtol=1e-4, atol=1e-4)
     names = [k.name for k in arts.kernels]
     assert sum("layer_norm" in n for n in names) == 2, names
     assert sum("softmax" in n for n in names) == 1, names
@@ -85,7 +88,7 @@ def test_dynamic_shapes_become_kernel_size_arguments(target):
 
     compiled = torch.compile(f, backend=backend, dynamic=True)
     for n in (5, 7, 2):
-        x, y = torch.randn(n, 6), torch.randn(n, 3)
+        x, y = torch.randn(n, 6, device=device_for(target)), torch.randn(n, 3, device=device_for(target))
         torch.testing.assert_close(compiled(x, y), f(x, y), rtol=1e-4, atol=1e-5)
     torch._dynamo.reset()
     assert len(captured) == 1 and captured[0].artifacts.fallback_reason is None

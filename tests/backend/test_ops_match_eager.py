@@ -7,6 +7,8 @@ transposed, sliced, broadcast). The C++ backend gets the full matrix; Triton
 
 import pytest
 import torch
+
+from toycompiler.testing import device_for
 import torch.nn.functional as F
 from _util import check
 
@@ -192,10 +194,11 @@ def test_unsupported_op_falls_back_with_a_clear_reason():
 
 @pytest.mark.parametrize("target", ["cpp", "triton"])
 def test_inputs_with_storage_offset_and_inplace_on_transposed_input(target):
-    x = torch.randn(5, 9)[1:, 2:]  # storage offset 11
+    dev = device_for(target)
+    x = torch.randn(5, 9, device=dev)[1:, 2:]  # storage offset 11
     check(lambda x: (x.softmax(-1), x[1:], x.t() @ x), x, target=target, rtol=1e-4, atol=1e-5)
 
     def scale_in_place(x, y):
         x.mul_(2)
         return y + 1
-    check(scale_in_place, torch.randn(6, 4).t(), torch.randn(4, 6), target=target)
+    check(scale_in_place, torch.randn(6, 4, device=dev).t(), torch.randn(4, 6, device=dev), target=target)

@@ -43,14 +43,22 @@ def test_compile_cell_views_render_and_link_in_jupyterlab():
                 assert view.locator(".tc-kernel .tc-tok").count() > 10  # pygments-highlighted kernel
                 assert page.locator(".tc-live .tc-chart svg").count() == 1  # the timing chart
 
+                selects = view.locator(".tc-toolbar select")
+                selects.nth(0).select_option("two")  # any two stages side by side
+                selects.nth(1).select_option("source")
+                selects.nth(2).select_option("kernels")
+                assert view.locator(".tc-grid > .tc-section:visible").count() == 2
+
                 sin_line = view.locator("[data-tc-stage='source'] .tc-row", has_text="torch.sin").first
                 sin_line.click()
                 selected = view.locator("[data-tc-stage='kernels'] .tc-sel")
                 assert selected.count() > 0
                 texts = selected.all_inner_texts()
                 assert any("sin" in t for t in texts) and not any("cos" in t for t in texts)
+                selects.nth(0).select_option("all")  # the other stages lit up too
                 assert view.locator("[data-tc-stage='bytecode'] .tc-sel").count() > 0
                 assert view.locator("[data-tc-stage='fx'] svg g.tc-sel").count() > 0
+                assert view.locator("[data-tc-stage='ir'] .tc-sel").count() > 0
             finally:
                 page.screenshot(path=str(ARTIFACTS / "lab.png"), full_page=True)
                 b.close()

@@ -1,6 +1,7 @@
 """Graph-break cards (dedup, hints, resumes-at) and the recompile matrix."""
 
 import dataclasses
+from html import escape
 
 import torch
 from toycompiler.widgets import Explorer, GuardsView, explore, recompile_matrix
@@ -39,7 +40,10 @@ def test_card_has_kind_span_resume_and_hint():
     (card,) = ex.cards
     assert card.kind == "print" and card.source == 'print("noisy")'
     assert card.filename.endswith("test_explorer_and_recompiles.py") and card.line == noisy.__code__.co_firstlineno + 2
-    assert "noisy.<resume at" in card.resumes_at and str(card.line) in card.resumes_at  # never empty
+    (resume,) = card.resumes  # the code after the print runs in a resume function, compiled as its own frame
+    assert resume.name == f"noisy.<resume at {resume.offset}>" and resume.line == card.line
+    assert resume.frames and resume.graph_lines == (card.line + 1,)  # `return y * 2`
+    assert resume.name in card.resumes_at and f"line {card.line}" in card.resumes_at
     assert "move it out" in card.hint.lower()
     assert "graph break (print)" in ex.html()
 
@@ -87,3 +91,40 @@ def test_guards_view_shows_each_entry_and_why_it_was_compiled():
     assert "def check(x):" in text
     label = f.compiled_frames[1].label
     assert f"{label} scaled" in text and "guard failed: x.shape == (4,)" in text
+
+
+def test_recompile_matrix_reuses_the_dynamic_entry_for_a_new_size():
+    f = toycompiler.compile(scaled, backend="cpp")
+    f(torch.randn(4))
+    f(torch.randn(6))  # a size change: the second entry is compiled with a symbolic size
+    m = recompile_matrix(f, [(torch.randn(9),)])
+    (a,), (b,) = m.matrix.cells
+    assert not a.passed and a.failure.actual == "(9,)"
+    assert b.passed and m.matrix.used == (b.entry,)
+
+
+def two_graphs(x):
+    a = torch.sin(x) * 2
+    print("between")
+    b = torch.cos(a)
+    return b + 1
+
+
+def test_explorer_shades_each_graph_and_shows_the_code_around_the_break():
+    ex = explore(two_graphs, torch.randn(4), backend="cpp")
+    first = two_graphs.__code__.co_firstlineno
+    (before, after) = [f for f in ex.report.frames if f.graph is not None and f.graph.op_count]
+    colours = ex.colours()
+    assert colours[before.label] != colours[after.label]
+    html = ex.html()
+    for label, line in ((before.label, first + 1), (after.label, first + 3)):  # each graph's line, its colour
+        row = f'class="tc-row tc-l{line}" title="graph {label}" style="white-space:pre;background:{colours[label]}'
+        assert row in html
+    (resume,) = ex.cards[0].resumes
+    assert resume.frames == (after.label,) and resume.graph_lines == (first + 3, first + 4)
+    name = escape(resume.name)
+    assert f"transformed bytecode {before.label}" in html and f"resume function {name}" in html
+    assert f"the compiled graph {before.label}" in html  # the call of the graph, annotated
+    assert f"resume function {name} -&gt; {after.label}" in html  # the call of the resume function
+    assert f"continues here: offset {resume.offset} of two_graphs" in html  # where the resume's jump lands
+    assert "skipped: they ran before the break" in html

@@ -44,3 +44,21 @@ def test_output_code_kernel_call_maps_to_the_lines_it_computes(frame, lines):
     call_lines = [n for n, t in enumerate(frame.backend.output_code.source.splitlines(), 1)
                   if frame.backend.kernels[0].name + "(" in t]
     assert call_lines and set(out[call_lines[0]]) == {LINE_A, LINE_B}
+
+
+def test_reduction_accumulator_and_store_lines_belong_to_their_buffers():
+    import torch
+
+    import toycompiler
+
+    def softmax_rows(x):
+        return torch.softmax(x, dim=-1)
+
+    frame = toycompiler.explain(softmax_rows, backend="cpp")(torch.randn(4, 8)).frames[0]
+    (kernel,) = frame.backend.kernels
+    owners = Provenance(frame).kernel_line_buffers(kernel)
+    src = kernel.source.splitlines()
+    update = next(i for i, t in enumerate(src, 1) if "toy_maximum(acc" in t)  # the amax accumulator's update
+    store = next(i for i, t in enumerate(src, 1) if t.strip().startswith("out_ptr0["))
+    amax = next(b.name for b in frame.backend.ir.buffers if "amax" in b.origins)
+    assert owners[update] == amax and owners[store] == kernel.nodes[-1]

@@ -100,3 +100,30 @@ def test_highlight_lines_keeps_one_string_per_line(language, needle):
 def test_explorer_html_has_no_script():
     html = explore(noisy, torch.randn(3), backend="cpp").html()
     assert "<script" not in html and "graph break" in html and "hint:" in html
+
+
+def test_indentation_is_never_a_whitespace_only_node():
+    # nbconvert's sanitizer collapses whitespace-only text between tags, which would lose indentation.
+    line = _render.highlight_lines("def f():\n    return 1\n", "python")[1]
+    assert re.match(r'<span class="tc-tok" style="[^"]*">    return</span>', line)
+
+
+def softmax_rows(x):
+    return torch.softmax(x, dim=-1)
+
+
+def test_cpp_kernel_prelude_is_folded_and_kernel_lines_keep_their_numbers():
+    frame = toycompiler.explain(softmax_rows, backend="cpp")(torch.randn(4, 8)).frames[0]
+    (kernel,) = frame.backend.kernels
+    html = stage_view(frame).stage_html("kernels")
+    start = next(i for i, t in enumerate(kernel.source.splitlines(), 1) if t.startswith('extern "C" void'))
+    assert f"lines 1-{start - 1}: declarations and helpers" in html and "<details" in html
+    assert re.search(rf'<span class="tc-num"[^>]*>\s*{start}  </span>.*?void', html)  # numbering unchanged
+
+
+def test_resume_function_stage_view_says_where_it_continues():
+    report = toycompiler.explain(noisy, backend="cpp")(torch.randn(3))
+    resume = next(f for f in report.frames if "<resume at" in f.source.name)
+    text = stage_view(resume).text()
+    line = noisy.__code__.co_firstlineno + 2  # print("side effect")
+    assert "a resume function: runs the rest of the function from offset" in text and f"(line {line})" in text
