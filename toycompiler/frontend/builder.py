@@ -82,7 +82,9 @@ class WrapMixin:
             if source is not None:
                 self.constant_guard(source, value, line)
             return ConstantVariable(value, source)
-        if type(value) in (tuple, list, dict) and source is not None and _plain_keys(value):
+        if type(value) in (list, dict) and source is not None:
+            return self._wrap_mutable_container(value, source, line)
+        if type(value) is tuple and source is not None:
             return self._wrap_container(value, source, line)
         if type(value) in (tuple, list, dict):
             return wrap_constant_result(value)
@@ -112,6 +114,23 @@ class WrapMixin:
         else:
             self.guards.constant(source, value, line)
 
+    def _wrap_mutable_container(self, value: Any, source: str, line: int | None) -> Variable:
+        """A caller's list or dict: one variable per object, even when reached twice (``b = a``
+        before a break: the resume function gets both), so ``a is b`` and changes agree."""
+        known = self.output.caller_containers.get(id(value))
+        if known is not None and known[0] is value:
+            _, other_source, var = known
+            kind = type(value).__name__
+            self.guards.add(f"{source} is {other_source}", "DUPLICATE_INPUT",
+                            f"{source} was the same {kind} as {other_source}", line)
+            return var
+        if _plain_keys(value):
+            var = self._wrap_container(value, source, line)
+        else:
+            var = self._wrap_dict_by_value(value, source, line)
+        self.output.caller_containers[id(value)] = (value, source, var)
+        return var
+
     def _wrap_container(self, value: Any, source: str, line: int | None) -> Variable:
         """A caller's tuple, list or dict: its type is guarded now, its contents when first used
         (``log.append`` reads no item, and must not recompile when ``log`` grows)."""
@@ -138,6 +157,21 @@ class WrapMixin:
             f"len({source}) == {len(value)}", "LENGTH_MATCH", f"{source} was unpacked", line
         )
         return [self.wrap(v, f"{source}[{i}]") for i, v in enumerate(value)]
+
+
+    def _wrap_dict_by_value(self, value: dict, source: str, line: int | None) -> Variable:
+        """A caller's dict whose keys can't be written in a guard (``{torch.float32: 2.0}``): a
+        constant, guarded equal to a copy of itself; like any caller's dict, it may not be changed."""
+        if not all(isinstance(v, CONSTANT_TYPES) for v in value.values()):
+            raise Unsupported(
+                f"{source} is a dict whose keys can't be written in a guard and whose values are "
+                "not constants; not traced"
+            )
+        copy = self.register_object(dict(value))
+        self.guards.add(f"{source} == {copy}", "DICT_MATCH", f"{source} was read as a constant dict", line)
+        var = wrap_constant_result(value)
+        var.source = source  # the caller's object: changing it is a "mutation" break
+        return var
 
 
 def _plain_keys(value: Any) -> bool:

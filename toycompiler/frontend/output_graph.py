@@ -42,6 +42,7 @@ class OutputGraph:
         self.submodules: dict[str, torch.nn.Module] = {}  # branch graphs of torch.cond
         self.instructions_run = 0  # by the translator and every inlined call
         self.journal: list[tuple[Any, str, Any]] = []  # (object, attribute, value before a change)
+        self.caller_containers: dict[int, tuple[Any, str, Any]] = {}  # id -> (list or dict, source, variable)
         self.current_line: int | None = None
         self.current_offset: int | None = None
         self.events: list[str] = []

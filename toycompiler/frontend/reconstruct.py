@@ -146,6 +146,7 @@ def _list(cg: Codegen, v: ListVariable) -> None:
     if simple_source(v.source):
         cg.load_source(v.source)  # the caller's list, unchanged: the translator refuses to change it
         return
+    _not_a_copy(v)
 
     def build() -> None:
         for item in v.items:
@@ -159,6 +160,7 @@ def _dict(cg: Codegen, v: DictVariable) -> None:
     if simple_source(v.source):
         cg.load_source(v.source)
         return
+    _not_a_copy(v)
 
     def build() -> None:
         for key, value in v.items.items():
@@ -167,6 +169,12 @@ def _dict(cg: Codegen, v: DictVariable) -> None:
         cg.emit("BUILD_MAP", len(v.items))
 
     cg.build_once(v, build)
+
+
+def _not_a_copy(v: Variable) -> None:
+    """A caller's list or dict that can't be read again must not be replaced by a copy."""
+    if v.source is not None:
+        raise CannotRebuild(f"{v.source} is the caller's {v.python_type().__name__}, and can't be read again")
 
 
 def _iterator(cg: Codegen, v: IteratorVariable) -> None:

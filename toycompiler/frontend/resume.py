@@ -22,6 +22,7 @@ and jumps to the next instruction. A resume function is an ordinary Python
 function, so it is compiled lazily like any other, with its own guards and
 cache, and may break again. Code objects are assembled with the ``bytecode``
 package (which computes stack sizes, jump offsets, line and exception tables).
+How each kind of symbolic value is rebuilt as a real one: :mod:`.reconstruct`.
 
 Mirrors: torch/_dynamo/resume_execution.py (ContinueExecutionCache,
 generate_based_on_original_code_object), torch/_dynamo/codegen.py (PyCodegen)
@@ -144,6 +145,10 @@ def plan_break(code: types.CodeType, instructions: list, stack: list[Variable], 
         kind, consumed, produced, targets = "jump", 1, 0, [after, inst.target]
     elif inst.opname in PUSHES_NULL | NOT_REPLAYABLE or instruction_at(code, offset).has_jump():
         raise CannotResume(f"can't resume after {inst.opname}")
+    elif inst.opname.startswith("LOAD_FAST") and inst.argval in locals_ and not isinstance(locals_[inst.argval],
+                                                                                            Variable):
+        # The break is the first read of an argument: a resume function would read it again, and break again.
+        raise CannotResume(f"the first read of {inst.argval} broke: {inst.argval} can't be traced")
     else:
         pre, post = instruction_at(code, offset).pre_and_post_stack_effect(jump=False)
         kind, consumed, produced, targets = "generic", -pre, post, [after]

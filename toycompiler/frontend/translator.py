@@ -310,8 +310,9 @@ class InstructionTranslator(
         torch._C._set_grad_enabled(enabled)
 
     def guard_no_aliasing(self) -> None:
-        """The tensor inputs were distinct objects: ``a is b``, sets and lookups relied on it."""
-        sources = self.output.input_sources
+        """The tensor inputs (and the caller's lists and dicts) were distinct objects: ``a is b``,
+        sets and lookups relied on it."""
+        sources = self.output.input_sources + [src for _, src, _ in self.output.caller_containers.values()]
         if len(sources) > 1:
             expr = f"len({{id(t) for t in ({', '.join(sources)})}}) == {len(sources)}"
             self.guards.add(expr, "NO_ALIASING", "the tensor inputs were distinct objects")
