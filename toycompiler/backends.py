@@ -87,6 +87,7 @@ def _toy(target: str | None) -> Backend:
             return CompiledGraph(gm.forward, arts)
 
     backend.toy = True  # takes the ``source`` keyword, for kernel comments
+    backend.supports_dynamic_shapes = True  # symbolic sizes become kernel arguments
     backend.__name__ = f"toycompiler_{target or 'auto'}"
     return backend
 
