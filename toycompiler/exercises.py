@@ -198,8 +198,8 @@ def check_lesson02_guards(n_guards: Any) -> Verdict:
     if n_guards != expected:
         return _wrong(f"{n_guards} is not it: there are {expected}. Print report.guards to see each one "
                       "and the reason it was added.")
-    return _ok(f"{expected} guards: each tensor argument is checked for type, dtype, device, shape, strides "
-               "and requires_grad.")
+    return _ok(f"{expected} guards: type, dtype, device, shape, strides and requires_grad of each tensor, "
+               "plus what else the trace relied on (each guard's reason says what).")
 
 
 # -- lesson 3: ways to capture a graph ---------------------------------------------------
