@@ -22,7 +22,7 @@ import statistics
 import sys
 import time
 import warnings
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 

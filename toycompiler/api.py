@@ -16,8 +16,9 @@ from __future__ import annotations
 import functools
 import types
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import torch
 

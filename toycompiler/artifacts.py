@@ -13,8 +13,8 @@ registers them when imported) and otherwise shows the text.
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 # Views register ``type -> (artifact -> html)`` here; the compiler never imports them.
 html_renderers: dict[type, Callable[[object], str]] = {}
@@ -178,7 +178,7 @@ class RecompileRecord:
 
     frame: str  # the code object's name
     miss: int  # which cache miss of this frame (1-based): the rows of the recompile matrix
-    failures: tuple["GuardFailure", ...]  # one per entry tried, in order
+    failures: tuple[GuardFailure, ...]  # one per entry tried, in order
     outcome: str  # "compiled [0/2]" or "recompile limit (8) reached: ran eagerly"
 
     def __str__(self) -> str:

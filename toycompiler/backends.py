@@ -16,7 +16,8 @@ Mirrors: torch/_dynamo/backends/registry.py.
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.fx
@@ -70,9 +71,8 @@ def _toy(target: str | None) -> Backend:
     """A toy backend for one codegen target (None: chosen per call by :func:`default_target`)."""
 
     def backend(gm: torch.fx.GraphModule, example_inputs: list, source: A.SourceArtifact | None = None) -> Callable:
-        from .pipeline import CompiledGraph, compile_graph
-
         from .backend import training
+        from .pipeline import CompiledGraph, compile_graph
 
         chosen = target or default_target(list(example_inputs))
         if training.needs_autograd(list(example_inputs)):  # forward and backward, through AOTAutograd

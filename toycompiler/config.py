@@ -67,7 +67,7 @@ class Config:
     # Reuse compiled graphs from cache_dir across processes (Inductor's FX graph cache).
     graph_cache: bool = True
 
-    def patch(self, **changes: object) -> "_Patch":
+    def patch(self, **changes: object) -> _Patch:
         """Temporarily change settings: ``with config.patch(fusion=False): ...``."""
         unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
         if unknown:

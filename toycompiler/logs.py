@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 from . import artifacts as A
 

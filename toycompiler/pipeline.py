@@ -17,8 +17,9 @@ from __future__ import annotations
 import dataclasses
 import time
 import types
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import torch
 import torch.fx
@@ -130,7 +131,8 @@ def compile_frame(fn: types.FunctionType, args: tuple, kwargs: dict, backend: Ca
     ``wrap_resume`` turns each resume function into something callable (the API compiles them lazily);
     ``shapes`` (a frontend.shapes.ShapePolicy) says which sizes are symbolic.
     """
-    from .frontend import bytecode, guards as G, translator
+    from .frontend import bytecode, translator
+    from .frontend import guards as G
 
     clock = StageClock()
     source = clock("source", read_source, fn)

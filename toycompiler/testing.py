@@ -8,7 +8,8 @@ found in the report, not by guesswork.
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 

@@ -1,12 +1,11 @@
 """Which nodes share a kernel, and why: the scheduler's decisions as learners see them."""
 
 import torch
-
-from toycompiler.testing import device_for
 import torch.nn.functional as F
 from _util import check
 
 import toycompiler
+from toycompiler.testing import device_for
 
 
 def chain8(x, y):

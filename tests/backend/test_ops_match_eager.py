@@ -7,10 +7,10 @@ transposed, sliced, broadcast). The C++ backend gets the full matrix; Triton
 
 import pytest
 import torch
-
-from toycompiler.testing import device_for
 import torch.nn.functional as F
 from _util import check
+
+from toycompiler.testing import device_for
 
 UNARY = {
     "sin_cos": lambda x: torch.sin(x) + torch.cos(x),

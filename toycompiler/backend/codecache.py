@@ -75,7 +75,7 @@ def load_cpp_kernel(path: str, name: str, nargs: int, nsizes: int = 0) -> ctypes
     return fn
 
 
-def load_triton_kernel(path: str, name: str) -> "TritonLauncher":
+def load_triton_kernel(path: str, name: str) -> TritonLauncher:
     """A ``@triton.jit`` kernel from a cached module, behind the low-overhead launcher."""
     from .launcher import TritonLauncher
 

@@ -105,7 +105,7 @@ class Load:
 
 @dataclass(frozen=True)
 class Const:
-    value: Union[int, float, bool]
+    value: int | float | bool
     dtype: torch.dtype
 
     def __str__(self) -> str:
@@ -128,7 +128,7 @@ class Op:
     """An elementwise operation, e.g. ``Op('sin', (x,))``; ``dtype`` is the result's."""
 
     op: str
-    args: tuple["Expr", ...]
+    args: tuple[Expr, ...]
     dtype: torch.dtype
 
     def __str__(self) -> str:
@@ -264,7 +264,7 @@ class GraphIR:
     """The lowered graph: buffers in topological order and which ones are outputs."""
 
     inputs: tuple[InputBuffer, ...]
-    buffers: tuple[Union[ComputedBuffer, ExternKernel], ...]
+    buffers: tuple[ComputedBuffer | ExternKernel, ...]
     outputs: tuple[str, ...]  # buffer names, in the FX graph's output order
     output_refs: tuple[TensorRef, ...] = ()  # each output as a view of its buffer (strides eager would give)
     params: tuple[str, ...] = ()  # the wrapper's parameters, in placeholder order (tensors and sizes)

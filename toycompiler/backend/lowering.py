@@ -17,8 +17,9 @@ and torch/_inductor/graph.py (GraphLowering.run_node).
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import sympy
 import torch
@@ -259,7 +260,7 @@ def _expand_to(v: TensorValue, size: tuple) -> TensorValue:
     return TensorValue(size, v.dtype, v.device, broadcast_loader(v, size))
 
 
-def _copy_into_input(graph: "GraphLowering", node: torch.fx.Node, dst: TensorValue, src: Any) -> TensorValue:
+def _copy_into_input(graph: GraphLowering, node: torch.fx.Node, dst: TensorValue, src: Any) -> TensorValue:
     """``copy_(input, value)``, which functionalization leaves for mutated inputs: a store into the input."""
     inputs = {b.name: b for b in graph.inputs if b.kind == "input"}
     if dst.ref is None or dst.ref.buf not in inputs:

@@ -12,7 +12,8 @@ cat, full, iota) and torch/_inductor/ir.py (View, ReinterpretView).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import sympy
 import torch

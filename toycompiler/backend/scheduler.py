@@ -156,7 +156,7 @@ def _why_fused(kernel: Kernel, node: Node, where: str, producers: list[str]) -> 
     return "independent work over the same range (sibling fusion shares the loop)"
 
 
-def schedule(ir: GraphIR, config: Config) -> "Schedule":
+def schedule(ir: GraphIR, config: Config) -> Schedule:
     kernels: list[Kernel] = []
     decisions: list[FusionDecision] = []
     home: dict[str, int] = {}  # buffer -> index of its kernel

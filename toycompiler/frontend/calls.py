@@ -22,10 +22,9 @@ from typing import Any
 
 import torch
 
-from .resume import graph_break
-
 from . import pybuiltins
 from .containers import DictVariable, TupleVariable
+from .resume import graph_break
 from .variables import (
     CONSTANT_TYPES,
     FOLDABLE,

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import inspect
 import types
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import torch
 

@@ -18,12 +18,11 @@ from typing import Any
 
 import torch
 import torch.fx
-from torch._subclasses.fake_tensor import FakeTensorMode
 
 from .. import provenance
-from .shapes import ShapePolicy
 from ..artifacts import SourceArtifact
 from .containers import DictVariable, ListVariable, NamedTupleVariable, TupleVariable
+from .shapes import ShapePolicy
 from .variables import TensorVariable, Unsupported, Variable, wrap_constant_result
 
 

@@ -41,8 +41,9 @@ import functools
 import inspect
 import sys
 import types
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import bytecode as pybc
 import torch.fx

@@ -54,7 +54,6 @@ from .handlers_data import DataHandlers
 from .handlers_names import NameHandlers
 from .inline import InlineMixin, instructions_of
 from .output_graph import OutputGraph, as_fake, as_node_arg, rebuild_expr, tensor_variables
-from .resume import graph_break
 from .shapes import ShapePolicy
 from .variables import (
     CONSTANT_TYPES,

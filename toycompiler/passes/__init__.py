@@ -7,7 +7,7 @@ edits the graph in place), kept in its own module.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 import torch.fx

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Callable
+from collections.abc import Callable
 
 from ...artifacts import KernelArtifact, OutputCodeArtifact, SourceArtifact
 from ...config import Config
