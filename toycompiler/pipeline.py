@@ -43,72 +43,6 @@ class StageClock:
             self.times.append(A.StageTime(name, time.perf_counter() - start))
 
 
-# -- the backend: FX graph -> kernels ----------------------------------------------
-
-
-class CompiledGraph:
-    """What a toy backend returns: callable like the graph, carrying its artifacts."""
-
-    def __init__(self, call: Callable, artifacts: A.BackendArtifacts):
-        self.call, self.artifacts = call, artifacts
-
-    def __call__(self, *args: Any) -> Any:
-        return self.call(*args)
-
-
-def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, target: str, config: Config,
-                  source: A.SourceArtifact | None = None) -> CompiledGraph:
-    """FX graph -> passes -> loop IR -> fusion -> kernels -> output code (or all of it from the cache)."""
-    from .backend import codecache, codegen, launcher, lowering, scheduler
-    from .passes import run_passes
-
-    clock = StageClock()
-    key, bypass = clock("cache lookup", codecache.graph_key, gm, example_inputs, target, config, source)
-    hit = codecache.load_graph(key, config) if key and config.graph_cache else None
-    if hit is not None:
-        arts, constants = hit
-        return runtime_graph(arts, constants, example_inputs, config, clock, f"hit {key}")
-    graph = graph_artifact(gm, "input graph")
-    aten_gm, passes = clock("passes", run_passes, gm, example_inputs, config)
-    ir = clock("lowering", lowering.lower, aten_gm)
-    if config.verify_ir:
-        from .backend.ir import verify
-        verify(ir)
-    plan = clock("scheduling", scheduler.schedule, ir, config)
-    constants = lowering.constant_tensors(ir, aten_gm)
-    # the callable codegen returns is not needed: runtime_graph loads the output module itself
-    _, kernels, output = clock("codegen", codegen.generate, ir, plan, target, config, source, constants)
-    tuning = None
-    if config.mode == "max-autotune":
-        tuning = clock("autotune", launcher.autotune, codecache.output_module(output.path), example_inputs,
-                       target, constants)
-    arts = A.BackendArtifacts(target, graph, passes, lowering.ir_artifact(ir), plan.artifact, kernels, output,
-                              runtime=A.RuntimeArtifact(config.mode, "", "", "", tuning))
-    cache = "off (config.graph_cache=False)" if not config.graph_cache else f"bypassed: {bypass}"
-    if key and config.graph_cache:
-        stored, why_not = codecache.save_graph(key, arts, constants, config)
-        cache = f"miss, stored as {key}" if stored else f"miss, not stored: {why_not}"
-    return runtime_graph(arts, constants, example_inputs, config, clock, cache)
-
-
-def runtime_graph(arts: A.BackendArtifacts, constants: list, example_inputs: list, config: Config,
-                  clock: StageClock, cache: str) -> CompiledGraph:
-    """How each call runs: kernel launch path, CUDA graph replay; recorded in ``arts.runtime``."""
-    from .backend import codecache, cudagraphs, launcher
-
-    module = codecache.output_module(arts.output_code.path)
-    call = codecache.with_constants(module.call, constants)  # call(*inputs) -> module.call(*inputs, *constants)
-    launchers = launcher.launchers_of(vars(module))
-    tuning = arts.runtime.autotune if arts.runtime else None
-    launcher.apply_choices(launchers, tuning)
-    launch = launchers[0].reason if launchers else "C++ through ctypes (argtypes declared once)"
-    use_graphs, graphs_reason = cudagraphs.cudagraphs_decision(config.mode, example_inputs)
-    if use_graphs:
-        call = cudagraphs.CUDAGraphRunner(call)
-    runtime = A.RuntimeArtifact(config.mode, launch, graphs_reason, cache, tuning)
-    return CompiledGraph(call, dataclasses.replace(arts, runtime=runtime, times=tuple(clock.times)))
-
-
 # -- the frontend: Python function -> guarded entry ----------------------------------
 
 
@@ -224,3 +158,69 @@ def read_source(fn: types.FunctionType) -> A.SourceArtifact:
     except (OSError, TypeError):
         lines, first = linecache.getlines(code.co_filename)[code.co_firstlineno - 1:], code.co_firstlineno
     return A.SourceArtifact(code.co_qualname, code.co_filename, first, tuple(line.rstrip("\n") for line in lines))
+
+
+# -- the backend: FX graph -> kernels ----------------------------------------------
+
+
+class CompiledGraph:
+    """What a toy backend returns: callable like the graph, carrying its artifacts."""
+
+    def __init__(self, call: Callable, artifacts: A.BackendArtifacts):
+        self.call, self.artifacts = call, artifacts
+
+    def __call__(self, *args: Any) -> Any:
+        return self.call(*args)
+
+
+def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, target: str, config: Config,
+                  source: A.SourceArtifact | None = None) -> CompiledGraph:
+    """FX graph -> passes -> loop IR -> fusion -> kernels -> output code (or all of it from the cache)."""
+    from .backend import codecache, codegen, launcher, lowering, scheduler
+    from .passes import run_passes
+
+    clock = StageClock()
+    key, bypass = clock("cache lookup", codecache.graph_key, gm, example_inputs, target, config, source)
+    hit = codecache.load_graph(key, config) if key and config.graph_cache else None
+    if hit is not None:
+        arts, constants = hit
+        return runtime_graph(arts, constants, example_inputs, config, clock, f"hit {key}")
+    graph = graph_artifact(gm, "input graph")
+    aten_gm, passes = clock("passes", run_passes, gm, example_inputs, config)
+    ir = clock("lowering", lowering.lower, aten_gm)
+    if config.verify_ir:
+        from .backend.ir import verify
+        verify(ir)
+    plan = clock("scheduling", scheduler.schedule, ir, config)
+    constants = lowering.constant_tensors(ir, aten_gm)
+    # the callable codegen returns is not needed: runtime_graph loads the output module itself
+    _, kernels, output = clock("codegen", codegen.generate, ir, plan, target, config, source, constants)
+    tuning = None
+    if config.mode == "max-autotune":
+        tuning = clock("autotune", launcher.autotune, codecache.output_module(output.path), example_inputs,
+                       target, constants)
+    arts = A.BackendArtifacts(target, graph, passes, lowering.ir_artifact(ir), plan.artifact, kernels, output,
+                              runtime=A.RuntimeArtifact(config.mode, "", "", "", tuning))
+    cache = "off (config.graph_cache=False)" if not config.graph_cache else f"bypassed: {bypass}"
+    if key and config.graph_cache:
+        stored, why_not = codecache.save_graph(key, arts, constants, config)
+        cache = f"miss, stored as {key}" if stored else f"miss, not stored: {why_not}"
+    return runtime_graph(arts, constants, example_inputs, config, clock, cache)
+
+
+def runtime_graph(arts: A.BackendArtifacts, constants: list, example_inputs: list, config: Config,
+                  clock: StageClock, cache: str) -> CompiledGraph:
+    """How each call runs: kernel launch path, CUDA graph replay; recorded in ``arts.runtime``."""
+    from .backend import codecache, cudagraphs, launcher
+
+    module = codecache.output_module(arts.output_code.path)
+    call = codecache.with_constants(module.call, constants)  # call(*inputs) -> module.call(*inputs, *constants)
+    launchers = launcher.launchers_of(vars(module))
+    tuning = arts.runtime.autotune if arts.runtime else None
+    launcher.apply_choices(launchers, tuning)
+    launch = launchers[0].reason if launchers else "C++ through ctypes (argtypes declared once)"
+    use_graphs, graphs_reason = cudagraphs.cudagraphs_decision(config.mode, example_inputs)
+    if use_graphs:
+        call = cudagraphs.CUDAGraphRunner(call)
+    runtime = A.RuntimeArtifact(config.mode, launch, graphs_reason, cache, tuning)
+    return CompiledGraph(call, dataclasses.replace(arts, runtime=runtime, times=tuple(clock.times)))
