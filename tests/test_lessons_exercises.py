@@ -7,9 +7,9 @@ import inspect
 
 import pytest
 
-from toycompiler import exercises
+from toycompiler import checkers
 
-CHECKERS = [f for name, f in vars(exercises).items() if name.startswith("check_lesson") and callable(f)]
+CHECKERS = [f for name, f in vars(checkers).items() if name.startswith("check_lesson") and callable(f)]
 
 
 def test_every_lesson_has_checkers():
@@ -27,12 +27,12 @@ def test_placeholder_gets_a_hint(checker, capsys):
 
 
 @pytest.mark.parametrize("checker, answer, expected", [
-    (exercises.check_lesson02_break_even, lambda c, e, k: c / (e - k), "returned"),
-    (exercises.check_lesson08_view_index, lambda index, strides, offset: sum(index), "PyTorch reads"),
-    (exercises.check_lesson10_grid, lambda n, block: (n // block, 0), "expected"),
-    (exercises.check_lesson08_transpose, lambda i, j, rows, cols: i * cols + j, "is stored at"),
-    (exercises.check_lesson12_backward, lambda x, y, g: y * g, "differs from autograd"),
-    (exercises.check_lesson02_break_even, lambda c, e, k: 1 / 0, "raised ZeroDivisionError"),
+    (checkers.check_lesson02_break_even, lambda c, e, k: c / (e - k), "returned"),
+    (checkers.check_lesson08_view_index, lambda index, strides, offset: sum(index), "PyTorch reads"),
+    (checkers.check_lesson10_grid, lambda n, block: (n // block, 0), "expected"),
+    (checkers.check_lesson08_transpose, lambda i, j, rows, cols: i * cols + j, "is stored at"),
+    (checkers.check_lesson12_backward, lambda x, y, g: y * g, "differs from autograd"),
+    (checkers.check_lesson02_break_even, lambda c, e, k: 1 / 0, "raised ZeroDivisionError"),
 ])
 def test_wrong_answer_gets_a_verdict_not_a_traceback(checker, answer, expected, capsys):
     verdict = checker(answer)
@@ -42,11 +42,11 @@ def test_wrong_answer_gets_a_verdict_not_a_traceback(checker, answer, expected, 
 
 
 def test_wrong_kernel_source_reports_the_compiler_message(capsys):
-    verdict = exercises.check_lesson11_kernel('extern "C" void square_plus_one(const float* a) { oops }')
+    verdict = checkers.check_lesson11_kernel('extern "C" void square_plus_one(const float* a) { oops }')
     out = capsys.readouterr().out
     assert not verdict and out.startswith("✗ the C++ compiler rejected it")
 
 
 def test_right_answer_passes_and_says_why(capsys):
-    verdict = exercises.check_lesson10_grid(lambda n, block: (-(-n // block), -(-n // block) * block - n))
+    verdict = checkers.check_lesson10_grid(lambda n, block: (-(-n // block), -(-n // block) * block - n))
     assert verdict and capsys.readouterr().out.startswith("✓")

@@ -41,7 +41,14 @@ except Exception:  # an older torch without the registry: toycompiler.compile st
     pass
 
 
-def load_ipython_extension(ip):  # %load_ext toycompiler; the views load only now, never on import
-    from .widgets.magic import load_ipython_extension as load
+def load_ipython_extension(ip):
+    """``%load_ext toycompiler``: a short spelling of ``%load_ext toycompiler.widgets``.
 
-    load(ip)
+    The compiler never imports the views. This hook, run by IPython and never
+    while compiling, hands over to the views' own extension by name, the same
+    way ``%load_ext toycompiler.widgets`` would; it is the one place the
+    compiler package names them.
+    """
+    import importlib
+
+    importlib.import_module("toycompiler.widgets").load_ipython_extension(ip)

@@ -5,28 +5,21 @@ artifact holds no closures and no live compiler objects, only text, numbers
 and tuples, so views (``toycompiler.widgets``), ``explain()`` and tests can
 read it without knowing how the compiler works inside.
 
-Each artifact prints as readable text (``str(artifact)``). In a notebook,
-``_repr_html_`` asks the renderer registered for its type (the widgets package
-registers them when imported) and otherwise shows the text.
+Each artifact prints as readable text (``str(artifact)``), in a notebook too.
+The rich views live outside the compiler: ``toycompiler.widgets`` registers
+them with IPython's display formatter when imported or loaded with
+``%load_ext toycompiler.widgets``; nothing here knows about them.
 """
 
 from __future__ import annotations
 
 import html
-from collections.abc import Callable
 from dataclasses import dataclass
 
-# Views register ``type -> (artifact -> html)`` here; the compiler never imports them.
-html_renderers: dict[type, Callable[[object], str]] = {}
-
-
 class Artifact:
-    """Mixin: text by default, HTML from a registered renderer when there is one."""
+    """Mixin: in a notebook an artifact shows as its text (the views register richer HTML)."""
 
     def _repr_html_(self) -> str:
-        render = html_renderers.get(type(self))
-        if render is not None:
-            return render(self)
         return f"<pre>{html.escape(str(self))}</pre>"
 
 
@@ -560,12 +553,6 @@ class Report(Artifact):
         return "\n\n".join(
             f.backend.output_code.source for f in self.frames if f.backend and f.backend.output_code
         )
-
-    def save_html(self, path: str) -> str:
-        """One self-contained HTML file of every stage (the views load only now)."""
-        from .widgets.export import save_html
-
-        return save_html(self, path)
 
     def __str__(self) -> str:
         head = [

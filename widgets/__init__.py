@@ -1,8 +1,7 @@
 """Views over toycompiler artifacts: notebook widgets that read the recorded stages.
 
 Each view renders as stable text, as self-contained HTML (inline SVG, no
-scripts) and, in a live kernel, as an anywidget (see :mod:`.base`). Importing
-this package registers rich ``_repr_html_`` renderers for the artifacts.
+scripts) and, in a live kernel, as an anywidget (see :mod:`.base`).
 
     from toycompiler import widgets
     report = toycompiler.explain(f)(x, y)
@@ -11,8 +10,14 @@ this package registers rich ``_repr_html_`` renderers for the artifacts.
     widgets.stepper(report.frames[0])   # the translator, one instruction at a time
     widgets.save_html(report, "f.html") # one file, readable offline
 
-The compiler never imports this package (``%load_ext toycompiler`` and
-``Report.save_html`` load it lazily).
+    %load_ext toycompiler.widgets       # in a notebook: %%compile, and rich artifacts
+
+The compiler never imports this package: its artifacts are plain data that
+print as text. The rich HTML of a ``Report``, a ``FrameCompilation`` or a
+``GuardsArtifact`` is registered here, with IPython's own display formatter
+(``formatters["text/html"].for_type``), when this package is imported inside
+IPython or loaded as an extension. (``%load_ext toycompiler`` also works: the
+compiler's ``load_ipython_extension`` hands over to the one here by name.)
 """
 
 from __future__ import annotations
@@ -41,18 +46,10 @@ def stepper(frame_or_report) -> Stepper:
 
 def recompile_matrix(compiled, calls) -> RecompileMatrix:
     """``calls``: a list of argument tuples (or ``(args, kwargs)`` pairs) to check every cache entry against."""
-    from toycompiler.recompiles import guard_matrix
+    from .recompiles import guard_matrix
 
     pairs = [c if (len(c) == 2 and isinstance(c[1], dict)) else (tuple(c), {}) for c in calls]
     return RecompileMatrix(guard_matrix(compiled, pairs))
-
-
-def _register() -> None:
-    """Fill the artifacts' renderer registry so their ``_repr_html_`` shows rich views."""
-    r = _artifacts.html_renderers
-    r[_artifacts.Report] = lambda rep: ReportView(rep).html()
-    r[_artifacts.FrameCompilation] = lambda f: StageView(f).html()
-    r[_artifacts.GuardsArtifact] = lambda g: _guards_html(g)
 
 
 def _guards_html(g) -> str:
@@ -61,7 +58,38 @@ def _guards_html(g) -> str:
     return root(code_block(g.code, "python"))
 
 
-_register()
+# artifact class -> its rich HTML; IPython prefers these to the artifact's own plain ``_repr_html_``
+HTML_VIEWS = {
+    _artifacts.Report: lambda rep: ReportView(rep).html(),
+    _artifacts.FrameCompilation: lambda f: StageView(f).html(),
+    _artifacts.GuardsArtifact: _guards_html,
+}
+
+
+def register_html(ip=None) -> None:
+    """Show artifacts as rich views in IPython ``ip`` (default: the running one; none: do nothing)."""
+    if ip is None:
+        try:
+            from IPython import get_ipython
+        except ImportError:
+            return
+        ip = get_ipython()
+    if ip is None:  # plain Python: artifacts print as text
+        return
+    html = ip.display_formatter.formatters["text/html"]
+    for cls, render in HTML_VIEWS.items():
+        html.for_type(cls, render)
+
+
+def load_ipython_extension(ip) -> None:
+    """``%load_ext toycompiler.widgets``: the ``%%compile`` cell magic and rich artifact views."""
+    from .magic import load_ipython_extension as load
+
+    load(ip)
+
+
+register_html()
 
 __all__ = ["Explorer", "GuardsView", "RecompileMatrix", "ReportView", "StageView", "Stepper", "TimingView",
-           "explore", "recompile_matrix", "save_html", "set_live", "stage_view", "stepper"]
+           "explore", "load_ipython_extension", "recompile_matrix", "register_html", "save_html", "set_live",
+           "stage_view", "stepper"]

@@ -12,15 +12,15 @@ import dataclasses
 from dataclasses import dataclass
 
 from toycompiler.artifacts import Report
-from toycompiler.recompiles import GuardMatrix, guard_matrix
-from toycompiler.timing import Timing, measure
 
 from ._render import esc, hover_css, root
 from .base import View
 from .explorer import Explorer
 from .guards_view import RecompileMatrix
 from .progress import Progress
+from .recompiles import GuardMatrix, guard_matrix
 from .stages import StageView
+from .timing import Timing, measure
 from .timing_view import TimingView
 
 

@@ -10,10 +10,10 @@ vs actual.
 from __future__ import annotations
 
 from toycompiler.artifacts import Report
-from toycompiler.recompiles import GuardMatrix
 
 from ._render import FG_DIM, code_block, esc, root, section, table
 from .base import View
+from .recompiles import GuardMatrix
 
 
 class GuardsView(View):

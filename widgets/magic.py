@@ -1,6 +1,6 @@
 """``%%compile``: run a cell with every function it defines compiled, then show what happened.
 
-    %load_ext toycompiler
+    %load_ext toycompiler.widgets
 
     %%compile --backend cpp
     def f(x, y):
@@ -247,10 +247,10 @@ def cell_view(session: CellSession):
 
 
 def load_ipython_extension(ip: Any) -> None:
-    """``%load_ext toycompiler``: register ``%%compile`` and the rich artifact views."""
-    from . import _register
+    """``%load_ext toycompiler.widgets``: register ``%%compile`` and the rich artifact views."""
+    from . import register_html
 
-    _register()
+    register_html(ip)
     def compile(line: str, cell: str) -> None:
         __tracebackhide__ = True
         return run_cell(line, cell, ip)

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import io
 
-from toycompiler.timing import Timing, _fmt
-
 from ._render import FG_DIM, esc, root
 from .base import View
+from .timing import Timing, _fmt
 
 
 def chart_svg(t: Timing) -> str:

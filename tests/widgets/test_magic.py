@@ -11,9 +11,16 @@ from toycompiler.widgets.magic import MagicOptions, MagicUsageError, parse_optio
 @pytest.fixture(scope="module")
 def ip():
     shell = InteractiveShell.instance()
-    shell.run_line_magic("load_ext", "toycompiler")
+    shell.run_line_magic("load_ext", "toycompiler.widgets")
     shell.run_cell("import torch")
     return shell
+
+
+def test_load_ext_toycompiler_is_a_short_spelling_of_the_widgets_extension(ip):
+    ip.magics_manager.magics["cell"].pop("compile")
+    ip.extension_manager.loaded.discard("toycompiler")
+    ip.run_line_magic("load_ext", "toycompiler")
+    assert ip.find_cell_magic("compile").__doc__.startswith("usage: %%compile")
 
 
 def test_parse_defaults_and_flags():

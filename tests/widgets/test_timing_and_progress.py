@@ -1,11 +1,11 @@
-"""The timing measurement (compiler side) and its chart (view side); progress stays silent in tests."""
+"""The timing measurement (widgets/timing.py) and its chart (widgets/timing_view.py); progress stays silent in tests."""
 
 import torch
 from toycompiler.widgets import TimingView
 from toycompiler.widgets.progress import Progress
+from toycompiler.widgets.timing import Timing, measure
 
 import toycompiler
-from toycompiler.timing import Timing, measure
 
 
 def twice(x):

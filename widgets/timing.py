@@ -3,7 +3,7 @@
 ``measure(fn, compiled, *args)`` calls each version a few times after a
 warm-up and returns a frozen :class:`Timing`. The first compiled call (the one
 that compiles) is timed on its own, so compile time is never mixed into run
-time. Views draw the result; they never time anything themselves.
+time. The chart (:mod:`.timing_view`) only draws the result; it never times anything.
 
 Timing never decides a test: the numbers depend on the machine and its load.
 

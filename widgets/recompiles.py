@@ -16,8 +16,8 @@ from typing import Any
 
 import torch
 
-from .artifacts import Artifact, GuardFailure
-from .frontend import guards as G
+from toycompiler.artifacts import Artifact, GuardFailure
+from toycompiler.frontend import guards as G
 
 
 @dataclass(frozen=True)

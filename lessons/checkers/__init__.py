@@ -1,5 +1,10 @@
 """Automatic checks for the lessons' exercises.
 
+Installed as ``toycompiler.checkers`` (this folder, ``lessons/checkers/``, is
+mapped in pyproject.toml); a lesson imports what it needs::
+
+    from toycompiler.checkers import check_lesson02_break_even
+
 Each lesson ends with a few exercises. The learner writes something in a cell
 (a function, a number, a pass) and calls the matching checker, e.g.
 ``check_lesson01_unfused_bytes(my_fn)``. A checker prints one verdict:
@@ -27,8 +32,8 @@ from typing import Any
 
 import torch
 
-from . import api
-from .testing import assert_close_tree
+from toycompiler import api
+from toycompiler.testing import assert_close_tree
 
 # -- verdicts ---------------------------------------------------------------------
 
@@ -435,7 +440,7 @@ def check_lesson06_count(prediction: Any) -> Verdict:
 
 
 def _aten_graph(fn: Callable, *args: Any) -> torch.fx.GraphModule:
-    from .passes.decompose import decompose
+    from toycompiler.passes.decompose import decompose
 
     gm, _ = decompose(torch.fx.symbolic_trace(fn), list(args))
     return gm
@@ -673,8 +678,8 @@ def check_lesson11_kernel(source: Any) -> Verdict:
                      "to in_ptr0[i] * in_ptr0[i] + 1.0f.")
     if not isinstance(source, str):
         return _wrong(f"expected the kernel's source as a string, got {type(source).__name__}.")
-    from .backend import codecache
-    from .config import config
+    from toycompiler.backend import codecache
+    from toycompiler.config import config
 
     try:
         path, _ = codecache.cpp_library(source, config)
