@@ -7,7 +7,7 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-CELLS = ["%load_ext toycompiler\nimport torch",
+CELLS = ["%load_ext toycompiler.widgets\nimport torch",
          "%%compile --backend cpp --no-timing\ndef f(x):\n    return torch.sin(x) * 2\nf(torch.randn(8))"]
 
 
