@@ -2,7 +2,7 @@
 
 :class:`GuardsView` shows, per cache entry (``[frame/entry]``), its guards as
 the generated check function and, for a recompiled entry, the guard that
-failed. :class:`RecompileMatrix` draws a :class:`toycompiler.recompiles.GuardMatrix`:
+failed. :class:`RecompileMatrix` draws a :class:`.recompiles.GuardMatrix`:
 cache entries x calls, each cell "ok" or the first failing guard with expected
 vs actual.
 """

@@ -1,6 +1,6 @@
 """The timing view: eager vs compiled run time as a bar chart, compile time shown apart.
 
-The numbers come from :mod:`toycompiler.timing` (medians of repeated calls);
+The numbers come from :mod:`.timing` (medians of repeated calls);
 this module only draws them, with matplotlib, into an inline SVG.
 """
 
