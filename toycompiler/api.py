@@ -5,6 +5,10 @@ entry's guard check in order, run the first that passes; otherwise compile a
 new entry (a recompile, with the failing guard recorded) up to
 ``config.recompile_limit``, then run eagerly.
 
+Settings: each compile reads ``toycompiler.config`` when it happens, with the
+``compile(mode=..., options=...)`` of this function applied to a copy
+(checked when ``compile`` is called), and passes that copy down explicitly.
+
 Unlike TorchDynamo, toycompiler enters through this wrapper rather than
 CPython's frame-evaluation hook (PEP 523): simpler to read, same idea.
 
@@ -25,7 +29,7 @@ import torch
 from . import artifacts as A
 from . import logs
 from .backends import get_backend
-from .config import config
+from .config import check_options, config
 from .frontend import guards as G
 from .frontend.shapes import ShapePolicy
 from .pipeline import FrameEntry, compile_frame
@@ -67,6 +71,7 @@ class CompiledFunction:
             raise TypeError(f"toycompiler.compile needs a Python function or nn.Module, got {type(fn).__name__}")
         self.backend_name = backend if isinstance(backend, str) else getattr(backend, "__name__", "custom")
         self.backend = get_backend(backend)
+        check_options(mode, options or {})  # a typo in a mode or option name is an error now, not never
         self.fullgraph, self.dynamic, self.mode, self.options = fullgraph, dynamic, mode, options or {}
         self.cache = FrameCache(_frame_id(self.fn.__code__))
         _all_caches.append(self.cache)
@@ -94,22 +99,21 @@ class CompiledFunction:
                                          e.artifact.label) for e in cache.entries)
         cache.failures.extend(failures)
         failure = failures[-1] if failures else None
-        if len(cache.entries) >= config.recompile_limit:
+        cfg = config.with_options(self.mode, self.options)  # this compile's settings, passed down explicitly
+        if len(cache.entries) >= cfg.recompile_limit:
             cache.gave_up = True
-            self._record_miss(failures, f"recompile limit ({config.recompile_limit}) reached: runs eagerly from now on")
+            self._record_miss(failures, f"recompile limit ({cfg.recompile_limit}) reached: runs eagerly from now on")
             warnings.warn(f"toycompiler: {self.fn.__qualname__} hit config.recompile_limit "
-                          f"({config.recompile_limit}); last miss: {failure}. Running eagerly from now on.",
+                          f"({cfg.recompile_limit}); last miss: {failure}. Running eagerly from now on.",
                           stacklevel=3)
             return self.fn(*args, **kwargs)
         label = f"[{cache.frame_id}/{len(cache.entries)}]"
-        shapes = ShapePolicy(self.dynamic, cache.seen_shapes, config.automatic_dynamic_shapes,
-                             config.specialize_zero_one)
-        with config.patch(**({"mode": self.mode} if self.mode else {})):  # the backend reads config.mode
-            entry = compile_frame(self.fn, args, kwargs, self.backend, self.backend_name, config, label, failure,
-                                  self._wrap_resume, shapes)
-            if shapes.symbols and not _passes(entry, args, kwargs):  # a symbolic guard we can't evaluate: go static
-                entry = compile_frame(self.fn, args, kwargs, self.backend, self.backend_name, config, label,
-                                      failure, self._wrap_resume, ShapePolicy(dynamic=False))
+        shapes = ShapePolicy(self.dynamic, cache.seen_shapes, cfg.automatic_dynamic_shapes, cfg.specialize_zero_one)
+        entry = compile_frame(self.fn, args, kwargs, self.backend, self.backend_name, cfg, label, failure,
+                              self._wrap_resume, shapes)
+        if shapes.symbols and not _passes(entry, args, kwargs):  # a symbolic guard we can't evaluate: go static
+            entry = compile_frame(self.fn, args, kwargs, self.backend, self.backend_name, cfg, label, failure,
+                                  self._wrap_resume, ShapePolicy(dynamic=False))
         brk = entry.artifact.translation.graph_break
         if brk is not None and self.fullgraph:
             raise CompileError(f"{brk.filename}:{brk.line}: {brk.reason} (fullgraph=True)\n    {brk.source}")
@@ -132,7 +136,8 @@ class CompiledFunction:
         """Resume functions are compiled lazily like any function, with their own guards and cache."""
         wrapper = self.resume_functions.get(resume_fn.__code__)
         if wrapper is None:
-            wrapper = CompiledFunction(resume_fn, self.backend, dynamic=self.dynamic, parent=self)
+            wrapper = CompiledFunction(resume_fn, self.backend, dynamic=self.dynamic, mode=self.mode,
+                                       options=self.options, parent=self)
             wrapper.backend_name = self.backend_name
             self.resume_functions[resume_fn.__code__] = wrapper
         return wrapper
@@ -167,7 +172,8 @@ def compile(fn: Callable | None = None, *, backend: str | Callable = "auto", ful
 def explain(fn: Callable, **compile_options: Any) -> Callable[..., A.Report]:
     """``explain(fn)(*args)``: compile ``fn`` afresh, call it once, and report every stage."""
     if isinstance(fn, CompiledFunction):
-        compile_options = dict(backend=fn.backend, fullgraph=fn.fullgraph, dynamic=fn.dynamic, mode=fn.mode) | compile_options
+        compile_options = dict(backend=fn.backend, fullgraph=fn.fullgraph, dynamic=fn.dynamic, mode=fn.mode,
+                               options=fn.options) | compile_options
         fn = fn.fn
     elif isinstance(fn, CompiledModule):
         fn = fn._orig_mod

@@ -15,12 +15,27 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass
+from typing import Any, Generic, NamedTuple, TypeVar
+
+T = TypeVar("T")
+
 
 class Artifact:
     """Mixin: in a notebook an artifact shows as its text (the views register richer HTML)."""
 
     def _repr_html_(self) -> str:
         return f"<pre>{html.escape(str(self))}</pre>"
+
+
+class StageResult(NamedTuple, Generic[T]):
+    """What every backend stage returns: its output for the next stage, and its artifact for the views.
+
+    ``value`` is live (an FX graph, the loop IR, the kernels, the loaded output code) and stays
+    inside the compiler; ``artifact`` is plain data and is what reports, widgets and the cache keep.
+    """
+
+    value: T
+    artifact: Any
 
 
 def _numbered(lines: tuple[str, ...], first: int) -> str:
@@ -336,6 +351,16 @@ class ScheduleArtifact(Artifact):
 
 
 @dataclass(frozen=True)
+class LineOrigin:
+    """Where one line of a kernel came from, recorded by the renderer as it wrote the line."""
+
+    line: int  # 1-based line of the kernel's source
+    buffer: str  # the IR buffer that line computes (or stores, or reduces)
+    fx_nodes: tuple[str, ...]  # the FX nodes that buffer was lowered from
+    source_lines: tuple[int, ...]  # the user's source lines those nodes came from
+
+
+@dataclass(frozen=True)
 class KernelArtifact(Artifact):
     """One generated kernel's source and where it was written."""
 
@@ -345,7 +370,7 @@ class KernelArtifact(Artifact):
     path: str
     nodes: tuple[str, ...] = ()  # IR buffers it computes
     lines: tuple[int, ...] = ()  # user source lines it came from
-    line_map: tuple[tuple[int, str], ...] = ()  # (1-based line of ``source``, IR buffer that line computes)
+    line_map: tuple[LineOrigin, ...] = ()  # one entry per kernel line that computes part of a buffer
 
     def __str__(self) -> str:
         return self.source
@@ -353,10 +378,12 @@ class KernelArtifact(Artifact):
 
 @dataclass(frozen=True)
 class OutputCodeArtifact(Artifact):
-    """The Python module that allocates buffers and calls the kernels."""
+    """The Python module that allocates buffers and calls the kernels, and the kernels it loads."""
 
     source: str
     path: str
+    kernels: tuple[KernelArtifact, ...] = ()
+    line_map: tuple[tuple[int, str], ...] = ()  # (1-based line of ``source``, fusion group it launches)
 
     def __str__(self) -> str:
         return self.source
@@ -421,12 +448,15 @@ class BackendArtifacts(Artifact):
     passes: PassesArtifact | None = None
     ir: IRArtifact | None = None
     schedule: ScheduleArtifact | None = None
-    kernels: tuple[KernelArtifact, ...] = ()
-    output_code: OutputCodeArtifact | None = None
+    output_code: OutputCodeArtifact | None = None  # and the kernels it loads
     times: tuple[StageTime, ...] = ()
     fallback_reason: str | None = None  # set when the backend failed and eager ran instead
     runtime: RuntimeArtifact | None = None  # launch path, CUDA graphs, graph cache, autotuning
     backward: BackendArtifacts | None = None  # training: the backward graph AOTAutograd made
+
+    @property
+    def kernels(self) -> tuple[KernelArtifact, ...]:
+        return self.output_code.kernels if self.output_code else ()
 
     def __str__(self) -> str:
         parts = [f"== backend: {self.backend}"]

@@ -3,6 +3,10 @@
 Mirrors ``torch._dynamo.config`` / ``torch._inductor.config`` but as a single
 dataclass: every field has a default and a comment that says why.
 ``config.patch(...)`` works as a context manager and as a decorator.
+
+``toycompiler.config`` holds the user's settings. A ``compile(fn, mode=...,
+options={...})`` call does not change it: each compile gets its own copy,
+``config.with_options(mode, options)``, which the pipeline hands to every stage.
 """
 
 from __future__ import annotations
@@ -11,6 +15,9 @@ import contextlib
 import dataclasses
 import os
 from dataclasses import dataclass, field
+
+# torch.compile's modes (toycompiler accepts the same names; see ``Config.mode``).
+MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
 @dataclass
@@ -60,22 +67,36 @@ class Config:
     verify_ir: bool = False
 
     # -- runtime -----------------------------------------------------------
-    # torch.compile's modes: "default"; "max-autotune" benchmarks block sizes
-    # (and warps) per kernel at compile time; "reduce-overhead" replays the
-    # graph as a CUDA graph (GPU only). toycompiler.compile(mode=...) sets it.
+    # torch.compile's modes: "default"; "max-autotune" (and "max-autotune-no-cudagraphs")
+    # benchmarks block sizes (and warps) per kernel at compile time; "reduce-overhead"
+    # replays the graph as a CUDA graph (GPU only). toycompiler.compile(mode=...) sets it.
     mode: str = "default"
     # Reuse compiled graphs from cache_dir across processes (Inductor's FX graph cache).
     graph_cache: bool = True
 
     def patch(self, **changes: object) -> _Patch:
         """Temporarily change settings: ``with config.patch(fusion=False): ...``."""
-        unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
-        if unknown:
-            raise AttributeError(f"unknown config option(s): {', '.join(sorted(unknown))}")
+        check_options(None, changes)
         return _Patch(self, changes)
+
+    def with_options(self, mode: str | None, options: dict[str, object]) -> Config:
+        """A copy with ``compile(mode=..., options=...)`` applied (both checked by :func:`check_options`)."""
+        check_options(mode, options)
+        return dataclasses.replace(self, **options, **({"mode": mode} if mode else {}))
 
     def to_dict(self) -> dict[str, object]:
         return dataclasses.asdict(self)
+
+
+def check_options(mode: str | None, options: dict[str, object]) -> None:
+    """Refuse an unknown mode or option name, listing the valid ones (as torch.compile does)."""
+    if mode is not None and mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; choose one of: {', '.join(MODES)}")
+    names = [f.name for f in dataclasses.fields(Config)]
+    unknown = sorted(set(options) - set(names))
+    if unknown:
+        raise AttributeError(f"unknown option(s) {', '.join(unknown)}; options are the fields of toycompiler.config: "
+                         f"{', '.join(names)}")
 
 
 class _Patch(contextlib.ContextDecorator):

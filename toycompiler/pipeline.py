@@ -15,8 +15,10 @@ records how long each took.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 import types
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -25,7 +27,10 @@ import torch
 import torch.fx
 
 from . import artifacts as A
+from .backend import CompiledGraph
+from .backends import register_backend
 from .config import Config
+from .config import config as default_config
 from .graph_view import graph_artifact
 
 
@@ -84,7 +89,8 @@ def compile_frame(fn: types.FunctionType, args: tuple, kwargs: dict, backend: Ca
     if result.artifact.graph_break is None or result.break_plan is not None:  # else: the frame runs eagerly
         compiled, backend_art = None, None
         if result.ops:
-            compiled, backend_art = clock("backend", call_backend, backend, backend_name, result, source, graph)
+            compiled, backend_art = clock("backend", call_backend, backend, backend_name, result, source, graph,
+                                          config)
         transformed, transformed_art, resumes = clock("resume", build_transformed, fn, params, result, compiled,
                                                       wrap_resume)
     translation = _with_break_details(result, label)
@@ -126,7 +132,7 @@ def _input_shapes(result: Any) -> dict[str, tuple]:
 
 
 def call_backend(backend: Callable, name: str, result: Any, source: A.SourceArtifact,
-                 graph: A.GraphArtifact) -> tuple[Callable, A.BackendArtifacts]:
+                 graph: A.GraphArtifact, config: Config) -> tuple[Callable, A.BackendArtifacts]:
     """Hand the graph to the backend; if it fails, run the graph eagerly and say why."""
     gm = result.graph_module
     symbolic = result.shapes.symbolic_inputs() if result.shapes is not None else {}
@@ -135,8 +141,8 @@ def call_backend(backend: Callable, name: str, result: Any, source: A.SourceArti
                   "running this graph eagerly, which works for any size")
         return _eager_graph(gm), A.BackendArtifacts(name, graph, fallback_reason=reason)
     try:
-        compiled = backend(gm, result.example_inputs, source=source) if getattr(backend, "toy", False) \
-            else backend(gm, result.example_inputs)
+        toy = {"config": config, "source": source} if getattr(backend, "toy", False) else {}
+        compiled = backend(gm, result.example_inputs, **toy)
     except Exception as e:  # a backend failure must never be the user's problem
         reason = f"backend {name!r} failed: {type(e).__name__}: {e}"
         return _eager_graph(gm), A.BackendArtifacts(name, graph, fallback_reason=reason)
@@ -163,58 +169,92 @@ def read_source(fn: types.FunctionType) -> A.SourceArtifact:
 # -- the backend: FX graph -> kernels ----------------------------------------------
 
 
-class CompiledGraph:
-    """What a toy backend returns: callable like the graph, carrying its artifacts."""
+class ToyBackend:
+    """toycompiler's own backend for one codegen target, registered as "cpp", "triton" and "auto".
 
-    def __init__(self, call: Callable, artifacts: A.BackendArtifacts):
-        self.call, self.artifacts = call, artifacts
+    Callable as any torch.compile backend, ``backend(gm, example_inputs)``; :func:`call_backend` also
+    passes ``config`` (this compile's settings) and ``source`` (for kernel comments).
+    """
 
-    def __call__(self, *args: Any) -> Any:
-        return self.call(*args)
+    toy = True  # takes the ``config`` and ``source`` keywords
+    supports_dynamic_shapes = True  # symbolic sizes become kernel arguments
+
+    def __init__(self, target: str | None):
+        self.target, self.__name__ = target, f"toycompiler_{target or 'auto'}"
+
+    def __call__(self, gm: torch.fx.GraphModule, example_inputs: list, config: Config = default_config,
+                 source: A.SourceArtifact | None = None) -> CompiledGraph:
+        from .backend import codegen, training
+
+        inputs = list(example_inputs)
+        target = self.target or codegen.default_target(inputs)
+        compile_one = functools.partial(compile_graph, target=target, config=config, source=source)
+        if training.needs_autograd(inputs):  # forward and backward, each through compile_graph
+            return training.compile_training(gm, inputs, compile_one)
+        return compile_one(gm, inputs)
+
+
+for _target in ("cpp", "triton", None):
+    register_backend(_target or "auto")(ToyBackend(_target))
 
 
 def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, target: str, config: Config,
                   source: A.SourceArtifact | None = None) -> CompiledGraph:
-    """FX graph -> passes -> loop IR -> fusion -> kernels -> output code (or all of it from the cache)."""
-    from .backend import codecache, codegen, launcher, lowering, scheduler
-    from .passes import run_passes
+    """FX graph -> passes -> loop IR -> fusion -> kernels -> output code (or all of it from the cache).
+
+    The one place where the toy backend's failures are caught: the graph then runs eagerly, and its
+    artifacts say why.
+    """
+    from .backend import codecache, codegen
 
     clock = StageClock()
-    key, bypass = clock("cache lookup", codecache.graph_key, gm, example_inputs, target, config, source)
-    hit = codecache.load_graph(key, config) if key and config.graph_cache else None
-    if hit is not None:
-        arts, constants = hit
-        return runtime_graph(arts, constants, example_inputs, config, clock, f"hit {key}")
-    graph = graph_artifact(gm, "input graph")
-    aten_gm, passes = clock("passes", run_passes, gm, example_inputs, config)
-    ir = clock("lowering", lowering.lower, aten_gm)
-    if config.verify_ir:
-        from .backend.ir import verify
-        verify(ir)
-    plan = clock("scheduling", scheduler.schedule, ir, config)
-    constants = lowering.constant_tensors(ir, aten_gm)
-    # the callable codegen returns is not needed: runtime_graph loads the output module itself
-    _, kernels, output = clock("codegen", codegen.generate, ir, plan, target, config, source, constants)
-    tuning = None
-    if config.mode == "max-autotune":
-        tuning = clock("autotune", launcher.autotune, codecache.output_module(output.path), example_inputs,
-                       target, constants)
-    arts = A.BackendArtifacts(target, graph, passes, lowering.ir_artifact(ir), plan.artifact, kernels, output,
-                              runtime=A.RuntimeArtifact(config.mode, "", "", "", tuning))
-    cache = "off (config.graph_cache=False)" if not config.graph_cache else f"bypassed: {bypass}"
-    if key and config.graph_cache:
-        stored, why_not = codecache.save_graph(key, arts, constants, config)
-        cache = f"miss, stored as {key}" if stored else f"miss, not stored: {why_not}"
-    return runtime_graph(arts, constants, example_inputs, config, clock, cache)
+    try:
+        codegen.check_target(target, example_inputs)
+        key, bypass = clock("cache lookup", codecache.graph_key, gm, example_inputs, target, config, source)
+        hit = codecache.load_graph(key, config) if key and config.graph_cache else None
+        if hit is not None:
+            return runtime_graph(*hit, example_inputs, config, clock, f"hit {key}")
+        arts, constants, module = build_graph(gm, example_inputs, target, config, source, clock)
+        cache = "off (config.graph_cache=False)" if not config.graph_cache else f"bypassed: {bypass}"
+        if key and config.graph_cache:
+            stored, why_not = codecache.save_graph(key, arts, constants, config)
+            cache = f"miss, stored as {key}" if stored else f"miss, not stored: {why_not}"
+        return runtime_graph(arts, constants, module, example_inputs, config, clock, cache)
+    except Exception as e:  # a backend failure must never be the user's problem
+        reason = f"{target} backend failed: {type(e).__name__}: {e}"
+        warnings.warn(f"toycompiler: {reason}; running this graph eagerly", stacklevel=2)
+        return CompiledGraph(gm.forward, A.BackendArtifacts(target, graph_artifact(gm, "input graph"),
+                                                            fallback_reason=reason))
 
 
-def runtime_graph(arts: A.BackendArtifacts, constants: list, example_inputs: list, config: Config,
-                  clock: StageClock, cache: str) -> CompiledGraph:
+def build_graph(gm: torch.fx.GraphModule, example_inputs: list, target: str, config: Config,
+                source: A.SourceArtifact | None, clock: StageClock) -> tuple[A.BackendArtifacts, list, Any]:
+    """The backend's stages, one line each.
+
+    Each stage returns a :class:`~toycompiler.artifacts.StageResult`: ``.value`` for the next stage,
+    ``.artifact`` for the report. Returns the artifacts, the constant tensors and the loaded output module.
+    """
+    from .backend import codegen, launcher, lowering, scheduler
+    from .passes import run_passes
+
+    passes = clock("passes", run_passes, gm, example_inputs, config)             # FX graph -> ATen FX graph
+    ir = clock("lowering", lowering.lower, passes.value, config)                 # ATen graph -> loop IR
+    plan = clock("scheduling", scheduler.schedule, ir.value, config)             # loop IR -> fused kernels
+    code = clock("codegen", codegen.generate, plan.value, target, config, source)  # kernels -> loaded output code
+    constants = lowering.constant_tensors(passes.value)  # the graph's weights, passed after its inputs
+    tuning = clock("autotune", launcher.autotune, code.value, example_inputs, target, constants) \
+        if config.mode.startswith("max-autotune") else None
+    arts = A.BackendArtifacts(target, graph_artifact(gm, "input graph"), passes.artifact, ir.artifact, plan.artifact,
+                              code.artifact, runtime=A.RuntimeArtifact(config.mode, "", "", "", tuning))
+    return arts, constants, code.value
+
+
+def runtime_graph(arts: A.BackendArtifacts, constants: list, module: Any, example_inputs: list,
+                  config: Config, clock: StageClock, cache: str) -> CompiledGraph:
     """How each call runs: kernel launch path, CUDA graph replay; recorded in ``arts.runtime``."""
-    from .backend import codecache, cudagraphs, launcher
+    from .backend import cudagraphs, launcher
 
-    module = codecache.output_module(arts.output_code.path)
-    call = codecache.with_constants(module.call, constants)  # call(*inputs) -> module.call(*inputs, *constants)
+    call = module.call if not constants else lambda *args: module.call(*args, *constants)  # weights after inputs
     launchers = launcher.launchers_of(vars(module))
     tuning = arts.runtime.autotune if arts.runtime else None
     launcher.apply_choices(launchers, tuning)

@@ -6,7 +6,11 @@ Built from the provenance the compiler records in its artifacts:
 - FX nodes (``NodeRow``) carry ``line`` and ``offset``;
 - IR buffers (``BufferRow``) carry ``origins`` (FX node names) and ``lines``;
 - fusion groups list their buffers;
-- kernels carry ``nodes`` (IR buffers), ``lines``, and ``line_map`` (kernel source line -> buffer).
+- kernels carry ``nodes`` (IR buffers), ``lines``, and ``line_map``: for each kernel line, the
+  buffer, FX nodes and source lines it came from, recorded by the renderer as it wrote the line;
+- the output code's ``line_map`` says which lines launch (or describe) which fusion group.
+
+Nothing here reads generated text back: every link is data the compiler recorded.
 
 Like Compiler Explorer's line colouring, everything links through source
 lines: selecting anything selects its lines, and every element of those lines
@@ -15,12 +19,9 @@ lights up.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from toycompiler.artifacts import FrameCompilation, KernelArtifact
-
-_BUFFER_COMMENT = re.compile(r"(?:#|//) (buf\d+)\b(?: = (\w+))?")
 
 
 @dataclass(frozen=True)
@@ -78,58 +79,20 @@ class Provenance:
         return tuple(sorted({ln for g in groups for b in g.nodes for ln in self.lines_of_buffer(b)}))
 
     def kernel_line_buffers(self, kernel: KernelArtifact) -> dict[int, str]:
-        """Kernel source line -> the IR buffer it computes (from ``line_map``, else from stores)."""
-        mapped = dict(getattr(kernel, "line_map", ()) or ())
-        if mapped:
-            return self._with_comments_and_accumulators(kernel, mapped)
-        # Older artifacts without a line map: tie only lines that name a buffer.
-        out = {}
-        for i, text in enumerate(kernel.source.splitlines(), 1):
-            for b in kernel.nodes:
-                if re.search(rf"\b{re.escape(b)}\b", text):
-                    out[i] = b
-        return out
-
-    @staticmethod
-    def _with_comments_and_accumulators(kernel: KernelArtifact, mapped: dict[int, str]) -> dict[int, str]:
-        """Add what ``line_map`` leaves out: each ``// buf0 = acc0 (amax, line 6)`` comment, the lines that
-        assign its variable (a reduction's ``acc0 = ...`` init and update) and the store of that variable."""
-        lines = kernel.source.splitlines()
-        for i, text in enumerate(lines, 1):
-            m = _BUFFER_COMMENT.match(text.strip())
-            if not m or m.group(1) not in kernel.nodes:
-                continue
-            buf, var = m.group(1), m.group(2)
-            mapped.setdefault(i, buf)
-            if not var:
-                continue
-            assigns = re.compile(rf"^(?:\w+\s+)?{var}\s*=[^=]|out_ptr\d+.*\b{var}\b")
-            for j, other in enumerate(lines, 1):
-                if assigns.search(other.strip()):
-                    mapped.setdefault(j, buf)
-        return mapped
+        """Kernel source line -> the IR buffer it computes (as the renderer recorded it)."""
+        return {o.line: o.buffer for o in kernel.line_map}
 
     def lines_of_kernel_line(self, kernel: KernelArtifact, lineno: int) -> tuple[int, ...]:
-        buf = self.kernel_line_buffers(kernel).get(lineno)
-        return self.lines_of_buffer(buf) if buf else ()
+        origin = next((o for o in kernel.line_map if o.line == lineno), None)
+        return origin.source_lines if origin else ()
 
     def output_line_lines(self) -> dict[int, tuple[int, ...]]:
         """Output-code line -> user lines, for lines that call or describe a kernel."""
         be = self.frame.backend
         if be is None or be.output_code is None:
             return {}
-        out = {}
-        for i, text in enumerate(be.output_code.source.splitlines(), 1):
-            lines: set[int] = set()
-            for k in be.kernels:
-                if re.search(rf"\b{re.escape(k.name)}\b", text) and "codecache" not in text:
-                    lines |= {ln for b in k.nodes for ln in self.lines_of_buffer(b)} | set(k.lines)
-            for g in be.schedule.groups if be.schedule else ():
-                if text.lstrip().startswith(f"# {g.name} "):
-                    lines |= set(self.lines_of_group(g.name))
-            if lines:
-                out[i] = tuple(sorted(lines))
-        return out
+        out = {line: self.lines_of_group(group) for line, group in be.output_code.line_map}
+        return {line: lines for line, lines in out.items() if lines}
 
     # -- source line -> stage elements ----------------------------------------------------
 

@@ -82,14 +82,13 @@ def load_triton_kernel(path: str, name: str) -> TritonLauncher:
     return TritonLauncher(getattr(python_module_at(path), name), name)
 
 
-def python_module(source: str, config: Config, prefix: str) -> tuple[types.ModuleType, str]:
-    """Write ``source`` to the cache and import it as a module."""
-    key = _hash(source)
+def write_python(source: str, config: Config, prefix: str) -> str:
+    """Write ``source`` to the cache (once per content); its path. Import it with :func:`python_module_at`."""
     folder = os.path.join(config.cache_dir, "py")
     os.makedirs(folder, exist_ok=True)
-    path = os.path.join(folder, f"{prefix}_{key}.py")
+    path = os.path.join(folder, f"{prefix}_{_hash(source)}.py")
     _write_once(path, source)
-    return python_module_at(path), path
+    return path
 
 
 def python_module_at(path: str) -> types.ModuleType:
@@ -205,8 +204,8 @@ def save_graph(key: str, artifacts: Any, constants: list, config: Config) -> tup
     return True, ""
 
 
-def load_graph(key: str, config: Config) -> tuple[Any, list] | None:
-    """The stored artifacts and constants, or None when missing or unusable (then: compile again)."""
+def load_graph(key: str, config: Config) -> tuple[Any, list, types.ModuleType] | None:
+    """The stored artifacts, constants and loaded output module; None when missing or unusable (compile again)."""
     import pickle
 
     path = _graph_path(key, config)
@@ -216,8 +215,8 @@ def load_graph(key: str, config: Config) -> tuple[Any, list] | None:
         files = [artifacts.output_code.path, *(k.path for k in artifacts.kernels)]
         if not all(os.path.exists(p) for p in files):
             return None  # someone cleaned part of the cache
-        output_module(artifacts.output_code.path)  # imports, loads the kernels: fails here, not at the call
-        return artifacts, constants
+        # Importing loads the kernels too: a broken entry fails here, and is compiled again, not at the call.
+        return artifacts, constants, output_module(artifacts.output_code.path)
     except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, ValueError, TypeError):
         return None
 
@@ -225,14 +224,3 @@ def load_graph(key: str, config: Config) -> tuple[Any, list] | None:
 def output_module(path: str) -> types.ModuleType:
     """The output code at ``path``, imported once per process."""
     return python_module_at(path)
-
-
-def with_constants(call: Any, constants: list) -> Any:
-    """``call(*inputs)`` that passes the graph's constant tensors after the inputs."""
-    if not constants:
-        return call
-    constants = tuple(constants)
-
-    def call_with_constants(*args: Any) -> Any:
-        return call(*args, *constants)
-    return call_with_constants

@@ -26,7 +26,8 @@ import torch
 import torch.fx
 
 from .. import provenance
-from ..artifacts import BufferRow, IRArtifact
+from ..artifacts import BufferRow, IRArtifact, StageResult
+from ..config import Config
 from .ir import (
     ComputedBuffer,
     Const,
@@ -41,6 +42,7 @@ from .ir import (
     index_vars,
     loads,
     sym,
+    verify,
 )
 
 aten = torch.ops.aten
@@ -397,14 +399,17 @@ def is_cheap(value: TensorValue) -> bool:
     return value.ref is None and not loads(probe)
 
 
-def lower(gm: torch.fx.GraphModule) -> GraphIR:
-    return GraphLowering(gm).run()
+def lower(gm: torch.fx.GraphModule, config: Config) -> StageResult[GraphIR]:
+    """ATen FX graph -> loop IR (checked by :func:`~toycompiler.backend.ir.verify` when ``config.verify_ir``)."""
+    ir = GraphLowering(gm).run()
+    if config.verify_ir:
+        verify(ir)
+    return StageResult(ir, ir_artifact(ir))
 
 
-def constant_tensors(ir: GraphIR, gm: torch.fx.GraphModule) -> list[torch.Tensor]:
-    """The tensors behind the graph's constant inputs, in ``ir.constants`` order."""
-    targets = [n.target for n in gm.graph.nodes if n.op == "get_attr"]
-    return [getattr(gm, t) for t in targets]
+def constant_tensors(gm: torch.fx.GraphModule) -> list[torch.Tensor]:
+    """The tensors behind the graph's constant inputs (``get_attr`` nodes), in ``GraphIR.constants`` order."""
+    return [getattr(gm, n.target) for n in gm.graph.nodes if n.op == "get_attr"]
 
 
 def ir_artifact(ir: GraphIR) -> IRArtifact:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import sympy
 
-from ..artifacts import FusionDecision, FusionGroup, ScheduleArtifact
+from ..artifacts import FusionDecision, FusionGroup, ScheduleArtifact, StageResult
 from ..config import Config
 from .ir import ComputedBuffer, ExternKernel, GraphIR, index_vars, loads, store_index
 
@@ -156,7 +156,8 @@ def _why_fused(kernel: Kernel, node: Node, where: str, producers: list[str]) -> 
     return "independent work over the same range (sibling fusion shares the loop)"
 
 
-def schedule(ir: GraphIR, config: Config) -> Schedule:
+def schedule(ir: GraphIR, config: Config) -> StageResult[Schedule]:
+    """Loop IR -> kernels in order (fused where :func:`can_fuse` allows), every decision in the artifact."""
     kernels: list[Kernel] = []
     decisions: list[FusionDecision] = []
     home: dict[str, int] = {}  # buffer -> index of its kernel
@@ -183,7 +184,7 @@ def schedule(ir: GraphIR, config: Config) -> Schedule:
     if config.verify_ir:
         verify(ir, kernels)
     reuses, plan = plan_memory(ir, kernels) if config.reuse_buffers else ({}, [])
-    return Schedule(tuple(kernels), _artifact(ir, kernels, decisions, plan), tuple(reuses.items()))
+    return StageResult(Schedule(ir, tuple(kernels), tuple(reuses.items())), _artifact(ir, kernels, decisions, plan))
 
 
 def verify(ir: GraphIR, kernels: list[Kernel]) -> None:
@@ -214,10 +215,10 @@ def _candidates(node: Node, kernels: list[Kernel], home: dict[str, int]) -> list
 
 @dataclass(frozen=True)
 class Schedule:
-    """The scheduler's result: kernels in order, the artifact describing them, and buffer reuse."""
+    """What codegen reads: the IR, its kernels in order, and buffer reuse."""
 
+    ir: GraphIR
     kernels: tuple[Kernel, ...]
-    artifact: ScheduleArtifact
     reuses: tuple[tuple[str, str], ...] = ()  # (new buffer, dead buffer whose memory it takes)
 
 

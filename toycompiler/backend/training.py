@@ -23,16 +23,15 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import warnings
 from collections.abc import Callable
 from typing import Any
 
 import torch
 import torch.fx
 
-from .. import artifacts as A
-from ..config import Config
-from ..graph_view import graph_artifact
+from . import CompiledGraph
+
+CompileFn = Callable[[torch.fx.GraphModule, list], CompiledGraph]  # one graph -> kernels (never raises)
 
 
 def needs_autograd(example_inputs: list) -> bool:
@@ -41,20 +40,24 @@ def needs_autograd(example_inputs: list) -> bool:
                                            for t in example_inputs)
 
 
-def compile_training(gm: torch.fx.GraphModule, example_inputs: list, target: str, config: Config,
-                     source: A.SourceArtifact | None = None) -> Any:
-    """A callable whose outputs carry a compiled backward; artifacts hold both graphs."""
+def compile_training(gm: torch.fx.GraphModule, example_inputs: list, compile_graph: CompileFn) -> CompiledGraph:
+    """A callable whose outputs carry a compiled backward; artifacts hold both graphs.
+
+    ``compile_graph`` compiles one graph (the pipeline passes its own): the forward and the backward
+    each go through it, so either may fall back to eager on its own, with its reason.
+    """
     from torch._dynamo.backends.common import aot_autograd
     from torch._functorch import config as functorch_config
     from torch._functorch.aot_autograd import make_boxed_func
-
-    from ..pipeline import CompiledGraph
 
     compiled: dict[str, CompiledGraph] = {}
 
     def compiler(kind: str) -> Callable:
         def compile_one(graph: torch.fx.GraphModule, inputs: list) -> Callable:
-            compiled[kind] = compile_or_explain(graph, list(inputs), target, config, source, kind)
+            graph, kept = drop_none_outputs(graph)
+            result = compile_graph(graph, list(inputs))
+            call = result.call if kept is None else _with_nones(result.call, *kept)
+            compiled[kind] = CompiledGraph(call, _labelled(result.artifacts, kind))
             return make_boxed_func(compiled[kind])  # AOTAutograd passes one list, freed as it goes
         return compile_one
 
@@ -68,22 +71,12 @@ def compile_training(gm: torch.fx.GraphModule, example_inputs: list, target: str
     return CompiledGraph(run, dataclasses.replace(forward, backward=backward))
 
 
-def compile_or_explain(gm: torch.fx.GraphModule, inputs: list, target: str, config: Config,
-                       source: A.SourceArtifact | None, kind: str) -> Any:
-    """Compile one of the two graphs; if toycompiler can't, run that graph eagerly and say why."""
-    from ..pipeline import CompiledGraph, compile_graph
-
-    gm, kept = drop_none_outputs(gm)
-    try:
-        graph = compile_graph(gm, inputs, target, config, source)
-    except Exception as e:  # the other graph may still compile: fall back for this one only
-        reason = f"{kind} graph: {target} backend failed: {type(e).__name__}: {e}"
-        warnings.warn(f"toycompiler: {reason}; running it eagerly", stacklevel=2)
-        graph = CompiledGraph(gm, A.BackendArtifacts(f"{target} ({kind})", graph_artifact(gm, f"{kind} graph"),
-                                                     fallback_reason=reason))
-    if kept is None:
-        return graph
-    return CompiledGraph(_with_nones(graph.call, *kept), graph.artifacts)
+def _labelled(arts: Any, kind: str) -> Any:
+    """A fallback's reason says which of the two graphs ran eagerly."""
+    if arts.fallback_reason is None:
+        return arts
+    return dataclasses.replace(arts, backend=f"{arts.backend} ({kind})",
+                               fallback_reason=f"{kind} graph: {arts.fallback_reason}")
 
 
 def drop_none_outputs(gm: torch.fx.GraphModule) -> tuple[torch.fx.GraphModule, tuple | None]:

@@ -47,8 +47,13 @@ def tensor_arg(ir: GraphIR, ref: TensorRef) -> str:
 
 
 def wrapper_source(ir: GraphIR, kernels: list[RenderedKernel], loads: list[str], language: str,
-                   source: SourceArtifact | None = None, reuses: tuple[tuple[str, str], ...] = ()) -> str:
-    """Python source of ``call(*inputs, *constants) -> tuple of outputs``."""
+                   source: SourceArtifact | None = None, reuses: tuple[tuple[str, str], ...] = ()
+                   ) -> tuple[str, tuple[tuple[int, str], ...]]:
+    """Python source of ``call(*inputs, *constants) -> tuple of outputs``, and which lines launch which kernel.
+
+    The second part is provenance, recorded as the lines are written: (1-based line, ``kernelN``) for
+    each kernel's comment and launch line.
+    """
     params = list(ir.params or [b.name for b in ir.inputs if b.kind == "input"]) + list(ir.constants)
     lines = [
         f"# output code: {len(kernels)} {language} kernel(s) for {len(ir.buffers)} IR node(s)",
@@ -65,6 +70,7 @@ def wrapper_source(ir: GraphIR, kernels: list[RenderedKernel], loads: list[str],
     lines += [f"    {name} = {expr}" for name, expr in ir.size_vars if expr != name]
     reuse = dict(reuses)
     allocated: set[str] = set()
+    line_map: list[tuple[int, str]] = []
     for i, k in enumerate(kernels):
         for out in k.outputs:
             if out not in allocated:
@@ -72,8 +78,9 @@ def wrapper_source(ir: GraphIR, kernels: list[RenderedKernel], loads: list[str],
                 allocated.add(out)
         lines.append(f"    # kernel{i} computes {', '.join(k.nodes)}{_where(k.lines, source)}")
         lines.append("    " + launch(ir, k, language))
+        line_map += [(len(lines) - 1, f"kernel{i}"), (len(lines), f"kernel{i}")]
     lines.append(f"    return ({''.join(tensor_arg(ir, r) + ', ' for r in ir.output_refs)})")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n", tuple(line_map)
 
 
 def allocation(ir: GraphIR, name: str, reused: str | None) -> str:

@@ -2,17 +2,20 @@
 
 ``run_passes`` is the table of contents: decompose to ATen, then clean up.
 Each pass is a function ``GraphModule -> list of change descriptions`` (it
-edits the graph in place), kept in its own module.
+edits the graph in place), kept in its own module. Like every backend stage,
+``run_passes`` returns a :class:`~toycompiler.artifacts.StageResult`: the
+ATen graph for lowering, and the passes' artifact for the views.
+
+Mirrors: torch/_inductor/fx_passes/ (pre_grad, joint_graph, post_grad) and
+torch/_inductor/decomposition.py. Leaves out: pattern matching (the
+``pattern_matcher`` replacements), reinplacing, and passes on the joint graph.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-import torch
 import torch.fx
 
-from ..artifacts import PassesArtifact, PassResult
+from ..artifacts import PassesArtifact, PassResult, StageResult
 from ..config import Config
 from ..graph_view import graph_artifact
 from .cse import cse
@@ -23,22 +26,23 @@ from .fold_conv_bn import fold_conv_bn
 from .simplify import simplify
 
 
-def run_passes(gm: torch.fx.GraphModule, example_inputs: list, config: Config) -> tuple[torch.fx.GraphModule, PassesArtifact]:
+def run_passes(gm: torch.fx.GraphModule, example_inputs: list, config: Config) -> StageResult[torch.fx.GraphModule]:
+    """FX graph -> ATen FX graph (a new module; ``gm`` is left alone), each pass's changes in the artifact."""
     results: list[PassResult] = []
+
+    def record(name: str, changes: list[str]) -> None:
+        results.append(PassResult(name, tuple(changes), graph_artifact(gm, f"after {name}")))
+
     if config.fold_conv_bn:
         gm, changes = fold_conv_bn(gm)
-        results.append(PassResult("fold_conv_bn", tuple(changes), graph_artifact(gm, "after fold_conv_bn")))
+        record("fold_conv_bn", changes)
     gm, changes = decompose(gm, example_inputs)
-    results.append(PassResult("decompose", tuple(changes), graph_artifact(gm, "after decompose")))
-    cleanups: list[tuple[str, bool, Callable[[torch.fx.GraphModule], list[str]]]] = [
-        ("constant_fold", config.constant_folding, constant_fold),
-        ("simplify", config.simplify, simplify),
-        ("cse", config.cse, cse),
-        ("dce", True, dce),
-    ]
+    record("decompose", changes)
+    cleanups = [("constant_fold", config.constant_folding, constant_fold), ("simplify", config.simplify, simplify),
+                ("cse", config.cse, cse), ("dce", True, dce)]
     for name, enabled, fn in cleanups:
         if enabled:
             changes = fn(gm)
             gm.recompile()
-            results.append(PassResult(name, tuple(changes), graph_artifact(gm, f"after {name}")))
-    return gm, PassesArtifact(tuple(results))
+            record(name, changes)
+    return StageResult(gm, PassesArtifact(tuple(results)))

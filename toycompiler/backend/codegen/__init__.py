@@ -1,21 +1,27 @@
-"""Codegen driver: render each scheduled kernel, build it, and write the output code.
+"""Codegen driver: render each scheduled kernel, build it, write the output code and load it.
 
-``generate`` returns the callable that runs the graph, plus the kernel and
-output-code artifacts. The per-target spelling lives in :mod:`.cpp` and
-:mod:`.triton`, the shared rendering in :mod:`.common`; library calls
-(extern kernels) are written straight into the output code.
+``generate`` is the last compile stage: it returns the loaded output module
+(what runs) and the output-code artifact, which holds every kernel's source
+and the provenance each renderer recorded as it wrote the lines. The
+per-target spelling lives in :mod:`.cpp` and :mod:`.triton`, the shared
+rendering in :mod:`.common`; library calls (extern kernels) are written
+straight into the output code.
+
+Mirrors: torch/_inductor/graph.py (GraphLowering.codegen, compile_to_module)
+and torch/_inductor/codegen/simd.py (codegen_node per fused group).
+Leaves out: kernel-level caching across graphs and async compilation in workers.
 """
 
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Callable
+import types
 
-from ...artifacts import KernelArtifact, OutputCodeArtifact, SourceArtifact
+import torch
+
+from ...artifacts import KernelArtifact, OutputCodeArtifact, SourceArtifact, StageResult
 from ...config import Config
 from .. import codecache
-from ..ir import GraphIR
 from ..scheduler import Schedule
 from ..wrapper import wrapper_source
 from .common import RenderedKernel
@@ -25,9 +31,29 @@ from .triton import TritonRenderer
 RENDERERS = {"cpp": CppRenderer, "triton": TritonRenderer}
 
 
-def generate(ir: GraphIR, plan: Schedule, target: str, config: Config, source: SourceArtifact | None,
-             constants: list | None = None) -> tuple[Callable, tuple[KernelArtifact, ...], OutputCodeArtifact]:
-    renderer = RENDERERS[target](ir, config)
+def default_target(example_inputs: list) -> str:
+    """Triton for CUDA tensors, C++ for CPU tensors (with no tensors: by what the machine has)."""
+    devices = {t.device.type for t in example_inputs if isinstance(t, torch.Tensor)}
+    if devices:
+        return "triton" if "cuda" in devices else "cpp"
+    return "triton" if torch.cuda.is_available() else "cpp"
+
+
+def check_target(target: str, example_inputs: list) -> None:
+    """Triton kernels need CUDA tensors, unless they run in Triton's CPU interpreter.
+
+    The interpreter must be chosen before triton is first imported (importing toycompiler does it).
+    """
+    on_cpu = any(isinstance(t, torch.Tensor) and t.device.type == "cpu" for t in example_inputs)
+    if target == "triton" and (on_cpu or not torch.cuda.is_available()) and os.environ.get("TRITON_INTERPRET") != "1":
+        raise RuntimeError("the Triton backend needs CUDA tensors here (the inputs are on the CPU and "
+                           "Triton's CPU interpreter is off); move them with .cuda() or use backend='cpp'")
+
+
+def generate(plan: Schedule, target: str, config: Config,
+             source: SourceArtifact | None) -> StageResult[types.ModuleType]:
+    """Kernels -> source files on disk -> the output module, imported (the one place it is loaded)."""
+    renderer = RENDERERS[target](plan.ir, config)
     rendered: list[RenderedKernel] = []
     for i, kernel in enumerate(plan.kernels):
         if kernel.kind == "extern":
@@ -41,33 +67,11 @@ def generate(ir: GraphIR, plan: Schedule, target: str, config: Config, source: S
         paths, loads = _build_cpp(generated, "\n".join(renderer.header()), config)
     else:
         paths, loads = _build_triton(generated, config)
-    kernel_arts = [KernelArtifact(k.name, target, k.source, p, k.nodes, k.lines,
-                                  owners_by_line(k.source, renderer.comment_mark)) for k, p in zip(generated, paths)]
-    src = wrapper_source(ir, rendered, loads, target, source, plan.reuses)
-    module, path = codecache.python_module(src, config, "output_code")
-    call = module.call
-    if constants:
-        def call(*args, _call=module.call, _constants=tuple(constants)):
-            return _call(*args, *_constants)
-    return call, tuple(kernel_arts), OutputCodeArtifact(src, path)
-
-
-def owners_by_line(source: str, comment_mark: str) -> tuple[tuple[int, str], ...]:
-    """(1-based line, IR buffer) for each kernel line that computes part of a buffer.
-
-    The renderer closes each node's code with a ``# buf3 = tmp5 (add, line 5)``
-    comment, so the ``tmpN = ...`` lines since the previous comment compute that buffer.
-    """
-    out, pending = [], []
-    for i, line in enumerate(source.splitlines(), start=1):
-        text = line.strip()
-        if text.startswith(comment_mark + " buf"):
-            owner = text[len(comment_mark):].split("=")[0].strip()
-            out += [(n, owner) for n in pending]
-            pending = []
-        elif re.search(r"\btmp\d+ = ", text):
-            pending.append(i)
-    return tuple(out)
+    kernels = tuple(KernelArtifact(k.name, target, k.source, p, k.nodes, k.lines, k.line_map)
+                    for k, p in zip(generated, paths))
+    src, line_map = wrapper_source(plan.ir, rendered, loads, target, source, plan.reuses)
+    path = codecache.write_python(src, config, "output_code")
+    return StageResult(codecache.output_module(path), OutputCodeArtifact(src, path, kernels, line_map))
 
 
 def _build_cpp(kernels: list[RenderedKernel], header: str, config: Config) -> tuple[list[str], list[str]]:
@@ -88,17 +92,7 @@ def _build_cpp(kernels: list[RenderedKernel], header: str, config: Config) -> tu
 def _build_triton(kernels: list[RenderedKernel], config: Config) -> tuple[list[str], list[str]]:
     paths, loads = [], []
     for k in kernels:
-        _ensure_triton_can_run()
-        _, path = codecache.python_module(k.source, config, k.name)
+        path = codecache.write_python(k.source, config, k.name)
         paths.append(path)
         loads.append(f"{k.name} = codecache.load_triton_kernel({path!r}, {k.name!r})")
     return paths, loads
-
-
-def _ensure_triton_can_run() -> None:
-    """Without a GPU, Triton kernels run in its interpreter, which must be chosen before triton is imported."""
-    import torch
-
-    if not torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1":
-        raise RuntimeError("no CUDA GPU, and Triton's CPU interpreter is off: set TRITON_INTERPRET=1 "
-                           "before anything imports triton (importing toycompiler first does it)")

@@ -25,11 +25,14 @@ renderer/cstyle.py (``code_for_op``).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import sympy
 import torch
 
+from ...artifacts import LineOrigin
 from ..ir import (
     ComputedBuffer,
     Const,
@@ -64,6 +67,7 @@ class RenderedKernel:
     lines: tuple[int, ...]
     kind: str = "pointwise"  # pointwise or reduction
     meta: tuple[tuple[str, int], ...] = ()  # compile-time block sizes (Triton): XBLOCK, RBLOCK
+    line_map: tuple[LineOrigin, ...] = ()  # which buffer each line of ``source`` computes
 
 
 class IndexPrinter:
@@ -140,6 +144,8 @@ class KernelRenderer:
         self.xnumel = sympy.Mul(*kernel.xranges) if kernel.xranges else sympy.Integer(1)
         self.rnumel = sympy.Mul(*kernel.rranges) if kernel.rranges else sympy.Integer(1)
         self.lines: list[str] = []
+        self.owners: list[ComputedBuffer | None] = []  # per line: the IR buffer it was written for
+        self.owner: ComputedBuffer | None = None
         self.depth = 1  # inside the kernel function
         self.scopes: list[dict[str, str]] = [{}]
         self.ntmp = 0
@@ -149,9 +155,12 @@ class KernelRenderer:
         sizes, values = self.size_args()
         head = self.header() + self.signature(sizes)
         src_lines = tuple(sorted({ln for n in kernel.nodes for ln in n.lines}))
-        return RenderedKernel(self.name, "\n".join(head + body) + "\n", tuple(self.inputs), tuple(self.outputs),
-                              tuple(sizes), tuple(values), tuple(n.name for n in kernel.nodes), src_lines,
-                              kernel.kind, self.meta())
+        line_map = tuple(LineOrigin(len(head) + i, n.name, n.origins, n.lines)
+                         for i, (_, n) in enumerate(body, start=1) if n is not None)
+        source = "\n".join(head + [text for text, _ in body] + self.footer()) + "\n"
+        return RenderedKernel(self.name, source, tuple(self.inputs), tuple(self.outputs), tuple(sizes),
+                              tuple(values), tuple(n.name for n in kernel.nodes), src_lines, kernel.kind,
+                              self.meta(), line_map)
 
     def size_args(self) -> tuple[list[str], list[sympy.Expr]]:
         sizes, values = ["xnumel"], [self.xnumel]
@@ -165,18 +174,22 @@ class KernelRenderer:
                 values.append(sympy.Symbol(name))
         return sizes, values
 
-    def body_pointwise(self) -> list[str]:
+    def body_pointwise(self) -> list[tuple[str, ComputedBuffer | None]]:
         self.emit(*self.x_loop_open())
         self.emit("@XVARS@")
         for n in self.kernel.nodes:
             if n.name in self.kernel.stores:
-                value = self.expr(n.body, node_vars(n, self.kernel), n)
-                self.comment(n, value)
-                self.emit(self.store(n.name, self.store_index(n), value, "element"))
+                self.store_element(n)
         self.emit(*self.x_loop_close())
         return self.finish()
 
-    def body_reduction(self) -> list[str]:
+    def store_element(self, n: ComputedBuffer) -> None:
+        with self.owning(n):
+            value = self.expr(n.body, node_vars(n, self.kernel), n)
+            self.comment(n, value)
+            self.emit(self.store(n.name, self.store_index(n), value, "element"))
+
+    def body_reduction(self) -> list[tuple[str, ComputedBuffer | None]]:
         self.emit(*self.x_loop_open())
         self.emit("@XVARS@")
         elements = []
@@ -187,37 +200,32 @@ class KernelRenderer:
                     elements.append(n)
                 continue
             mapping = node_vars(n, self.kernel)
-            if where == "reduction":
-                value = self.reduction(n, mapping)
-            else:
-                value = self.expr(n.body, mapping, n)
-            self.comment(n, value)
-            self.row_values[n.name] = value
-            if n.name in self.kernel.stores:
-                self.emit(self.store(n.name, self.store_index(n), value, "row"))
+            with self.owning(n):
+                value = self.reduction(n, mapping) if where == "reduction" else self.expr(n.body, mapping, n)
+                self.comment(n, value)
+                self.row_values[n.name] = value
+                if n.name in self.kernel.stores:
+                    self.emit(self.store(n.name, self.store_index(n), value, "row"))
         if elements:
             self.emit(*self.r_loop_open("store"))
             for n in elements:
-                value = self.expr(n.body, node_vars(n, self.kernel), n)
-                self.comment(n, value)
-                self.emit(self.store(n.name, self.store_index(n), value, "element"))
+                self.store_element(n)
             self.emit(*self.r_loop_close())
         self.emit(*self.x_loop_close())
         return self.finish()
 
-    def finish(self) -> list[str]:
+    def finish(self) -> list[tuple[str, ComputedBuffer | None]]:
+        """The body's lines, each with the buffer it was written for; loop variables defined where used."""
         text = "\n".join(self.lines)
-        out = []
-        for line in self.lines:
-            stripped = line.strip()
+        out: list[tuple[str, ComputedBuffer | None]] = []
+        for line, owner in zip(self.lines, self.owners):
+            stripped, pad = line.strip(), line[: len(line) - len(line.lstrip())]
             if stripped == "@XVARS@":
-                pad = line[: len(line) - len(line.lstrip())]
-                out += [pad + d for d in self.var_defs("x", self.kernel.xranges, "xindex", text)]
+                out += [(pad + d, None) for d in self.var_defs("x", self.kernel.xranges, "xindex", text)]
             elif stripped == "@RVARS@":
-                pad = line[: len(line) - len(line.lstrip())]
-                out += [pad + d for d in self.var_defs("r", self.kernel.rranges, "rindex", text)]
+                out += [(pad + d, None) for d in self.var_defs("r", self.kernel.rranges, "rindex", text)]
             else:
-                out.append(line)
+                out.append((line, owner))
         return out
 
     def var_defs(self, prefix: str, ranges: tuple, flat: str, text: str) -> list[str]:
@@ -240,6 +248,16 @@ class KernelRenderer:
                 self.depth -= 1
             else:
                 self.lines.append("    " * self.depth + line if line else "")
+                self.owners.append(self.owner)
+
+    @contextmanager
+    def owning(self, n: ComputedBuffer) -> Iterator[None]:
+        """Lines emitted inside are recorded as computing ``n`` (the kernel's provenance, kept as data)."""
+        outer, self.owner = self.owner, n
+        try:
+            yield
+        finally:
+            self.owner = outer
 
     def comment(self, n: ComputedBuffer, value: str) -> None:
         """``# buf2 = tmp5 (exp, line 4)``: which temporary holds which IR node, from which FX node and line."""
@@ -276,10 +294,11 @@ class KernelRenderer:
                 return self.row_values[e.buf]
             if e.buf in local:  # computed in this kernel, element by element: inline it
                 producer = local[e.buf]
-                value = self.expr(producer.body, node_vars(producer, self.kernel), producer)
-                if producer.name not in self.scopes[-1]:
-                    self.scopes[-1][producer.name] = value
-                    self.comment(producer, value)
+                with self.owning(producer):
+                    value = self.expr(producer.body, node_vars(producer, self.kernel), producer)
+                    if producer.name not in self.scopes[-1]:
+                        self.scopes[-1][producer.name] = value
+                        self.comment(producer, value)
                 return value
             index = sympy.expand(e.index.xreplace(mapping))
             dtype = self.dtypes[e.buf]
@@ -322,6 +341,8 @@ class KernelRenderer:
     comment_mark = "#"
     def setup(self) -> None: ...
     def header(self) -> list[str]: ...
+    def footer(self) -> list[str]:
+        return []
     def signature(self, sizes: list[str]) -> list[str]: ...
     def x_loop_open(self) -> list[str]: ...
     def x_loop_close(self) -> list[str]: ...

@@ -128,8 +128,8 @@ class CppRenderer(KernelRenderer):
         params += [f"int64_t {s}" for s in sizes]
         return [f'extern "C" void {self.name}({", ".join(params)}) {{']
 
-    def finish(self):
-        return super().finish() + ["}"]
+    def footer(self):
+        return ["}"]
 
     def x_loop_open(self):
         if self.kernel.kind == "pointwise":
