@@ -544,10 +544,6 @@ class Report(Artifact):
         return len(self.breaks)
 
     @property
-    def break_reasons(self) -> tuple[GraphBreak, ...]:
-        return self.breaks
-
-    @property
     def ops_per_graph(self) -> tuple[int, ...]:
         return tuple(g.op_count for g in self.graphs)
 

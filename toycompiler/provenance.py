@@ -28,5 +28,11 @@ def line_of(node: torch.fx.Node) -> int | None:
     return int(found[-1]) if found else None
 
 
+def lines_of(node: torch.fx.Node | None) -> tuple[int, ...]:
+    """The source lines an IR buffer lowered from ``node`` records: its line, if known."""
+    line = line_of(node) if node is not None else None
+    return (line,) if line is not None else ()
+
+
 def offset_of(node: torch.fx.Node) -> int | None:
     return (node.meta.get("custom") or {}).get("toy_offset")

@@ -29,11 +29,6 @@ def index_vars(n: int, prefix: str = "d") -> tuple[sympy.Symbol, ...]:
     return tuple(sympy.Symbol(f"{prefix}{i}", integer=True, nonnegative=True) for i in range(n))
 
 
-def size_symbol(name: str) -> sympy.Symbol:
-    """A symbolic size (dynamic shape), e.g. ``s0``: a positive integer known only at run time."""
-    return sympy.Symbol(name, integer=True, positive=True)
-
-
 def contiguous_strides(size: tuple[sympy.Expr, ...]) -> tuple[sympy.Expr, ...]:
     strides, acc = [], sympy.Integer(1)
     for s in reversed(size):
@@ -234,6 +229,11 @@ class ComputedBuffer:
         return "reduction" if self.reduction else "pointwise"
 
     @property
+    def reads(self) -> set[str]:
+        """The buffers its body loads from."""
+        return {ld.buf for ld in loads(self.body)}
+
+    @property
     def ranges(self) -> tuple[sympy.Expr, ...]:
         return self.layout.size
 
@@ -254,6 +254,10 @@ class ExternKernel:
     @property
     def inputs(self) -> tuple[str, ...]:
         return tuple(a.buf for a in self.args)
+
+    @property
+    def reads(self) -> set[str]:
+        return set(self.inputs)
 
 
 Buffer = Union[InputBuffer, ComputedBuffer, ExternKernel]

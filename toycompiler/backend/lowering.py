@@ -270,10 +270,9 @@ def _copy_into_input(graph: GraphLowering, node: torch.fx.Node, dst: TensorValue
     value = _expand_to(src, dst.size) if isinstance(src, TensorValue) else \
         TensorValue(dst.size, dst.dtype, dst.device, lambda idx: Const(src, dst.dtype))
     body = cast(value.loader(index_vars(len(dst.size))), value.dtype, dst.dtype)
-    line = provenance.line_of(node)
     graph.buffers.append(ComputedBuffer(
         f"buf{len(graph.buffers)}", Layout(dst.size, dst.ref.stride, dst.dtype, dst.device, dst.ref.offset), body,
-        origins=(node.name,), lines=(line,) if line else (), store_into=dst.ref.buf))
+        origins=(node.name,), lines=provenance.lines_of(node), store_into=dst.ref.buf))
     return dst
 
 
@@ -377,11 +376,9 @@ class GraphLowering:
         node = node or self.node
         name = f"buf{len(self.buffers)}"
         stride = contiguous_strides(size)
-        line = provenance.line_of(node) if node is not None else None
-        self.buffers.append(ComputedBuffer(
-            name, Layout(size, stride, dtype, device), body, reduction,
-            origins=(node.name,) if node is not None else (), lines=(line,) if line else (),
-        ))
+        self.buffers.append(ComputedBuffer(name, Layout(size, stride, dtype, device), body, reduction,
+                                           origins=(node.name,) if node is not None else (),
+                                           lines=provenance.lines_of(node)))
         return strided_value(TensorRef(name, size, stride), dtype, device)
 
     def output_ref(self, n: Any) -> TensorRef:

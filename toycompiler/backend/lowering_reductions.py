@@ -116,11 +116,10 @@ def make_extern(fn: str, out_arg: bool = True, nargs: int = 2, kw: tuple[str, ..
         extras = list(args[nargs:])
         texts = [(k, repr(v)) for k, v in zip(kw, extras)] + [(k, repr(v)) for k, v in kwargs.items()]
         name = f"buf{len(graph.buffers)}"
-        line = provenance.line_of(node)
         graph.buffers.append(ExternKernel(
             name, Layout(size, stride, out.dtype, str(out.device)), fn, tuple(t.ref for t in tensors),
             tuple(texts) + ((("out", name),) if out_arg else ()), origins=(node.name,),
-            lines=(line,) if line else ()))
+            lines=provenance.lines_of(node)))
         ref = TensorRef(name, size, stride)
         return TensorValue(size, out.dtype, str(out.device), ref_loader(ref), ref)
     lower.needs_graph = True

@@ -220,24 +220,9 @@ def _constant(node, value) -> TensorValue:
     return TensorValue(out_size(node), val.dtype, str(val.device), lambda idx: Const(value, val.dtype))
 
 
-@register_lowering(aten.full)
-def full(node, size, fill_value, **_: Any) -> TensorValue:
+@register_lowering(aten.full, aten.full_like)
+def full(node, size_or_like, fill_value, **_: Any) -> TensorValue:
     return _constant(node, fill_value)
-
-
-@register_lowering(aten.full_like)
-def full_like(node, x, fill_value, **_: Any) -> TensorValue:
-    return _constant(node, fill_value)
-
-
-@register_lowering(aten.zeros_like, aten.empty_like)
-def zeros_like(node, x, **_: Any) -> TensorValue:
-    return _constant(node, 0)
-
-
-@register_lowering(aten.ones_like)
-def ones_like(node, x, **_: Any) -> TensorValue:
-    return _constant(node, 1)
 
 
 @register_lowering(aten.scalar_tensor)
@@ -245,14 +230,11 @@ def scalar_tensor(node, value, **_: Any) -> TensorValue:
     return _constant(node, value)
 
 
-@register_lowering(aten.zeros, aten.empty, aten.new_zeros, aten.new_empty)
-def zeros(node, *_: Any, **__: Any) -> TensorValue:
-    return _constant(node, 0)
-
-
-@register_lowering(aten.ones, aten.new_ones)
-def ones(node, *_: Any, **__: Any) -> TensorValue:
-    return _constant(node, 1)
+# zeros, ones and their _like/new_ forms (an empty tensor's values are unspecified: zeros will do).
+FILLS = {aten.zeros: 0, aten.empty: 0, aten.new_zeros: 0, aten.new_empty: 0, aten.zeros_like: 0,
+         aten.empty_like: 0, aten.ones: 1, aten.new_ones: 1, aten.ones_like: 1}
+for _op, _value in FILLS.items():
+    register_lowering(_op)(lambda node, *_, _value=_value, **__: _constant(node, _value))
 
 
 @register_lowering(torch.ops.prims.iota)

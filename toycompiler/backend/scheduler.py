@@ -128,7 +128,7 @@ def can_fuse(kernel: Kernel, node: Node, config: Config) -> tuple[bool, str]:
         what = f"{_fmt(xr)} x {_fmt(rr)}" if rr else _fmt(xr)
         got = _fmt(squeeze(node.layout.size)) + (f" x {_fmt(squeeze(node.reduction.ranges))}" if node.reduction else "")
         return False, f"iteration spaces differ ({what} vs {got})"
-    if not config.sibling_fusion and not (kernel.names() & {ld.buf for ld in loads(node.body)}):
+    if not config.sibling_fusion and not (kernel.names() & node.reads):
         return False, "they share no data, and sibling fusion is off (config.sibling_fusion=False)"
     if kernel.kind == "reduction" and not node.reduction and not config.epilogue_fusion:
         return False, "pointwise work after a reduction stays separate (config.epilogue_fusion=False)"
@@ -141,7 +141,7 @@ def can_fuse(kernel: Kernel, node: Node, config: Config) -> tuple[bool, str]:
             stored = store_index(p.layout.size).xreplace(node_vars(p, probe))
             if sympy.expand(ld.index.xreplace(mine) - stored) != 0:
                 return False, f"{node.name} reads {ld.buf} at a different index ({ld.index}), so it would need other elements"
-    return True, _why_fused(kernel, node, where, sorted(producers.keys() & {ld.buf for ld in loads(node.body)}))
+    return True, _why_fused(kernel, node, where, sorted(producers.keys() & node.reads))
 
 
 def _why_fused(kernel: Kernel, node: Node, where: str, producers: list[str]) -> str:
@@ -193,8 +193,7 @@ def verify(ir: GraphIR, kernels: list[Kernel]) -> None:
     for i, k in enumerate(kernels):
         for n in k.nodes:
             assert n.name not in where, f"{n.name} is scheduled twice"
-            reads = set(n.inputs) if isinstance(n, ExternKernel) else {ld.buf for ld in loads(n.body)}
-            for b in reads:
+            for b in n.reads:
                 assert b in where, f"{n.name} in kernel{i} reads {b} before it is computed"
                 assert where[b] == i or where[b] == -1 or b in kernels[where[b]].stores, \
                     f"{n.name} in kernel{i} reads {b}, which kernel{where[b]} does not store"
@@ -205,8 +204,7 @@ def verify(ir: GraphIR, kernels: list[Kernel]) -> None:
 
 def _candidates(node: Node, kernels: list[Kernel], home: dict[str, int]) -> list[int]:
     """Kernels ``node`` could join without running before its inputs: producers first, newest first."""
-    reads = set(node.inputs) if isinstance(node, ExternKernel) else {ld.buf for ld in loads(node.body)}
-    deps = [home[b] for b in reads if b in home]
+    deps = [home[b] for b in node.reads if b in home]
     first = max(deps, default=0)
     producers = sorted({d for d in deps if d >= first}, reverse=True)
     others = [k for k in range(len(kernels) - 1, first - 1, -1) if k not in producers]
@@ -233,10 +231,7 @@ def _plan_stores(ir: GraphIR, kernels: list[Kernel]) -> None:
 
 
 def _reads(k: Kernel) -> set[str]:
-    out: set[str] = set()
-    for n in k.nodes:
-        out |= set(n.inputs) if isinstance(n, ExternKernel) else {ld.buf for ld in loads(n.body)}
-    return out
+    return set().union(*(n.reads for n in k.nodes))
 
 
 def plan_memory(ir: GraphIR, kernels: list[Kernel]) -> tuple[dict[str, str], list[str]]:
@@ -295,8 +290,7 @@ def _artifact(ir: GraphIR, kernels: list[Kernel], decisions: list[FusionDecision
         ))
     unfused = 0
     for n in ir.buffers:
-        reads = set(n.inputs) if isinstance(n, ExternKernel) else {ld.buf for ld in loads(n.body)}
-        unfused += sum(_nbytes(ir, b) for b in reads) + _nbytes(ir, n.name)
+        unfused += sum(_nbytes(ir, b) for b in n.reads) + _nbytes(ir, n.name)
     plan = tuple(f"{name}: never written to memory (lives in registers inside {g.name})"
                  for g in groups for name in g.nodes if name not in g.stores)
     return ScheduleArtifact(tuple(groups), tuple(decisions), plan + tuple(reuse), unfused)

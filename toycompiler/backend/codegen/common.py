@@ -42,9 +42,9 @@ from ..ir import (
     IndexValue,
     Load,
     ModularIndexing,
-    Op,
     contiguous_strides,
     index_vars,
+    loads,
     op_names,
     store_index,
 )
@@ -136,7 +136,7 @@ class KernelRenderer:
         self.kernel = kernel
         self.name = self.kernel_name(kernel, index)
         inside = kernel.names()
-        reads = {ld.buf for n in kernel.nodes for ld in _loads(n.body)} - inside
+        reads = {ld.buf for n in kernel.nodes for ld in loads(n.body)} - inside
         self.inputs = sorted(reads, key=_order)
         self.outputs = list(kernel.stores)
         self.ptr = {b: f"in_ptr{i}" for i, b in enumerate(self.inputs)} | \
@@ -373,14 +373,6 @@ def _name_patterns(ops: list[str]) -> list[str]:
             first = min(ops.index(m) for m in members)
             ops = [o for o in ops[:first] if o not in members] + [name] + [o for o in ops[first:] if o not in members]
     return ops
-
-
-def _loads(e: Expr) -> list[Load]:
-    if isinstance(e, Load):
-        return [e]
-    if isinstance(e, Op):
-        return [ld for a in e.args for ld in _loads(a)]
-    return []
 
 
 def _order(name: str) -> tuple[int, int]:
