@@ -8,6 +8,8 @@
   reads the source) all work.
 
 Mirrors: torch/_inductor/codecache.py (CppCodeCache, PyCodeCache).
+Leaves out: compiling in worker processes, and file locks between processes
+(writes go to a temporary file and are renamed into place instead).
 """
 
 from __future__ import annotations

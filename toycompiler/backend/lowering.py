@@ -12,6 +12,9 @@ what comes out (:class:`~toycompiler.backend.ir.GraphIR`) is plain data.
 
 Mirrors: torch/_inductor/lowering.py (``register_lowering``, ``make_pointwise``)
 and torch/_inductor/graph.py (GraphLowering.run_node).
+Leaves out: layouts other than contiguous (no channels-last), fallback
+kernels for unlowered ops (an unlowered op sends the graph to eager), and
+realizing a buffer when an expression grows too deep.
 """
 
 from __future__ import annotations

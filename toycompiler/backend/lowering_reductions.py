@@ -8,6 +8,8 @@ as Inductor does for ``aten.mm`` when it does not autotune a template.
 
 Mirrors: torch/_inductor/lowering.py (make_reduction, sum_, amax, argmax) and
 torch/_inductor/ir.py (ExternKernelOut, FallbackKernel).
+Leaves out: split reductions (one long row over many programs), Welford
+variance, scans (cumsum), and matmul templates that Inductor can fuse.
 """
 
 from __future__ import annotations

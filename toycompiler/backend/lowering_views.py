@@ -8,6 +8,8 @@ strided buffer, the map is affine and the view is again a strided buffer
 
 Mirrors: torch/_inductor/lowering.py (view, permute, expand, slice_, select,
 cat, full, iota) and torch/_inductor/ir.py (View, ReinterpretView).
+Leaves out: ``as_strided`` and ``unfold`` (views that are not an index map
+of one input), and ``cat`` along a dimension of symbolic size.
 """
 
 from __future__ import annotations

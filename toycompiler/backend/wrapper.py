@@ -14,6 +14,7 @@ buffer that reuses a dead one's memory is ``buf4 = buf1.view(...)``.
 
 Mirrors: torch/_inductor/codegen/wrapper.py (PythonWrapperCodegen,
 ReinterpretView codegen, buffer reuse lines).
+Leaves out: the C++ wrapper (AOTInductor), and freeing buffers as soon as they die.
 """
 
 from __future__ import annotations

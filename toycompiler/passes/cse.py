@@ -1,4 +1,8 @@
-"""Common subexpression elimination: the same op on the same inputs is computed once."""
+"""Common subexpression elimination: the same op on the same inputs is computed once.
+
+Mirrors: torch/fx/passes/dialect/common/cse_pass.py (and Inductor's CSE of kernel lines).
+Leaves out: ops with side effects other than randomness, which FX graphs here do not have.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Dead code elimination: drop nodes whose results nobody uses (and that have no side effects)."""
+"""Dead code elimination: drop nodes whose results nobody uses (and that have no side effects).
+
+Mirrors: torch.fx.Graph.eliminate_dead_code, which this calls; it only adds the list of what went.
+"""
 
 from __future__ import annotations
 

@@ -11,6 +11,8 @@ input becomes ``add`` plus one ``copy_`` into the input at the end.
 
 Mirrors: torch/_inductor/decomposition.py (on top of torch/_decomp) and
 AOTAutograd's functionalization.
+Leaves out: Inductor's own decompositions beyond the table above, and
+decompositions chosen per device.
 """
 
 from __future__ import annotations

@@ -3,6 +3,10 @@
 In a graph captured from a function, constants show up as ``aten.full`` /
 ``aten.scalar_tensor`` results and as ops on them (``full(...) * 2``). Those
 small tensors are computed once and stored as attributes of the graph module.
+
+Mirrors: torch/_inductor/fx_passes/joint_graph.py (constant_fold_uniform_value)
+and torch/_inductor/constant_folding.py.
+Leaves out: folding large constants (see MAX_FOLD_NUMEL) and lifting them to graph inputs.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ Merging constants re-associates floating point arithmetic; the result can differ
 the last bit, as with Inductor's own simplifications.
 
 Mirrors: the algebraic rules of torch/_inductor/fx_passes/joint_graph.py and post_grad.py.
+Leaves out: the pattern matcher those files are written with, and rules over views.
 """
 
 from __future__ import annotations

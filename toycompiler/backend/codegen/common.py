@@ -20,6 +20,8 @@ Targets differ only in spelling, so each is a small subclass that fills in
 Mirrors: torch/_inductor/codegen/common.py (Kernel, CSE, OpOverrides),
 torch/_inductor/codegen/simd.py (the x/r split) and tinygrad's
 renderer/cstyle.py (``code_for_op``).
+Leaves out: tiling in more than x and r, vectorized loads beyond what the
+C++ compiler does itself, and Inductor's value-range analysis.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ element-wise results in a last, vectorisable ``#pragma omp simd`` loop.
 
 Mirrors: torch/_inductor/codegen/cpp.py (CppKernel, CppOverrides), without
 its explicit vector classes: loops are written so the compiler can vectorise.
+Leaves out: loop tiling and blocking for cache, and the C++ wrapper.
 """
 
 from __future__ import annotations

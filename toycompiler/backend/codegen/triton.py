@@ -20,6 +20,8 @@ computed in float32, as Inductor does.
 
 Mirrors: torch/_inductor/codegen/triton.py (TritonKernel, TritonOverrides,
 persistent_reduction) and torch/_inductor/runtime/triton_heuristics.py.
+Leaves out: 2-D tiling of pointwise kernels, split reductions, and
+autotuning a reduction's RBLOCK.
 """
 
 from __future__ import annotations
