@@ -44,11 +44,16 @@ lab: $(STAMP)
 	echo "JupyterLab on http://127.0.0.1:$(PORT)/lab (serving $$root/; Ctrl-C to stop)"; \
 	exec $(BIN)/jupyter lab --ServerApp.root_dir=$$root --ip=127.0.0.1 --port=$(PORT) $$flags
 
-# pytest's exit code 5 means "no tests collected": not a failure while tests/
-# is still empty. Lessons run in a kernel of this same environment
-# (--nbval-current-env); .ci/lesson_times.py prints the time each one took.
+# First the design checks: the import contracts of pyproject.toml
+# ([tool.importlinter], through .ci/lint_imports.py) and the size budget
+# (.ci/size.py prints lines of code per folder); a breach fails the command,
+# the tests still run. pytest's exit code 5 means "no tests collected": not a
+# failure while tests/ is still empty. Lessons run in a kernel of this same
+# environment (--nbval-current-env); .ci/lesson_times.py prints the time each one took.
 test: $(STAMP)
 	@status=0; \
+	$(BIN)/python .ci/lint_imports.py || { echo "import contracts: BROKEN (see above)"; status=1; }; \
+	$(BIN)/python .ci/size.py || status=1; \
 	if [ -d tests ]; then \
 	    $(BIN)/pytest tests; rc=$$?; \
 	    if [ $$rc -eq 5 ]; then echo "tests/: no tests collected yet"; \

@@ -1,5 +1,8 @@
 """End to end: one function through every stage, on both backends, against eager."""
 
+import pathlib
+import sys
+
 import pytest
 import torch
 
@@ -30,17 +33,17 @@ SHAPES = [(1,), (7,), (1000,), (3, 5), (17, 33)]
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
 def test_compiled_matches_eager(backend, fn, shape):
     x, y = torch.randn(shape, device=device_for(backend)), torch.randn(shape, device=device_for(backend))
-    assert_same(fn, x, y, backend=backend, allow_fallback=False)
+    assert_same(fn, x, y, backend=backend)
 
 
 @pytest.mark.parametrize("backend", ["cpp", "triton"])
 def test_same_shape_reuses_other_shape_recompiles(backend):
     f = toycompiler.compile(sin_cos, backend=backend)
     dev = device_for(backend)
-    f(torch.randn(10, device=dev), torch.randn(10, device=dev))
-    f(torch.randn(10, device=dev), torch.randn(10, device=dev))
+    for _ in range(2):
+        assert_same(sin_cos, torch.randn(10, device=dev), torch.randn(10, device=dev), compiled=f)
     assert len(f.cache.entries) == 1
-    out = f(torch.randn(20, device=dev), torch.randn(20, device=dev))
+    out = assert_same(sin_cos, torch.randn(20, device=dev), torch.randn(20, device=dev), compiled=f)
     assert out.shape == (20,)
     assert len(f.cache.entries) == 2
     failure = f.cache.failures[-1]
@@ -85,11 +88,11 @@ def test_toy_backend_inside_real_torch_compile():
         return compiled[-1]
 
     x, y = torch.randn(50), torch.randn(50)
-    torch.testing.assert_close(torch.compile(sin_cos, backend=spy)(x, y), sin_cos(x, y))
-    assert compiled[0].artifacts.fallback_reason is None
+    assert_same(sin_cos, x, y, compiled=torch.compile(sin_cos, backend=spy))
+    assert compiled[0].artifacts.fallback_reason is None  # torch.compile's frames are not ours to inspect
     assert len(compiled[0].artifacts.kernels) == 1
     torch._dynamo.reset()
-    torch.testing.assert_close(torch.compile(sin_cos, backend="toycompiler_cpp")(x, y), sin_cos(x, y))
+    assert_same(sin_cos, x, y, compiled=torch.compile(sin_cos, backend="toycompiler_cpp"))
     assert "toycompiler" in torch._dynamo.list_backends()
 
 
@@ -147,9 +150,7 @@ def test_compile_nn_module():
             return torch.sigmoid(x) * 2
 
     net = Net()
-    compiled = toycompiler.compile(net, backend="cpp")
-    x = torch.randn(8)
-    torch.testing.assert_close(compiled(x), net(x))
+    assert_same(net, torch.randn(8), backend="cpp")
 
 
 def test_cpp_compiler_error_falls_back_to_eager(tmp_cache):
@@ -186,3 +187,20 @@ def test_torch_finds_backend_by_entry_point_without_import():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().endswith("ok")
+
+
+@pytest.mark.parametrize("version", [(3, 10), (3, 13), (3, 14), (4, 0)])
+def test_unsupported_python_is_refused_at_import(version, monkeypatch):
+    monkeypatch.setattr(sys, "version_info", (*version, 0, "final", 0))
+    with pytest.raises(ImportError, match=rf"Python 3.11 and 3.12 only, not {version[0]}.{version[1]}"):
+        toycompiler.check_python_version()
+
+
+def test_supported_pythons_are_the_ones_declared():
+    import tomllib
+
+    for version in toycompiler.SUPPORTED_PYTHON:
+        toycompiler.check_python_version(version)  # no error
+    pyproject = tomllib.loads((pathlib.Path(__file__).parents[1] / "pyproject.toml").read_text())
+    assert pyproject["project"]["requires-python"] == ">=3.11,<3.13"
+    assert toycompiler.SUPPORTED_PYTHON == ((3, 11), (3, 12))

@@ -15,7 +15,24 @@ The stages, in order, are listed in :mod:`toycompiler.pipeline`.
 import os as _os
 import sys as _sys
 
-import torch as _torch
+# The Python versions the test suite runs on (3.11 here, 3.12 on the GPU machine). The frontend reads
+# CPython bytecode, which changes with every minor version: on another one a wrong translation is worse
+# than a refusal.
+SUPPORTED_PYTHON = ((3, 11), (3, 12))
+
+
+def check_python_version(version: tuple | None = None) -> None:
+    """Raise ImportError on a Python that toycompiler is not tested on (default: the running one)."""
+    major, minor = (version or _sys.version_info)[:2]
+    if (major, minor) not in SUPPORTED_PYTHON:
+        names = " and ".join(f"{a}.{b}" for a, b in SUPPORTED_PYTHON)
+        raise ImportError(f"toycompiler runs on Python {names} only, not {major}.{minor}: its frontend reads "
+                          f"each version's bytecode. Use one of those (make setup PYTHON=python3.11).")
+
+
+check_python_version()
+
+import torch as _torch  # noqa: E402
 
 # Without a GPU, Triton kernels run in Triton's CPU interpreter. That must be
 # chosen before triton is first imported (torch._dynamo imports it).

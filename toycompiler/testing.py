@@ -1,8 +1,16 @@
 """``assert_same``: the differential check every test and exercise uses.
 
-Runs a function eagerly and compiled on the same inputs, compares results,
-and on a mismatch shows every stage of the compilation so the cause can be
-found in the report, not by guesswork.
+Runs a function eagerly and compiled on the same inputs, compares results
+(and the inputs afterwards: in-place changes must match), and on a mismatch
+shows every stage of the compilation so the cause can be found in the report,
+not by guesswork.
+
+It refuses to pass on eager's answer: if any part of the compiled function
+ran eagerly instead (a backend that gave up, a frame that could not resume
+after a graph break, the recompile limit), the check fails unless the test
+names the known gap with ``allow_fallback="why"``. Such an allowance is
+strict: once the gap is closed and nothing falls back, the check fails too,
+so ``grep allow_fallback tests/`` lists exactly the gaps that are still open.
 """
 
 from __future__ import annotations
@@ -13,32 +21,67 @@ from typing import Any
 
 import torch
 
-from .api import CompiledFunction, compile, explain
+from .api import compile
 
 
 def assert_same(fn: Callable, *args: Any, backend: str | Callable = "cpp", rtol: float = 1e-5,
-                atol: float = 1e-5, compiled: CompiledFunction | None = None, allow_fallback: bool = True,
-                **kwargs: Any) -> Any:
-    """Compare ``fn(*args)`` eager vs compiled; return the compiled result.
+                atol: float = 1e-5, compiled: Callable | None = None, allow_fallback: str | None = None,
+                backward: bool = False, **kwargs: Any) -> Any:
+    """Compare ``fn(*args, **kwargs)`` eager vs compiled; return the compiled result.
 
-    With ``allow_fallback=False`` it also fails when a backend gave up and ran a graph eagerly,
-    so a test of generated code can't pass on eager's answer.
+    ``compiled`` is what to compare against eager (default: ``toycompiler.compile(fn, backend=backend)``):
+    any callable, e.g. a compiled function called before (a cache hit), or what a backend returned for a
+    captured graph. ``backward=True`` also runs ``out.backward(ones)`` on both results and compares the
+    gradients of the inputs.
     """
     eager_args = copy.deepcopy(args)
     expected = fn(*eager_args, **kwargs)
-    compiled = compiled or compile(fn, backend=backend)
+    compiled = compiled if compiled is not None else compile(fn, backend=backend)
     actual = compiled(*args, **kwargs)
     try:
         assert_close_tree(actual, expected, rtol, atol)
         assert_close_tree(args, eager_args, rtol, atol)  # in-place changes to the inputs must match too
+        if backward:
+            actual.backward(torch.ones_like(actual))
+            expected.backward(torch.ones_like(expected))
+            assert_close_tree(_grads(args), _grads(eager_args), rtol, atol)
     except AssertionError as e:
-        report = explain(fn, backend=backend)(*copy.deepcopy(args), **kwargs)
-        raise AssertionError(f"{e}\n\n---- compilation report ----\n{report}") from None
-    if not allow_fallback:
-        fell_back = [f.backend.fallback_reason for f in compiled.compiled_frames
-                     if f.backend is not None and f.backend.fallback_reason]
-        assert not fell_back, f"the backend fell back to eager: {fell_back}"
+        raise AssertionError(f"{e}\n\n---- compilation report ----\n{_report(compiled)}") from None
+    reasons = fallback_reasons(compiled)
+    if allow_fallback is None:
+        assert not reasons, f"ran eagerly instead of compiled (if this is a known gap, say so with " \
+            f"allow_fallback='why'): {reasons}"
+    else:
+        assert reasons, f"nothing fell back any more: remove allow_fallback={allow_fallback!r}"
     return actual
+
+
+def fallback_reasons(compiled: Any) -> list[str]:
+    """Why parts of ``compiled`` ran eagerly: a compiled function or module, or what a backend returned."""
+    target = getattr(compiled, "_compiled_forward", compiled)  # toycompiler.compile(module)
+    frames = getattr(target, "compiled_frames", ())
+    backends = [f.backend for f in frames] if frames else [getattr(compiled, "artifacts", None)]
+    reasons = []
+    for b in backends:
+        while b is not None:  # the forward graph, then AOTAutograd's backward graph
+            reasons += [b.fallback_reason] if b.fallback_reason else []
+            b = b.backward
+    reasons += [f"{b.filename}:{b.line}: frame ran eagerly: {b.no_resume_reason}"
+                for b in (f.translation.graph_break for f in frames) if b and b.no_resume_reason]
+    if getattr(getattr(target, "cache", None), "gave_up", False):
+        reasons.append("recompile limit reached: runs eagerly from now on")
+    return reasons
+
+
+def _grads(args: tuple) -> tuple:
+    return tuple(a.grad if isinstance(a, torch.Tensor) else None for a in args)
+
+
+def _report(compiled: Any) -> str:
+    """Every stage of what ran: each compiled frame, or a backend's artifacts."""
+    target = getattr(compiled, "_compiled_forward", compiled)
+    frames = getattr(target, "compiled_frames", None)
+    return "\n".join(str(f) for f in frames) if frames else str(getattr(compiled, "artifacts", "(no artifacts)"))
 
 
 def assert_close_tree(actual: Any, expected: Any, rtol: float = 1e-5, atol: float = 1e-5) -> None:
@@ -52,7 +95,8 @@ def assert_close_tree(actual: Any, expected: Any, rtol: float = 1e-5, atol: floa
         for a, e in zip(actual, expected):
             assert_close_tree(a, e, rtol, atol)
     elif isinstance(expected, dict):
-        assert isinstance(actual, dict) and actual.keys() == expected.keys(), f"dict keys differ: {actual} vs {expected}"
+        assert isinstance(actual, dict) and actual.keys() == expected.keys(), \
+            f"dict keys differ: {actual} vs {expected}"
         for k in expected:
             assert_close_tree(actual[k], expected[k], rtol, atol)
     else:
