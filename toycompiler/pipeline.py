@@ -70,79 +70,47 @@ def compile_frame(fn: types.FunctionType, args: tuple, kwargs: dict, backend: Ca
     ``wrap_resume`` turns each resume function into something callable (the API compiles them lazily);
     ``shapes`` (a frontend.shapes.ShapePolicy) says which sizes are symbolic.
     """
-    from .frontend import bytecode, translator
-    from .frontend import guards as G
+    from .frontend import bytecode, guards, resume, translator
 
     clock = StageClock()
     source = clock("source", read_source, fn)
     code_art = clock("bytecode", bytecode.disassemble, fn.__code__)
-    tracer = translator.InstructionTranslator(fn, args, kwargs, source, config, shapes)
-    result = clock("translate", tracer.run)
-    params = G.signature_params(fn.__code__)
-    if result.shapes is not None:
-        result.guards.shapes(result.shapes)
-    guards = clock("guards", result.guards.artifact, params, result.guard_objects)
-    check = G.compile_check(guards, result.guard_objects, fn)
-    graph, backend_art, transformed, transformed_art, resumes = None, None, fn, None, ()
-    if result.ops:  # an empty graph is not compiled (nor counted), as in TorchDynamo
-        graph = graph_artifact(result.graph_module, f"{fn.__code__.co_qualname} graph")
-    if result.artifact.graph_break is None or result.break_plan is not None:  # else: the frame runs eagerly
-        compiled, backend_art = None, None
-        if result.ops:
-            compiled, backend_art = clock("backend", call_backend, backend, backend_name, result, source, graph,
-                                          config)
-        transformed, transformed_art, resumes = clock("resume", build_transformed, fn, params, result, compiled,
-                                                      wrap_resume)
-    translation = _with_break_details(result, label)
-    symbolic = tuple(f"{where}: {why}" for where, why in (result.shapes.why.items() if result.shapes else ()))
-    artifact = A.FrameCompilation(label, source, code_art, translation, guards, graph, backend_art,
+    traced = clock("translate", translator.translate, fn, args, kwargs, source, config, shapes, label)
+    guards_art = clock("guards", guards.guards_artifact, traced.guards, guards.signature_params(fn.__code__))
+    graph = graph_artifact(traced.graph_module, f"{fn.__code__.co_qualname} graph") if traced.ops else None
+    run, compiled, backend_art, transformed_art, resumes = fn, None, None, None, ()
+    if traced.plan is not None:  # else: a break the frame can't be split at, and the whole frame runs eagerly
+        if traced.ops:  # an empty graph is not compiled (nor counted), as in TorchDynamo
+            compiled, backend_art = clock("backend", call_backend, backend, backend_name, traced, source, graph)
+        run, transformed_art, resumes = clock("resume", resume.build_transformed, fn, traced.plan,
+                                              traced.input_sources, traced.guard_objects, compiled,
+                                              wrap_resume or (lambda f: f))
+    check = guards.compile_check(guards_art, traced.guard_objects, fn)
+    symbolic = tuple(f"{where}: {why}" for where, why in traced.shapes.why.items())
+    artifact = A.FrameCompilation(label, source, code_art, traced.artifact, guards_art, graph, backend_art,
                                   transformed_art, resumes, tuple(clock.times), recompile_reason, symbolic)
-    return FrameEntry(check, transformed, artifact, result.guard_objects, _input_shapes(result))
+    return FrameEntry(check, run, artifact, traced.guard_objects, _input_shapes(traced))
 
 
-def build_transformed(fn: types.FunctionType, params: str, result: Any, compiled: Callable | None,
-                      wrap_resume: Callable | None) -> tuple[Callable, A.BytecodeArtifact, tuple]:
-    """The code that replaces ``fn``: graph call + return value, or graph call + break + resume call."""
-    from .frontend import resume
-
-    if result.break_plan is not None:
-        return resume.build_break(fn, result.break_plan, compiled, result.input_sources,
-                                  wrap_resume or (lambda f: f))
-    compiled = compiled or _eager_graph(result.graph_module)
-    transformed, art = resume.build_transformed_function(fn, params, compiled, result.input_sources,
-                                                         result.return_expr, result.constants)
-    return transformed, art, ()
-
-
-def _with_break_details(result: Any, label: str) -> A.TranslationArtifact:
-    """The translator's log, its break (if any) labelled with the entry and where it resumes."""
-    brk = result.artifact.graph_break
-    if brk is None:
-        return result.artifact
-    resumes_at = tuple(p.offset for p in result.break_plan.resumes) if result.break_plan else ()
-    brk = dataclasses.replace(brk, frame=label, no_resume_reason=result.no_resume_reason, resumes_at=resumes_at)
-    return dataclasses.replace(result.artifact, graph_break=brk)
-
-
-def _input_shapes(result: Any) -> dict[str, tuple]:
+def _input_shapes(traced: Any) -> dict[str, tuple]:
     """Each graph input's size when traced, with symbolic dims as None (for automatic dynamic shapes)."""
-    dims = result.shapes.dims if result.shapes is not None else {}
+    dims = traced.shapes.dims
     return {src: tuple(None if d in dims.get(src, ()) else int(s) for d, s in enumerate(t.shape))
-            for src, t in zip(result.input_sources, result.example_inputs)}
+            for src, t in zip(traced.input_sources, traced.example_inputs)}
 
 
-def call_backend(backend: Callable, name: str, result: Any, source: A.SourceArtifact,
-                 graph: A.GraphArtifact, config: Config) -> tuple[Callable, A.BackendArtifacts]:
+def call_backend(backend: Callable, name: str, traced: Any, source: A.SourceArtifact,
+                 graph: A.GraphArtifact) -> tuple[Callable, A.BackendArtifacts]:
     """Hand the graph to the backend; if it fails, run the graph eagerly and say why."""
-    gm = result.graph_module
-    symbolic = result.shapes.symbolic_inputs() if result.shapes is not None else {}
+    gm, example_inputs = traced.graph_module, list(traced.example_inputs)
+    symbolic = traced.shapes.symbolic_inputs()
     if symbolic and not getattr(backend, "supports_dynamic_shapes", False):
         reason = (f"backend {name!r} does not take symbolic sizes yet ({', '.join(sorted(symbolic))}): "
                   "running this graph eagerly, which works for any size")
         return _eager_graph(gm), A.BackendArtifacts(name, graph, fallback_reason=reason)
     try:
-        toy = {"config": config, "source": source} if getattr(backend, "toy", False) else {}
-        compiled = backend(gm, result.example_inputs, **toy)
+        compiled = backend(gm, example_inputs, source=source) if getattr(backend, "toy", False) \
+            else backend(gm, example_inputs)
     except Exception as e:  # a backend failure must never be the user's problem
         reason = f"backend {name!r} failed: {type(e).__name__}: {e}"
         return _eager_graph(gm), A.BackendArtifacts(name, graph, fallback_reason=reason)

@@ -8,6 +8,9 @@ becomes a graph input with a TENSOR_MATCH guard, an int a CONSTANT_MATCH, a
 module or function an ID_MATCH (plus ``training`` for modules), a list or
 dict its type, and its length or keys and each item only when first used.
 
+Functions of the translator ``tx`` (its graph, guards and registered objects),
+which it offers to variables as ``tx.wrap`` and ``tx.register_object``.
+
 Mirrors: torch/_dynamo/variables/builder.py (VariableBuilder).
 Leaves out: dynamic shapes for wrapped sizes, weak references for ID guards.
 """
@@ -16,162 +19,153 @@ from __future__ import annotations
 
 import math
 import types
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .containers import CALLER_CONTAINERS
-from .variables import (
-    CONSTANT_TYPES,
-    ConstantVariable,
-    ObjectVariable,
-    Unsupported,
-    Variable,
-    wrap_constant_result,
-)
+from .containers import CALLER_CONTAINERS, wrap_constant_result
+from .variables import CONSTANT_TYPES, ConstantVariable, ObjectVariable, RealCellVariable, Unsupported, Variable
+
+if TYPE_CHECKING:
+    from .translator import InstructionTranslator as Tx
 
 
-class WrapMixin:
-    """Mixed into the translator: ``wrap`` and the objects guards refer to."""
-
-    def register_object(self, obj: Any) -> str:
-        """A name for ``obj`` that guards and the transformed code can both refer to."""
-        for name, known in self.guard_objects.items():
-            if known is obj:
-                return name
-        name = f"___obj_{len(self.guard_objects) - 1}"
-        self.guard_objects[name] = obj
-        return name
-
-    def wrap(self, value: Any, source: str | None, identity: bool = True) -> Variable:
-        """A real Python value (an argument, a global, an attribute) as a variable, guarded.
-
-        ``identity=False`` skips the ID guard on objects (used for attributes of Python
-        modules, like ``torch.relu``: assumed not to be monkey-patched, as Dynamo does).
-        """
-        if source is not None and source in self.wrapped:
-            return self.wrapped[source]
-        var = self._wrap(value, source, identity)
-        if source is not None:
-            self.wrapped[source] = var
-        return var
-
-    def _wrap(self, value: Any, source: str | None, identity: bool) -> Variable:
-        line = self.output.current_line
-        if isinstance(value, torch.Tensor):
-            if source is None:
-                raise Unsupported(
-                    "a tensor reached without a source the compiled code could read it from "
-                    "(e.g. a module made inside the function, or a tensor default argument)"
-                )
-            for other_source, other in zip(self.output.input_sources, self.output.example_inputs):
-                if (
-                    other is value
-                ):  # the same tensor reached twice (f(x, x)): one variable, as in eager
-                    self.guards.add(
-                        f"{source} is {other_source}",
-                        "DUPLICATE_INPUT",
-                        f"{source} was the same tensor as {other_source}",
-                        line,
-                    )
-                    return self.output.inputs_by_source[other_source]
-            var = self.output.add_input(source, value)  # first: it decides the symbolic dims
-            self.guards.tensor(source, value, line, self.output.shapes.dims.get(source, frozenset()))
-            return var
-        if isinstance(value, CONSTANT_TYPES) and not isinstance(value, slice | set):
-            if source is not None:
-                self.constant_guard(source, value, line)
-            return ConstantVariable(value, source)
-        if type(value) in (list, dict) and source is not None:
-            return self._wrap_mutable_container(value, source, line)
-        if type(value) is tuple and source is not None:
-            return self._wrap_container(value, source, line)
-        if type(value) in (tuple, list, dict):
-            return wrap_constant_result(value)
-        if source is not None and identity and not isinstance(value, types.ModuleType):
-            self.guards.identity(source, value, line, self.register_object(value))
-            if isinstance(value, torch.nn.Module):
-                self.guards.constant(f"{source}.training", value.training, line)
-        return ObjectVariable(value, source)
-
-    def constant_guard(self, source: str, value: Any, line: int | None) -> None:
-        """CONSTANT_MATCH, also for values whose repr isn't Python (``inf``, a ``torch.device``)."""
-        if isinstance(value, float) and not math.isfinite(value):
-            why = f"{source} was read as a constant"
-            self.guards.add(f"type({source}) is float", "TYPE_MATCH", why, line)
-            self.guards.add(
-                f"str({source}) == {str(value)!r}", "CONSTANT_MATCH", why, line, source, repr(value)
-            )
-        elif isinstance(value, torch.device):
-            self.guards.add(
-                f"{source} == torch.device({str(value)!r})",
-                "CONSTANT_MATCH",
-                f"{source} was read as a constant",
-                line,
-                source,
-                repr(value),
-            )
-        else:
-            self.guards.constant(source, value, line)
-
-    def _wrap_mutable_container(self, value: Any, source: str, line: int | None) -> Variable:
-        """A caller's list or dict: one variable per object, even when reached twice (``b = a``
-        before a break: the resume function gets both), so ``a is b`` and changes agree."""
-        known = self.output.caller_containers.get(id(value))
-        if known is not None and known[0] is value:
-            _, other_source, var = known
-            kind = type(value).__name__
-            self.guards.add(f"{source} is {other_source}", "DUPLICATE_INPUT",
-                            f"{source} was the same {kind} as {other_source}", line)
-            return var
-        if _plain_keys(value):
-            var = self._wrap_container(value, source, line)
-        else:
-            var = self._wrap_dict_by_value(value, source, line)
-        self.output.caller_containers[id(value)] = (value, source, var)
-        return var
-
-    def _wrap_container(self, value: Any, source: str, line: int | None) -> Variable:
-        """A caller's tuple, list or dict: its type is guarded now, its contents when first used
-        (``log.append`` reads no item, and must not recompile when ``log`` grows)."""
-        kind = type(value).__name__
-        self.guards.add(
-            f"type({source}) is {kind}", "TYPE_MATCH", f"{source} was read as a {kind}", line
-        )
-        var = CALLER_CONTAINERS[type(value)](None, source)
-        var.read = lambda: self._read_container(value, source)
-        return var
-
-    def _read_container(self, value: Any, source: str) -> list[Variable] | dict[Any, Variable]:
-        line = self.output.current_line
-        if isinstance(value, dict):
-            keys = list(value)
-            self.guards.add(
-                f"list({source}.keys()) == {keys!r}",
-                "DICT_KEYS",
-                f"{source}'s keys were read",
-                line,
-            )
-            return {k: self.wrap(v, f"{source}[{k!r}]") for k, v in value.items()}
-        self.guards.add(
-            f"len({source}) == {len(value)}", "LENGTH_MATCH", f"{source} was unpacked", line
-        )
-        return [self.wrap(v, f"{source}[{i}]") for i, v in enumerate(value)]
+def register_object(tx: Tx, obj: Any) -> str:
+    """A name for ``obj`` that guards and the transformed code can both refer to."""
+    for name, known in tx.guard_objects.items():
+        if known is obj:
+            return name
+    name = f"___obj_{len(tx.guard_objects) - 1}"
+    tx.guard_objects[name] = obj
+    return name
 
 
-    def _wrap_dict_by_value(self, value: dict, source: str, line: int | None) -> Variable:
-        """A caller's dict whose keys can't be written in a guard (``{torch.float32: 2.0}``): a
-        constant, guarded equal to a copy of itself; like any caller's dict, it may not be changed."""
-        if not all(isinstance(v, CONSTANT_TYPES) for v in value.values()):
+def wrap(tx: Tx, value: Any, source: str | None, identity: bool = True) -> Variable:
+    """A real Python value (an argument, a global, an attribute) as a variable, guarded.
+
+    ``identity=False`` skips the ID guard on objects (used for attributes of Python
+    modules, like ``torch.relu``: assumed not to be monkey-patched, as Dynamo does).
+    """
+    if source is not None and source in tx.wrapped:
+        return tx.wrapped[source]
+    var = _wrap(tx, value, source, identity)
+    if source is not None:
+        tx.wrapped[source] = var
+    return var
+
+
+def _wrap(tx: Tx, value: Any, source: str | None, identity: bool) -> Variable:
+    line = tx.output.current_line
+    if isinstance(value, torch.Tensor):
+        if source is None:
             raise Unsupported(
-                f"{source} is a dict whose keys can't be written in a guard and whose values are "
-                "not constants; not traced"
+                "a tensor reached without a source the compiled code could read it from "
+                "(e.g. a module made inside the function, or a tensor default argument)"
             )
-        copy = self.register_object(dict(value))
-        self.guards.add(f"{source} == {copy}", "DICT_MATCH", f"{source} was read as a constant dict", line)
-        var = wrap_constant_result(value)
-        var.source = source  # the caller's object: changing it is a "mutation" break
+        for other_source, other in zip(tx.output.input_sources, tx.output.example_inputs):
+            if other is value:  # the same tensor reached twice (f(x, x)): one variable, as in eager
+                tx.guards.add(
+                    f"{source} is {other_source}",
+                    "DUPLICATE_INPUT",
+                    f"{source} was the same tensor as {other_source}",
+                    line,
+                )
+                return tx.output.inputs_by_source[other_source]
+        var = tx.output.add_input(source, value)  # first: it decides the symbolic dims
+        tx.guards.tensor(source, value, line, tx.output.shapes.dims.get(source, frozenset()))
         return var
+    if isinstance(value, CONSTANT_TYPES) and not isinstance(value, slice | set):
+        if source is not None:
+            constant_guard(tx, source, value, line)
+        return ConstantVariable(value, source)
+    if type(value) in (list, dict) and source is not None:
+        return _wrap_mutable_container(tx, value, source, line)
+    if type(value) is tuple and source is not None:
+        return _wrap_container(tx, value, source, line)
+    if type(value) in (tuple, list, dict):
+        return wrap_constant_result(value)
+    if source is not None and identity and not isinstance(value, types.ModuleType):
+        tx.guards.identity(source, value, line, register_object(tx, value))
+        if isinstance(value, torch.nn.Module):
+            tx.guards.constant(f"{source}.training", value.training, line)
+    return ObjectVariable(value, source)
+
+
+def constant_guard(tx: Tx, source: str, value: Any, line: int | None) -> None:
+    """CONSTANT_MATCH, also for values whose repr isn't Python (``inf``, a ``torch.device``)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        why = f"{source} was read as a constant"
+        tx.guards.add(f"type({source}) is float", "TYPE_MATCH", why, line)
+        tx.guards.add(f"str({source}) == {str(value)!r}", "CONSTANT_MATCH", why, line, source, repr(value))
+    elif isinstance(value, torch.device):
+        tx.guards.add(
+            f"{source} == torch.device({str(value)!r})",
+            "CONSTANT_MATCH",
+            f"{source} was read as a constant",
+            line,
+            source,
+            repr(value),
+        )
+    else:
+        tx.guards.constant(source, value, line)
+
+
+def _wrap_mutable_container(tx: Tx, value: Any, source: str, line: int | None) -> Variable:
+    """A caller's list or dict: one variable per object, even when reached twice (``b = a``
+    before a break: the resume function gets both), so ``a is b`` and changes agree."""
+    known = tx.output.caller_containers.get(id(value))
+    if known is not None and known[0] is value:
+        _, other_source, var = known
+        kind = type(value).__name__
+        tx.guards.add(
+            f"{source} is {other_source}", "DUPLICATE_INPUT", f"{source} was the same {kind} as {other_source}", line
+        )
+        return var
+    if _plain_keys(value):
+        var = _wrap_container(tx, value, source, line)
+    else:
+        var = _wrap_dict_by_value(tx, value, source, line)
+    tx.output.caller_containers[id(value)] = (value, source, var)
+    return var
+
+
+def _wrap_container(tx: Tx, value: Any, source: str, line: int | None) -> Variable:
+    """A caller's tuple, list or dict: its type is guarded now, its contents when first used
+    (``log.append`` reads no item, and must not recompile when ``log`` grows)."""
+    kind = type(value).__name__
+    tx.guards.add(f"type({source}) is {kind}", "TYPE_MATCH", f"{source} was read as a {kind}", line)
+    var = CALLER_CONTAINERS[type(value)](None, source)
+    var.read = lambda: _read_container(tx, value, source)
+    return var
+
+
+def _read_container(tx: Tx, value: Any, source: str) -> list[Variable] | dict[Any, Variable]:
+    line = tx.output.current_line
+    if isinstance(value, dict):
+        keys = list(value)
+        tx.guards.add(f"list({source}.keys()) == {keys!r}", "DICT_KEYS", f"{source}'s keys were read", line)
+        return {k: wrap(tx, v, f"{source}[{k!r}]") for k, v in value.items()}
+    tx.guards.add(f"len({source}) == {len(value)}", "LENGTH_MATCH", f"{source} was unpacked", line)
+    return [wrap(tx, v, f"{source}[{i}]") for i, v in enumerate(value)]
+
+
+def _wrap_dict_by_value(tx: Tx, value: dict, source: str, line: int | None) -> Variable:
+    """A caller's dict whose keys can't be written in a guard (``{torch.float32: 2.0}``): a
+    constant, guarded equal to a copy of itself; like any caller's dict, it may not be changed."""
+    if not all(isinstance(v, CONSTANT_TYPES) for v in value.values()):
+        raise Unsupported(
+            f"{source} is a dict whose keys can't be written in a guard and whose values are not constants; not traced"
+        )
+    copy = register_object(tx, dict(value))
+    tx.guards.add(f"{source} == {copy}", "DICT_MATCH", f"{source} was read as a constant dict", line)
+    var = wrap_constant_result(value)
+    var.source = source  # the caller's object: changing it is a "mutation" break
+    return var
+
+
+def wrap_cell(tx: Tx, cell: types.CellType, name: str) -> RealCellVariable:
+    """A real closure cell; its contents are read (and guarded) through ``___obj_N.cell_contents``."""
+    return RealCellVariable(cell, f"{register_object(tx, cell)}.cell_contents", name=name)
 
 
 def _plain_keys(value: Any) -> bool:

@@ -1,21 +1,33 @@
-"""Instructions, normalised across CPython versions.
+"""Instructions, normalised across CPython versions, and the analyses resume functions need.
 
 CPython's bytecode changes in every release. The translator should not care,
 so this module turns ``dis`` output into one stream of :class:`Inst` whose
 opnames and arguments mean the same thing on 3.11, 3.12 and 3.13. Every
-version difference the translator depends on lives in the tables below, and
-nowhere else.
+version difference the frontend depends on lives in the tables below, and
+nowhere else: how instructions are *read* (``ALIASES`` and the flags) and how
+the few instructions the transformed code emits are *spelled* (``EMIT``).
 
-Mirrors: torch/_dynamo/bytecode_analysis.py and the version branches spread
-through torch/_dynamo/symbolic_convert.py (which this keeps in one place).
+The end of the module answers questions about a code object that splitting it
+at a graph break needs: which locals are live at an offset, where the
+exception table covers, and which ``bytecode.Instr`` sits at a ``dis`` offset.
+
+Mirrors: torch/_dynamo/bytecode_analysis.py, torch/_dynamo/bytecode_transformation.py
+(the version-specific spellings) and the version branches spread through
+torch/_dynamo/symbolic_convert.py (which this keeps in one place).
+Leaves out: emitting code for 3.13 (its CALL takes the callable below NULL;
+breaks there run the frame eagerly).
 """
 
 from __future__ import annotations
 
 import dis
+import functools
 import sys
 import types
 from dataclasses import dataclass
+from typing import Any
+
+import bytecode as pybc
 
 from ..artifacts import BytecodeArtifact, InstructionRow
 
@@ -69,8 +81,23 @@ LOW_BIT_MEANS_METHOD = {"LOAD_SUPER_ATTR"}
 # the arguments; 3.13 puts [callable, NULL|self].
 CALL_LAYOUT = "null_or_callable_first" if VERSION < (3, 13) else "callable_first"
 
-# Where keyword names for a call come from: 3.11/3.12 KW_NAMES before CALL; 3.13 CALL_KW.
-KW_NAMES_OPCODE = VERSION < (3, 13)
+# How the transformed code spells the few instructions it emits (the ``bytecode`` package names
+# instructions as CPython does; only these differ). None: resume functions are not built.
+_EMIT: dict[tuple[int, int], dict[str, Any]] = {
+    (3, 11): {
+        "call": ("PRECALL", "CALL"),  # 3.11 calls in two steps
+        "attr_arg": lambda name: name,  # LOAD_ATTR's argument is the name
+        "POP_JUMP_IF_FALSE": "POP_JUMP_FORWARD_IF_FALSE",  # 3.11 names the direction
+        "POP_JUMP_IF_TRUE": "POP_JUMP_FORWARD_IF_TRUE",
+    },
+    (3, 12): {
+        "call": ("CALL",),
+        "attr_arg": lambda name: (False, name),  # low bit: method load
+        "POP_JUMP_IF_FALSE": "POP_JUMP_IF_FALSE",
+        "POP_JUMP_IF_TRUE": "POP_JUMP_IF_TRUE",
+    },
+}
+EMIT = _EMIT.get(VERSION)
 
 
 # Opcode names in ``dis.opmap`` that never reach the translator: 3.12's
@@ -160,3 +187,72 @@ def disassemble(code: types.CodeType, name: str | None = None) -> BytecodeArtifa
             InstructionRow(ins.offset, ins.opname, ins.arg, ins.argrepr, line, ins.is_jump_target)
         )
     return BytecodeArtifact(name or code.co_qualname, tuple(rows))
+
+
+@functools.lru_cache(maxsize=512)
+def instructions_of(code: types.CodeType) -> tuple[list[Inst], dict[int, int]]:
+    """The normalised instructions of ``code`` and, for each offset, its index (cached per code object)."""
+    insts = normalise(code)
+    return insts, {inst.offset: i for i, inst in enumerate(insts)}
+
+
+# -- analysis for resume functions ---------------------------------------------------
+
+# Instructions after which control never falls through to the next one (raw opnames).
+NO_FALLTHROUGH = {"RETURN_VALUE", "RETURN_CONST", "JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT",
+                  "RAISE_VARARGS", "RERAISE", "JUMP", "JUMP_NO_INTERRUPT"}
+JUMPS = set(dis.hasjrel) | set(dis.hasjabs)
+
+
+@functools.lru_cache(maxsize=256)
+def liveness(code: types.CodeType) -> dict[int, frozenset[str]]:
+    """Locals live at each offset: read on some path before being written (backward dataflow)."""
+    insts = [i for i in dis.get_instructions(code) if i.opname != "CACHE"]
+    handlers = exception_ranges(code)
+    uses: dict[int, set[str]] = {}
+    defs: dict[int, set[str]] = {}
+    succ: dict[int, list[int]] = {}
+    for k, ins in enumerate(insts):
+        names = set(ins.argval) if isinstance(ins.argval, tuple) else {ins.argval}
+        uses[ins.offset] = names if ins.opname.startswith(("LOAD_FAST", "DELETE_FAST")) else set()
+        defs[ins.offset] = names if ins.opname.startswith("STORE_FAST") else set()
+        nxt = [insts[k + 1].offset] if ins.opname not in NO_FALLTHROUGH and k + 1 < len(insts) else []
+        jump = [ins.argval] if ins.opcode in JUMPS else []
+        succ[ins.offset] = nxt + jump + [t for start, end, t in handlers if start <= ins.offset < end]
+    live: dict[int, frozenset[str]] = {i.offset: frozenset() for i in insts}
+    changed = True
+    while changed:
+        changed = False
+        for ins in reversed(insts):
+            out = frozenset().union(*(live.get(s, frozenset()) for s in succ[ins.offset]))
+            new = (out - defs[ins.offset]) | uses[ins.offset]
+            if new != live[ins.offset]:
+                live[ins.offset], changed = new, True
+    return live
+
+
+def exception_ranges(code: types.CodeType) -> list[tuple[int, int, int]]:
+    """(start, end, handler) offsets of the code's exception table."""
+    return [(e.start, e.end, e.target) for e in getattr(dis.Bytecode(code), "exception_entries", [])]
+
+
+@functools.lru_cache(maxsize=256)
+def index_by_offset(code: types.CodeType) -> tuple[pybc.Bytecode, dict[int, int]]:
+    """The code as a ``bytecode.Bytecode`` list and, for each dis offset, the index of its Instr."""
+    original = pybc.Bytecode.from_code(code)
+    positions = [k for k, item in enumerate(original) if isinstance(item, pybc.Instr)]
+    index: dict[int, int] = {}
+    j = 0
+    for ins in dis.get_instructions(code):
+        if ins.opname == "CACHE":
+            continue
+        index[ins.offset] = positions[j]
+        if ins.opname != "EXTENDED_ARG":  # the bytecode package folds EXTENDED_ARG into the next Instr
+            assert original[positions[j]].name == ins.opname, (original[positions[j]].name, ins.opname)
+            j += 1
+    return original, index
+
+
+def instruction_at(code: types.CodeType, offset: int) -> pybc.Instr:
+    original, index = index_by_offset(code)
+    return original[index[offset]]

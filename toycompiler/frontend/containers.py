@@ -16,11 +16,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .variables import ConstantVariable, Unsupported, Variable, wrap_constant_result
+from .variables import ConstantVariable, TensorVariable, Unsupported, Variable, identity_key, wrap_scalar
 
 
 def _index(v: Variable) -> Any:
     return v.as_python()
+
+
+def wrap_constant_result(value: Any) -> Variable:
+    """A compile-time Python result (e.g. ``x.shape``, a folded call) as a variable."""
+    if type(value) is tuple:
+        return TupleVariable([wrap_constant_result(v) for v in value])
+    if type(value) is list:
+        return ListVariable([wrap_constant_result(v) for v in value])
+    if type(value) is dict:
+        return DictVariable({k: wrap_constant_result(v) for k, v in value.items()})
+    return wrap_scalar(value)
 
 
 @dataclass(eq=False)
@@ -39,6 +50,15 @@ class TupleVariable(Variable):
     def as_python(self) -> Any:
         return tuple(i.as_python() for i in self.items)
 
+    def node_arg(self) -> Any:
+        return tuple(i.node_arg() for i in self.items)
+
+    def fake(self) -> Any:
+        return tuple(i.fake() for i in self.items)
+
+    def tensors(self) -> list[TensorVariable]:
+        return [t for i in self.items for t in i.tensors()]
+
     def unpack(self, tx):
         return list(self.items)
 
@@ -52,9 +72,7 @@ class TupleVariable(Variable):
         try:
             return self.items[key]
         except (IndexError, TypeError) as e:
-            raise Unsupported(
-                f"{self.describe()}[{key!r}] raised {type(e).__name__}", "exception"
-            ) from e
+            raise Unsupported(f"{self.describe()}[{key!r}] raised {type(e).__name__}", "exception") from e
 
     def getattr(self, tx, name):
         if name in ("index", "count"):
@@ -62,8 +80,8 @@ class TupleVariable(Variable):
         raise Unsupported(f"{self.python_type().__name__} attribute .{name}")
 
     def call_method(self, tx, name, args, kwargs):
-        target = [tx.identity_key(i) for i in self.items]
-        value = tx.identity_key(args[0])
+        target = [identity_key(i) for i in self.items]
+        value = identity_key(args[0])
         return ConstantVariable(target.index(value) if name == "index" else target.count(value))
 
 
@@ -96,6 +114,12 @@ class ListVariable(TupleVariable):
 
     def as_python(self) -> Any:
         return [i.as_python() for i in self.items]
+
+    def node_arg(self) -> Any:
+        return [i.node_arg() for i in self.items]
+
+    def fake(self) -> Any:
+        return [i.fake() for i in self.items]
 
     def getattr(self, tx, name):
         if name in LIST_METHODS:
@@ -146,23 +170,11 @@ class ListVariable(TupleVariable):
             values = sorted(self.as_python(), **{k: v.as_python() for k, v in kwargs.items()})
             self.items[:] = [wrap_constant_result(v) for v in values]
         elif name == "remove":
-            self.items.pop([tx.identity_key(i) for i in self.items].index(tx.identity_key(args[0])))
+            self.items.pop([identity_key(i) for i in self.items].index(identity_key(args[0])))
         return ConstantVariable(None)
 
 
-LIST_METHODS = (
-    "append",
-    "extend",
-    "insert",
-    "pop",
-    "clear",
-    "reverse",
-    "sort",
-    "index",
-    "count",
-    "copy",
-    "remove",
-)
+LIST_METHODS = ("append", "extend", "insert", "pop", "clear", "reverse", "sort", "index", "count", "copy", "remove")
 
 
 @dataclass(eq=False)
@@ -180,6 +192,15 @@ class DictVariable(Variable):
 
     def as_python(self) -> Any:
         return {k: v.as_python() for k, v in self.items.items()}
+
+    def node_arg(self) -> Any:
+        return {k: v.node_arg() for k, v in self.items.items()}
+
+    def fake(self) -> Any:
+        return {k: v.fake() for k, v in self.items.items()}
+
+    def tensors(self) -> list[TensorVariable]:
+        return [t for v in self.items.values() for t in v.tensors()]
 
     def unpack(self, tx):
         return [wrap_constant_result(k) for k in self.items]
@@ -207,14 +228,12 @@ class DictVariable(Variable):
         raise Unsupported(f"dict attribute .{name}")
 
     def call_method(self, tx, name, args, kwargs):
-        from .containers import TupleVariable as T
-
         if name == "keys":
             return ListVariable([wrap_constant_result(k) for k in self.items])
         if name == "values":
             return ListVariable(list(self.items.values()))
         if name == "items":
-            return ListVariable([T([wrap_constant_result(k), v]) for k, v in self.items.items()])
+            return ListVariable([TupleVariable([wrap_constant_result(k), v]) for k, v in self.items.items()])
         if name == "get":
             default = args[1] if len(args) > 1 else ConstantVariable(None)
             return self.items.get(_index(args[0]), default)
@@ -233,9 +252,7 @@ class DictVariable(Variable):
                 return args[1]
             return self.items.pop(key)
         elif name == "setdefault":
-            return self.items.setdefault(
-                _index(args[0]), args[1] if len(args) > 1 else ConstantVariable(None)
-            )
+            return self.items.setdefault(_index(args[0]), args[1] if len(args) > 1 else ConstantVariable(None))
         elif name == "clear":
             self.items.clear()
         return ConstantVariable(None)
@@ -276,7 +293,7 @@ class SetVariable(Variable):
         return bool(self.items)
 
     def contains(self, tx, item: Variable) -> bool:
-        return tx.identity_key(item) in self.items
+        return identity_key(item) in self.items
 
     def getattr(self, tx, name):
         if name in SET_METHODS:
@@ -288,17 +305,15 @@ class SetVariable(Variable):
             return SetVariable(dict(self.items))
         tx.output.remember(self, "items")
         if name == "add":
-            self.items.setdefault(tx.identity_key(args[0]), args[0])
+            self.items.setdefault(identity_key(args[0]), args[0])
         elif name in ("update", "__ior__"):
             for arg in args:
                 for v in arg.unpack(tx):
-                    self.items.setdefault(tx.identity_key(v), v)
+                    self.items.setdefault(identity_key(v), v)
         elif name in ("discard", "remove"):
-            key = tx.identity_key(args[0])
+            key = identity_key(args[0])
             if name == "remove" and key not in self.items:
-                raise Unsupported(
-                    "set.remove() of a missing item (KeyError while tracing)", "exception"
-                )
+                raise Unsupported("set.remove() of a missing item (KeyError while tracing)", "exception")
             self.items.pop(key, None)
         elif name == "clear":
             self.items.clear()

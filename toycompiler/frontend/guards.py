@@ -7,6 +7,11 @@ arguments. The expressions are joined into one generated function with the
 *same signature as the user's function*, so CPython binds the arguments for
 free and the check costs one call.
 
+This is the one place the frontend compiles generated *source* (``exec``): a
+guard is an expression a reader can check by eye, and the check function is
+that expression joined with ``and``. The code that replaces the user's
+function is never generated as source: :mod:`.resume` assembles bytecode.
+
 Mirrors: torch/_dynamo/guards.py (GuardBuilder, the generated ``___check``
 function). Leaves out: the C++ guard manager tree and weakref-based ID guards.
 """
@@ -99,8 +104,6 @@ class GuardBuilder:
         for expr, reason, actual, expected in policy.guards():
             self.add(expr, "SHAPE_ENV", reason, None, actual, expected)
 
-    def artifact(self, params: str, objects: dict[str, Any]) -> GuardsArtifact:
-        return GuardsArtifact(tuple(self.guards), check_function_source(params, self.guards))
 
 
 def device_guard(source: str, device: torch.device) -> str:
@@ -131,9 +134,10 @@ def signature_params(code: types.CodeType) -> str:
     return ", ".join(parts)
 
 
-def check_function_source(params: str, guards: list[Guard] | tuple[Guard, ...]) -> str:
+def guards_artifact(guards: tuple[Guard, ...], params: str) -> GuardsArtifact:
+    """The guards and the source of the check function: ``def check(<params>): return (g1 and g2 ...)``."""
     body = "\n        and ".join(g.expr for g in guards) or "True"
-    return f"def check({params}):\n    return (\n        {body}\n    )\n"
+    return GuardsArtifact(guards, f"def check({params}):\n    return (\n        {body}\n    )\n")
 
 
 def compile_check(artifact: GuardsArtifact, objects: dict[str, Any], like: Callable) -> Callable[..., bool]:

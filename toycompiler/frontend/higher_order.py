@@ -49,27 +49,20 @@ def trace_cond(tx, args: list[Variable], kwargs: dict[str, Variable]) -> Variabl
     tx.output.submodules.update(zip(names_, (true_gm, false_gm)))
     getattrs = [tx.output.create_node("get_attr", n, (), {}, None) for n in names_]
     hop = torch.ops.higher_order.cond
-    node = tx.output.create_node(
-        "call_function", hop, (pred.node, *getattrs, tuple(o.node for o in ops)), {}, true_out
-    )
+    node = tx.output.create_node("call_function", hop, (pred.node, *getattrs, tuple(o.node for o in ops)), {}, true_out)
     items = [
-        TensorVariable(
-            tx.output.create_node("call_function", operator.getitem, (node, i), {}, t), t
-        )
+        TensorVariable(tx.output.create_node("call_function", operator.getitem, (node, i), {}, t), t)
         for i, t in enumerate(true_out)
     ]
     return items[0] if single else TupleVariable(items)
 
 
-def _trace_branch(
-    tx, fn: Variable, fakes: list, what: str
-) -> tuple[torch.fx.GraphModule, tuple, bool]:
+def _trace_branch(tx, fn: Variable, fakes: list, what: str) -> tuple[torch.fx.GraphModule, tuple, bool]:
     try:
         python_fn: Callable = fn.as_python()
     except Unsupported:
         raise Unsupported(
-            f"torch.cond {what} captures values only known while tracing; pass them as operands",
-            "unsupported-call",
+            f"torch.cond {what} captures values only known while tracing; pass them as operands", "unsupported-call"
         ) from None
     single = []
 
@@ -83,13 +76,10 @@ def _trace_branch(
             gm = make_fx(as_tuple)(*fakes)
             outputs = gm(*fakes)
     except Exception as e:
-        raise Unsupported(
-            f"torch.cond {what} could not be traced: {type(e).__name__}: {e}", "unsupported-call"
-        ) from e
+        raise Unsupported(f"torch.cond {what} could not be traced: {type(e).__name__}: {e}", "unsupported-call") from e
     if any(n.op == "get_attr" for n in gm.graph.nodes):
         raise Unsupported(
-            f"torch.cond {what} reads a tensor that is not one of its operands; "
-            "pass it in `operands`",
+            f"torch.cond {what} reads a tensor that is not one of its operands; pass it in `operands`",
             "unsupported-call",
         )
     return gm, tuple(outputs), single[0]
@@ -98,7 +88,4 @@ def _trace_branch(
 def _check_same_outputs(a: tuple, b: tuple) -> None:
     meta = [[(tuple(t.shape), t.dtype) for t in outs] for outs in (a, b)]
     if meta[0] != meta[1]:
-        raise Unsupported(
-            f"torch.cond branches return different shapes/dtypes: {meta[0]} vs {meta[1]}",
-            "exception",
-        )
+        raise Unsupported(f"torch.cond branches return different shapes/dtypes: {meta[0]} vs {meta[1]}", "exception")

@@ -1,29 +1,34 @@
-"""The graph the translator builds: nodes, fake tensors, inputs, and how the result is rebuilt.
+"""The graph the translator builds: nodes, fake tensors, inputs, and undo for breaks.
 
 One :class:`OutputGraph` is shared by the translator and every inlined call
 it makes. Besides the ``torch.fx.Graph`` it keeps the graph inputs (with the
 Python expression, the *source*, that reaches each one at run time), the
 in-place nodes that must survive dead-code elimination, and a journal of
 changes to symbolic values so a graph break in the middle of an instruction
-can be undone.
+can be undone. :meth:`OutputGraph.record_call` is where a tensor operation
+becomes a node: it runs the op on fake tensors to learn the result's shape.
 
 Mirrors: torch/_dynamo/output_graph.py (OutputGraph) and
-torch/_dynamo/codegen.py (rebuilding the return value).
+torch/_dynamo/variables/builder.py (wrap_fx_proxy: a node's result as a variable).
 Leaves out: side-effect replay for Python objects, graph-input deduplication by identity.
 """
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import torch
 import torch.fx
+from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException
 
 from .. import provenance
 from ..artifacts import SourceArtifact
-from .containers import DictVariable, ListVariable, NamedTupleVariable, TupleVariable
+from .containers import ListVariable, NamedTupleVariable, TupleVariable, wrap_constant_result
 from .shapes import ShapePolicy
-from .variables import TensorVariable, Unsupported, Variable, wrap_constant_result
+from .variables import CONSTANT_TYPES, ConstantVariable, TensorVariable, Unsupported, Variable
+
+DATA_DEPENDENT_ERRORS = (DynamicOutputShapeException, DataDependentOutputException)
 
 
 class OutputGraph:
@@ -44,7 +49,8 @@ class OutputGraph:
         self.caller_containers: dict[int, tuple[Any, str, Any]] = {}  # id -> (list or dict, source, variable)
         self.current_line: int | None = None
         self.current_offset: int | None = None
-        self.events: list[str] = []
+        self.events: list[str] = []  # what the current instruction did, for the translation log
+        self.initial_grad_mode = torch.is_grad_enabled()
 
     def add_input(self, source: str, value: torch.Tensor) -> TensorVariable:
         if source in self.inputs_by_source:
@@ -59,20 +65,84 @@ class OutputGraph:
         var = self.inputs_by_source[source] = TensorVariable(node, fake, source)
         return var
 
-    def create_node(
-        self, op: str, target: Any, args: tuple, kwargs: dict, example: Any
-    ) -> torch.fx.Node:
+    def create_node(self, op: str, target: Any, args: tuple, kwargs: dict, example: Any) -> torch.fx.Node:
         node = self.graph.create_node(op, target, args, kwargs)
         node.meta["example_value"] = example
-        provenance.tag(
-            node,
-            self.current_line,
-            self.current_offset,
-            self.filename,
-            self.source_line(self.current_line),
-        )
+        provenance.tag(node, self.current_line, self.current_offset, self.filename, self.source_line(self.current_line))
         self.events.append(f"node added: {node.name}")
         return node
+
+    # -- recording calls -----------------------------------------------------------
+
+    def record_call(self, op: str, target: Any, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
+        """Add a node and compute its fake result to learn the output's shape and dtype.
+
+        In-place operations are recognised by the fake tensors' version counters, whatever
+        their spelling (``x.add_(1)``, ``x += 1``, ``F.relu(x, inplace=True)``, ``out=``): the
+        node is kept through dead-code elimination, and a tensor that the op returns
+        (``self``) is pointed at the new node, so every alias reads the new value.
+        """
+        fake_args, fake_kwargs = tuple(a.fake() for a in args), {k: v.fake() for k, v in kwargs.items()}
+        tensors = [t for v in [*args, *kwargs.values()] for t in v.tensors()]
+        versions = [t.example._version for t in tensors]
+        try:
+            with self.fake_mode:
+                if op == "call_method":
+                    example = getattr(fake_args[0], target)(*fake_args[1:], **fake_kwargs)
+                else:
+                    example = target(*fake_args, **fake_kwargs)
+        except DATA_DEPENDENT_ERRORS as e:
+            raise Unsupported(f"the output shape of {_op_name(target)} depends on the tensor's values ({e}); "
+                              "the graph needs static shapes", "data-dependent") from e
+        except Exception as e:
+            raise Unsupported(f"{_op_name(target)} failed on fake tensors: {type(e).__name__}: {e}",
+                              "fake-tensor") from e
+        node_args, node_kwargs = tuple(a.node_arg() for a in args), {k: v.node_arg() for k, v in kwargs.items()}
+        result = self.wrap_result(op, target, node_args, node_kwargs, example)
+        mutated = [t for t, v in zip(tensors, versions) if t.example._version != v]
+        if mutated:
+            node = result.node if isinstance(result, TensorVariable) else list(self.graph.nodes)[-1]
+            self.side_effect_nodes.append(node)
+            for t in mutated:
+                if isinstance(result, TensorVariable) and result.example is t.example:
+                    self.remember(t, "node")
+                    t.node, result = result.node, t
+                    self.events.append(f"in-place: {t.node.name} changes its input")
+        return result
+
+    def wrap_result(self, op: str, target: Any, node_args: tuple, node_kwargs: dict, example: Any) -> Variable:
+        """The op's fake result as a variable: a tensor, a tuple of tensors (one getitem node each)..."""
+        if isinstance(example, torch.Tensor):
+            return TensorVariable(self.create_node(op, target, node_args, node_kwargs, example), example)
+        if isinstance(example, tuple | list) and example and all(isinstance(t, torch.Tensor) for t in example):
+            node = self.create_node(op, target, node_args, node_kwargs, example)
+            items = []
+            for i, t in enumerate(example):
+                item = self.create_node("call_function", operator.getitem, (node, i), {}, t)
+                items.append(TensorVariable(item, t))
+            if type(example) not in (tuple, list):  # torch.return_types.topk(values, indices)
+                return NamedTupleVariable(items, example=example)
+            return TupleVariable(items) if isinstance(example, tuple) else ListVariable(items)
+        if example is None and op == "call_function" and target is not None:
+            self.create_node(op, target, node_args, node_kwargs, None)  # e.g. torch.add(a, b, out=c)
+            return ConstantVariable(None)
+        if example is None or isinstance(example, CONSTANT_TYPES) or type(example) in (tuple, list):
+            return wrap_constant_result(example)
+        raise Unsupported(f"{target} returned {type(example).__name__}, which the translator can't track")
+
+    def set_grad_mode(self, enabled: bool) -> None:
+        """Record a grad-mode switch in the graph, and make it now for the fake tensors."""
+        node = self.create_node("call_function", torch._C._set_grad_enabled, (enabled,), {}, None)
+        self.side_effect_nodes.append(node)
+        torch._C._set_grad_enabled(enabled)
+
+    def restore_grad_mode(self) -> None:
+        """At the end of tracing: the graph leaves grad mode as it found it (a break inside a
+        ``with torch.no_grad()`` block ends the graph inside the block), and so does tracing."""
+        if torch.is_grad_enabled() != self.initial_grad_mode:
+            outputs = [n for n in self.graph.nodes if n.op == "output"]
+            with self.graph.inserting_before(outputs[0] if outputs else None):
+                self.set_grad_mode(self.initial_grad_mode)
 
     # -- undo, for a graph break in the middle of an instruction ------------------
     # A break inside an inlined call happens after the callee already recorded
@@ -83,19 +153,11 @@ class OutputGraph:
     def remember(self, obj: Any, attr: str) -> None:
         """Note ``obj.attr`` (a list's items, a tensor's node) before a change, for a break."""
         value = getattr(obj, attr)
-        self.journal.append(
-            (
-                obj,
-                attr,
-                list(value)
-                if isinstance(value, list)
-                else dict(value)
-                if isinstance(value, dict)
-                else value,
-            )
-        )
+        copy = list(value) if isinstance(value, list) else dict(value) if isinstance(value, dict) else value
+        self.journal.append((obj, attr, copy))
 
     def checkpoint(self) -> tuple:
+        """A mark to roll back to: the last node, and how many side effects and journal entries."""
         nodes = list(self.graph.nodes)
         return (nodes[-1] if nodes else None, len(self.side_effect_nodes), len(self.journal))
 
@@ -113,84 +175,9 @@ class OutputGraph:
         """Dead-code elimination that keeps in-place operations (their effect is the point)."""
         keep = set(self.side_effect_nodes)
         for node in reversed(list(self.graph.nodes)):
-            if (
-                node.op in ("call_function", "call_method", "get_attr")
-                and not node.users
-                and node not in keep
-            ):
+            if node.op in ("call_function", "call_method", "get_attr") and not node.users and node not in keep:
                 self.graph.erase_node(node)
 
 
-def tensor_variables(vs: list[Variable]) -> list[TensorVariable]:
-    out = []
-    for v in vs:
-        if isinstance(v, TensorVariable):
-            out.append(v)
-        elif isinstance(v, TupleVariable):
-            out += tensor_variables(v.items)
-        elif isinstance(v, DictVariable):
-            out += tensor_variables(list(v.items.values()))
-    return out
-
-
-def as_node_arg(v: Variable) -> Any:
-    if isinstance(v, TensorVariable):
-        return v.node
-    if isinstance(v, ListVariable):
-        return [as_node_arg(i) for i in v.items]
-    if isinstance(v, TupleVariable):
-        return tuple(as_node_arg(i) for i in v.items)
-    if isinstance(v, DictVariable):
-        return {k: as_node_arg(i) for k, i in v.items.items()}
-    return v.as_python()
-
-
-def as_fake(v: Variable) -> Any:
-    if isinstance(v, TensorVariable):
-        return v.example
-    if isinstance(v, ListVariable):
-        return [as_fake(i) for i in v.items]
-    if isinstance(v, TupleVariable):
-        return tuple(as_fake(i) for i in v.items)
-    if isinstance(v, DictVariable):
-        return {k: as_fake(i) for k, i in v.items.items()}
-    return v.as_python()
-
-
-def rebuild_expr(v: Variable, outputs: list[torch.fx.Node], constants: dict[str, Any]) -> str:
-    """Python source that rebuilds the returned value from the graph's outputs ``__out``."""
-    if isinstance(v, TupleVariable | DictVariable) and v.source is not None:
-        return v.source  # the caller's own (unchanged) container: the same object, as in eager
-    if isinstance(v, TensorVariable):
-        outputs.append(v.node)
-        return f"__out[{len(outputs) - 1}]"
-    if isinstance(v, ListVariable):
-        return "[" + ", ".join(rebuild_expr(i, outputs, constants) for i in v.items) + "]"
-    if isinstance(v, NamedTupleVariable):
-        name = f"__const_{len(constants)}"
-        constants[name] = type(v.example)
-        return f"{name}(({', '.join(rebuild_expr(i, outputs, constants) for i in v.items)},))"
-    if isinstance(v, TupleVariable):
-        inner = ", ".join(rebuild_expr(i, outputs, constants) for i in v.items)
-        return f"({inner},)" if len(v.items) == 1 else f"({inner})"
-    if isinstance(v, DictVariable):
-        inner = ", ".join(
-            f"{rebuild_expr(wrap_constant_result(k), outputs, constants)}: "
-            f"{rebuild_expr(i, outputs, constants)}"
-            for k, i in v.items.items()
-        )
-        return "{" + inner + "}"
-    try:
-        value = v.as_python()
-    except Unsupported:
-        raise Unsupported(
-            f"returning {v.describe()} is not supported: the compiled code can't rebuild it",
-            "unsupported-return",
-        ) from None
-    if type(value) in (int, bool, str, type(None)) or (
-        type(value) is float and value == value and value not in (float("inf"), float("-inf"))
-    ):
-        return repr(value)
-    name = f"__const_{len(constants)}"
-    constants[name] = value
-    return name
+def _op_name(target: Any) -> str:
+    return target if isinstance(target, str) else getattr(target, "__name__", repr(target))

@@ -5,7 +5,7 @@ the calls whose arguments may hold tensors or containers of them:
 ``len(x)`` is ``x.shape[0]``, ``zip(xs, ys)`` pairs variables, ``sum(ts)``
 adds graph nodes, ``isinstance(x, torch.Tensor)`` is known from the variable's
 kind. A handler returns ``NotImplemented`` to let the caller fold the call on
-constants instead.
+constants instead; :func:`fold` is that folding (run the function now).
 
 Mirrors: torch/_dynamo/variables/builtin.py (BuiltinVariable) and
 torch/_dynamo/polyfills/ (itertools, functools).
@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from .containers import DictVariable, IteratorVariable, ListVariable, SetVariable, TupleVariable
+from .containers import DictVariable, IteratorVariable, ListVariable, SetVariable, TupleVariable, wrap_constant_result
 from .variables import (
     ConstantVariable,
     GradModeVariable,
@@ -31,17 +31,34 @@ from .variables import (
     TensorVariable,
     Unsupported,
     Variable,
+    identity_key,
 )
 
 Handler = Callable[[Any, list[Variable], dict[str, Variable]], Variable]
 HANDLERS: dict[Any, Handler] = {}
 
 
-def handler_for(fn: Any) -> Handler | None:
+def fold(tx: Any, fn: Any, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
+    """Run ``fn`` now on constant arguments; the result is a constant of the trace."""
+    values, kw = [a.as_python() for a in args], {k: v.as_python() for k, v in kwargs.items()}
     try:
-        return HANDLERS.get(fn)
-    except TypeError:  # unhashable callables
-        return None
+        result = fn(*values, **kw)
+    except Exception as e:
+        raise Unsupported(
+            f"{callable_name(fn)}(...) raised {type(e).__name__}: {e} while tracing; exceptions are not traced",
+            "exception",
+        ) from e
+    tx.output.events.append(f"constant folded: {getattr(fn, '__name__', fn)}(...) = {result!r}")
+    return wrap_constant_result(result)
+
+
+def callable_name(fn: Any) -> str:
+    """``math.sqrt``, ``len``, ``torch.nn.functional.relu``: how a message names a callee."""
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+    module = getattr(fn, "__module__", None)
+    if isinstance(name, str):
+        return f"{module}.{name}" if isinstance(module, str) and module not in ("builtins", "__main__") else name
+    return type(fn).__name__
 
 
 def handles(*fns: Any) -> Callable[[Handler], Handler]:
@@ -136,16 +153,14 @@ def _id(tx, args, kwargs):
 @handles(int, float, bool, complex)
 def _scalar(tx, args, kwargs):
     if args and isinstance(args[0], TensorVariable):
-        raise Unsupported(
-            "converting a tensor to a Python number needs its data (like .item())", "item"
-        )
+        raise Unsupported("converting a tensor to a Python number needs its data (like .item())", "item")
     return NotImplemented
 
 
 @handles(abs)
 def _abs(tx, args, kwargs):
     if isinstance(args[0], TensorVariable):
-        return tx.record_call("call_function", operator.abs, args, {})
+        return tx.output.record_call("call_function", operator.abs, args, {})
     return NotImplemented
 
 
@@ -176,7 +191,7 @@ def _dict(tx, args, kwargs):
 @handles(set)
 def _set(tx, args, kwargs):
     items = _items(tx, args[0]) if args else []
-    return SetVariable({tx.identity_key(v): v for v in items})
+    return SetVariable({identity_key(v): v for v in items})
 
 
 @handles(iter)
@@ -194,9 +209,7 @@ def _next(tx, args, kwargs):
     if item is None:
         if len(args) > 1:
             return args[1]
-        raise Unsupported(
-            "next() on an exhausted iterator raised StopIteration while tracing", "exception"
-        )
+        raise Unsupported("next() on an exhausted iterator raised StopIteration while tracing", "exception")
     return item
 
 
@@ -211,11 +224,7 @@ def _enumerate(tx, args, kwargs):
 @handles(zip)
 def _zip(tx, args, kwargs):
     columns = [_items(tx, a) for a in args]
-    if (
-        kwargs.get("strict") is not None
-        and kwargs["strict"].as_python()
-        and len({len(c) for c in columns}) > 1
-    ):
+    if kwargs.get("strict") is not None and kwargs["strict"].as_python() and len({len(c) for c in columns}) > 1:
         raise Unsupported("zip(strict=True) got iterables of different lengths", "exception")
     return IteratorVariable([TupleVariable(list(row)) for row in zip(*columns)])
 
@@ -247,18 +256,15 @@ def _fold_over_items(fn: Any, why: str) -> Handler:
         if not (_all_constant(items) and _all_constant(list(kwargs.values()))):
             raise Unsupported(why, "data-dependent-branch")
         values = [i.as_python() for i in items]
-        return tx.fold(fn, [ObjectVariable(values)], kwargs)
+        return fold(tx, fn, [ObjectVariable(values)], kwargs)
 
     return handler
 
 
-HANDLERS[sorted] = _fold_over_items(
-    sorted, "sorted() over tensors compares their values (data-dependent)"
-)
+HANDLERS[sorted] = _fold_over_items(sorted, "sorted() over tensors compares their values (data-dependent)")
 for _fn in (min, max):
     HANDLERS[_fn] = _fold_over_items(
-        _fn,
-        "min()/max() of tensors compares their values (data-dependent); use torch.minimum/maximum",
+        _fn, "min()/max() of tensors compares their values (data-dependent); use torch.minimum/maximum"
     )
 
 
@@ -333,12 +339,10 @@ def _contains(tx, args, kwargs):
     if isinstance(container, SetVariable):
         return ConstantVariable(container.contains(tx, item))
     if isinstance(container, TupleVariable | IteratorVariable):
-        key = tx.identity_key(item)
-        return ConstantVariable(any(tx.identity_key(i) == key for i in container.unpack(tx)))
+        key = identity_key(item)
+        return ConstantVariable(any(identity_key(i) == key for i in container.unpack(tx)))
     if isinstance(container, TensorVariable):
-        raise Unsupported(
-            "`in` on a tensor compares values (data-dependent)", "data-dependent-branch"
-        )
+        raise Unsupported("`in` on a tensor compares values (data-dependent)", "data-dependent-branch")
     return NotImplemented
 
 
@@ -367,12 +371,7 @@ def _global_state(fn: Any, expr: str) -> Handler:
     def handler(tx, args, kwargs):
         value = fn()
         tx.guards.add(
-            f"{expr} == {value}",
-            "GLOBAL_STATE",
-            f"{expr} was read",
-            tx.output.current_line,
-            expr,
-            str(value),
+            f"{expr} == {value}", "GLOBAL_STATE", f"{expr} was read", tx.output.current_line, expr, str(value)
         )
         return ConstantVariable(value)
 
@@ -380,9 +379,7 @@ def _global_state(fn: Any, expr: str) -> Handler:
 
 
 HANDLERS[torch.is_grad_enabled] = _global_state(torch.is_grad_enabled, "torch.is_grad_enabled()")
-HANDLERS[torch.get_default_dtype] = _global_state(
-    torch.get_default_dtype, "torch.get_default_dtype()"
-)
+HANDLERS[torch.get_default_dtype] = _global_state(torch.get_default_dtype, "torch.get_default_dtype()")
 
 
 @handles(torch.no_grad)
@@ -400,5 +397,5 @@ def _set_grad_enabled(tx, args, kwargs):
     """Switches at once (it works as a plain call too); as a ``with``, the exit switches back."""
     (mode,) = [*args, *kwargs.values()]
     previous = torch.is_grad_enabled()
-    tx.set_grad_mode(bool(mode.as_python()))
+    tx.output.set_grad_mode(bool(mode.as_python()))
     return GradModeVariable(bool(mode.as_python()), previous)

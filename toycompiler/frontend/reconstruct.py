@@ -1,43 +1,65 @@
-"""How the transformed code rebuilds each kind of symbolic value as a real Python value.
+"""What the transformed code must rebuild, and how it rebuilds each symbolic value.
 
-At a graph break the transformed code (see :mod:`.resume`) must push the real
-values of the symbolic stack and of the live locals: a tensor is read from the
-graph's outputs or from where it came from, a constant is loaded, a list made
-while tracing is built again item by item. One function per kind of
+After the compiled graph runs, the transformed code (see :mod:`.resume`) turns
+symbolic values back into real ones: the return value when the function was
+traced to its end, or, at a graph break, the symbolic stack and the live
+locals that a resume function receives. A tensor is read from the graph's
+outputs or from where it came from, a constant is loaded, a list made while
+tracing is built again item by item. :class:`Codegen` emits those
+instructions (with the ``bytecode`` package), one function per kind of
 :class:`~.variables.Variable`, in a table keyed by the variable's class; a kind
-that can't be rebuilt names its reason, and the frame then runs eagerly.
+that can't be rebuilt names its reason (:class:`CannotResume`).
+
+Planning is a dry run of the same code generation (:func:`plan_return`,
+:func:`plan_break`): it finds which tensors the graph must output, before the
+graph is finished, and whether the frame can be split at all.
 
 Three rules keep the rebuilt values faithful to eager:
 
 - a value that came from the caller (it has a source) is read from that source,
   so it is the caller's own object. The translator never changes such an
   object (that is a "mutation" break), so it still holds what the trace saw;
-- a mutable container made while tracing (list, dict, iterator) is built once
-  and kept in a temporary local, so two references to it (a local and a stack
-  slot) are the same object again;
+- a mutable container made while tracing (list, dict, set, iterator) is built
+  once and kept in a temporary local, so two references to it (a local and a
+  stack slot) are the same object again;
 - a function, method or ``functools.partial`` made while tracing is made again
   from its parts, with the caller's real closure cells.
 
-Mirrors: the ``reconstruct(codegen)`` methods of torch/_dynamo/variables/*.py
-(lists.py, dicts.py, iter.py, functions.py, misc.py). Leaves out: sets of
-tensors, closure cells made while tracing, user-defined objects made while
-tracing, and side effects replayed after the graph (Dynamo's side_effects.py):
-the translator breaks before changing anything the caller can see.
+Mirrors: torch/_dynamo/codegen.py (PyCodegen), the ``reconstruct(codegen)``
+methods of torch/_dynamo/variables/*.py and the break planning in
+torch/_dynamo/symbolic_convert.py (create_call_resume_at).
+Leaves out: breaks inside ``try``/``with`` blocks and in functions with cell
+variables (those entries run eagerly), sets of tensors made before a break,
+user-defined objects made while tracing, and side effects replayed after the
+graph (Dynamo's side_effects.py): the translator breaks before changing
+anything the caller can see.
 """
 
 from __future__ import annotations
 
+import ast
+import builtins
+import dataclasses
+import dis
 import functools
+import inspect
 import types
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import Any
 
+import bytecode as pybc
+import torch.fx
+from bytecode.instr import InstrLocation
+
+from . import bytecode as bc
 from .containers import (
     ContainerMethodVariable,
     DictVariable,
     IteratorVariable,
     ListVariable,
     NamedTupleVariable,
+    SetVariable,
     TupleVariable,
 )
 from .variables import (
@@ -58,31 +80,278 @@ from .variables import (
     Variable,
 )
 
-if TYPE_CHECKING:
-    from .resume import Codegen
+CONDITIONAL_JUMPS = {"POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE"}  # normalised names
+# Instructions whose result may include a NULL (which can't be passed to a resume function).
+PUSHES_NULL = {"LOAD_METHOD", "LOAD_GLOBAL", "LOAD_ATTR", "LOAD_SUPER_ATTR", "FOR_ITER", "RETURN_VALUE",
+               "RETURN_CONST", "YIELD_VALUE", "SEND", "JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP"}
+# Instructions that can't run in the transformed function, which has no cells and its own globals.
+NOT_REPLAYABLE = {"COPY_FREE_VARS", "MAKE_CELL", "LOAD_DEREF", "STORE_DEREF", "DELETE_DEREF", "LOAD_CLOSURE",
+                  "LOAD_CLASSDEREF", "LOAD_FROM_DICT_OR_DEREF", "STORE_GLOBAL", "DELETE_GLOBAL", "IMPORT_NAME",
+                  "IMPORT_FROM", "RESUME", "RETURN_GENERATOR", "GET_AWAITABLE", "BEFORE_WITH", "SETUP_ANNOTATIONS"}
+LITERALS = (int, float, bool, str, bytes, complex, type(None), type(...))
+CO_VARARGS, CO_VARKEYWORDS = inspect.CO_VARARGS, inspect.CO_VARKEYWORDS
 
 
-class CannotRebuild(Exception):
-    """This value can't be rebuilt as a real Python value (the reason is the message)."""
+class CannotResume(Exception):
+    """A value can't be rebuilt, or the frame can't be split at its break (the reason is the message)."""
+
+
+# -- planning -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ResumePoint:
+    """Where a resume function continues, and what it receives."""
+
+    offset: int
+    stack_nulls: tuple[bool, ...]  # the stack there, bottom first: True where CPython's NULL sits
+    locals: tuple[str, ...]  # live locals passed as arguments, in order
+
+
+@dataclass(frozen=True)
+class TransformPlan:
+    """What the transformed code does after calling the graph: made by :func:`plan_return` or
+    :func:`plan_break`, carried out by :func:`.resume.build_transformed`."""
+
+    kind: str  # "return" (traced to the end); at a break: "call", "call_ex", "jump" or "generic"
+    offset: int  # the returning or breaking instruction
+    below: list[Variable]  # stack items the instruction leaves alone
+    operands: list[Variable]  # stack items it consumes (the return value, for "return")
+    kw_names: tuple[str, ...] = ()
+    locals: dict[str, Any] = field(default_factory=dict)  # the translator's locals (Variables, or unread arguments)
+    resumes: tuple[ResumePoint, ...] = ()  # one per successor (two for a branch: fallthrough, then jump target)
+    written: tuple[str, ...] = ()  # locals the instruction stores: the resume reads them after it ran
+    graph_outputs: tuple[TensorVariable, ...] = ()  # what the graph must return, in order
+
+
+def plan_return(code: types.CodeType, returned: Variable, offset: int) -> TransformPlan:
+    """Traced to the end: the transformed code rebuilds the return value (:class:`CannotResume` if it can't)."""
+    if bc.EMIT is None:
+        raise CannotResume(f"transformed code is not built for Python {bc.VERSION[0]}.{bc.VERSION[1]}")
+    plan = TransformPlan("return", offset, [], [returned])
+    return _with_graph_outputs(plan, _params(code))
+
+
+def plan_break(code: types.CodeType, instructions: list, stack: list[Variable], locals_: dict[str, Any],
+               kw_names: tuple[str, ...], offset: int) -> TransformPlan:
+    """At a break: decide what the transformed code must rebuild; :class:`CannotResume` if it can't."""
+    if bc.EMIT is None:
+        raise CannotResume(f"resume functions are not implemented for Python {bc.VERSION[0]}.{bc.VERSION[1]}")
+    if code.co_cellvars:
+        raise CannotResume("the function has cell variables (a closure reads its locals)")
+    if any(start <= offset < end for start, end, _ in bc.exception_ranges(code)):
+        raise CannotResume("the break is inside a try/with block, whose handler would not run")
+    index = next(i for i, inst in enumerate(instructions) if inst.offset == offset)
+    inst, after = instructions[index], instructions[index + 1].offset if index + 1 < len(instructions) else None
+    if inst.opname == "CALL":
+        kind, consumed, produced, targets = "call", inst.arg + 2, 1, [after]
+    elif inst.opname == "CALL_FUNCTION_EX":  # f(*args, **kwargs): [NULL, f, args, kwargs if arg & 1]
+        kind, consumed, produced, targets = "call_ex", 3 + (inst.arg & 1), 1, [after]
+    elif inst.opname in CONDITIONAL_JUMPS:
+        kind, consumed, produced, targets = "jump", 1, 0, [after, inst.target]
+    elif inst.opname in PUSHES_NULL | NOT_REPLAYABLE or bc.instruction_at(code, offset).has_jump():
+        raise CannotResume(f"can't resume after {inst.opname}")
+    elif inst.opname.startswith("LOAD_FAST") and inst.argval in locals_ and not isinstance(locals_[inst.argval],
+                                                                                            Variable):
+        # The break is the first read of an argument: a resume function would read it again, and break again.
+        raise CannotResume(f"the first read of {inst.argval} broke: {inst.argval} can't be traced")
+    else:
+        pre, post = bc.instruction_at(code, offset).pre_and_post_stack_effect(jump=False)
+        kind, consumed, produced, targets = "generic", -pre, post, [after]
+    nulls_consumed = any(isinstance(v, NullVariable) for v in stack[len(stack) - consumed:])
+    if consumed > len(stack) or (nulls_consumed and kind not in ("call", "call_ex")):
+        raise CannotResume(f"unexpected stack at {inst.opname}")
+    below, operands = stack[:len(stack) - consumed], stack[len(stack) - consumed:]
+    original, to_original = origin_of(code)  # a resume function resumes in the original code
+    live = bc.liveness(original)
+    layout = tuple(isinstance(v, NullVariable) for v in below) + (False,) * produced
+    # A local the instruction itself stores (a break at ``STORE_FAST x``) is read after it ran for real.
+    written = (inst.argval,) if inst.opname == "STORE_FAST" else ()
+    resumes = tuple(ResumePoint(to_original[t], layout, tuple(n for n in original.co_varnames if n in live[
+        to_original[t]] and (n in locals_ or n in written))) for t in targets)
+    plan = TransformPlan(kind, offset, below, operands, kw_names, locals_, resumes, written)
+    return _with_graph_outputs(plan, _params(code))
+
+
+def _with_graph_outputs(plan: TransformPlan, params: set[str]) -> TransformPlan:
+    """A dry run of the rebuilding: the tensors the transformed code needs from the graph (graph
+    inputs are reloaded from their source); :class:`CannotResume` for a value it can't rebuild."""
+    cg = Codegen(params, {}, {}, 0, planning=True)
+    for v in [*plan.below, *plan.operands]:
+        cg.reconstruct(v)
+    for point in plan.resumes:
+        for name in point.locals:
+            if name not in plan.written:
+                cg.reconstruct_local(name, plan.locals[name])
+    return dataclasses.replace(plan, graph_outputs=tuple(cg.needed))
+
+
+def _params(code: types.CodeType) -> set[str]:
+    """The parameter names of ``code`` (positional, keyword-only, ``*args``, ``**kwargs``)."""
+    n = code.co_argcount + code.co_kwonlyargcount
+    n += bool(code.co_flags & CO_VARARGS) + bool(code.co_flags & CO_VARKEYWORDS)
+    return set(code.co_varnames[:n])
+
+
+# Resume functions made so far: resume code -> (the user's code it was copied from, offsets -> the original's).
+ORIGINS: dict[types.CodeType, tuple[types.CodeType, dict[int, int]]] = {}
+
+
+def origin_of(code: types.CodeType) -> tuple[types.CodeType, dict[int, int]]:
+    """The user's code a (resume) code object was copied from, and its offsets -> the original's."""
+    if code in ORIGINS:
+        return ORIGINS[code]
+    return code, {i.offset: i.offset for i in dis.get_instructions(code)}
+
+
+# -- emitting instructions -----------------------------------------------------------
+
+
+class Codegen:
+    """Emits instructions that rebuild symbolic values as real ones (like Dynamo's PyCodegen).
+
+    ``namespace`` becomes the transformed function's globals (objects it loads by name);
+    ``outputs`` maps a graph output node to its index in ``___graph_out``. The rebuild
+    functions below use ``reconstruct(part)``, ``load_source``, ``load_const``, ``load_attr``,
+    ``emit(opname, arg)`` and ``call(nargs)``.
+    """
+
+    def __init__(self, params: set[str], namespace: dict[str, Any], outputs: dict[torch.fx.Node, int],
+                 lineno: int, planning: bool = False) -> None:
+        self.params, self.namespace, self.outputs = params, namespace, outputs
+        self.location = InstrLocation(lineno, None, None, None)
+        self.instrs: list[Any] = []
+        self.planning = planning  # a dry run made by plan_break: collects the graph outputs needed
+        self.needed: list[TensorVariable] = []  # (planning) tensors the graph must output, in order
+        self.built: dict[int, str] = {}  # id(container made while tracing) -> temporary local holding it
+        self.building: set[int] = set()
+        self.temps = 0
+
+    def emit(self, name: str, arg: Any = pybc.UNSET, location: Any = None) -> None:
+        self.instrs.append(pybc.Instr(name, arg, location=location or self.location))
+
+    def call(self, nargs: int, location: Any = None) -> None:
+        for name in bc.EMIT["call"]:
+            self.emit(name, nargs, location)
+
+    def load_attr(self, name: str) -> None:
+        self.emit("LOAD_ATTR", bc.EMIT["attr_arg"](name))
+
+    def load_global(self, name: str, push_null: bool = False) -> None:
+        self.emit("LOAD_GLOBAL", (push_null, name))
+
+    def load_const(self, value: Any) -> None:
+        """Literals inline; any other object through a named global of the transformed function."""
+        if isinstance(value, LITERALS) or (isinstance(value, tuple) and all(isinstance(v, LITERALS) for v in value)):
+            self.emit("LOAD_CONST", value)
+            return
+        name = getattr(value, "__name__", None)
+        if isinstance(name, str) and getattr(builtins, name, None) is value:
+            self.load_global(name)  # print, len, ...: found in builtins
+            return
+        for existing, obj in self.namespace.items():
+            if obj is value and existing.startswith("__const_"):
+                self.load_global(existing)
+                return
+        safe = "".join(c if c.isalnum() else "_" for c in str(name or type(value).__name__))
+        const = f"__const_{sum(k.startswith('__const_') for k in self.namespace)}_{safe}"
+        self.namespace[const] = value
+        self.load_global(const)
+
+    def load_source(self, source: str) -> None:
+        """A guard-style source expression (``x``, ``x.weight``, ``G['w']``, ``args[0]``) as instructions."""
+        self._load_ast(ast.parse(source, mode="eval").body, source)
+
+    def _load_ast(self, node: ast.AST, source: str) -> None:
+        if isinstance(node, ast.Name):
+            self.emit("LOAD_FAST", node.id) if node.id in self.params else self.load_global(node.id)
+        elif isinstance(node, ast.Attribute):
+            self._load_ast(node.value, source)
+            self.load_attr(node.attr)
+        elif isinstance(node, ast.Subscript):
+            self._load_ast(node.value, source)
+            try:
+                self.emit("LOAD_CONST", ast.literal_eval(node.slice))  # x[0], x['k'], x[-1]
+            except ValueError:
+                raise CannotResume(f"can't load source {source!r}") from None
+            self.emit("BINARY_SUBSCR")
+        else:
+            raise CannotResume(f"can't load source {source!r}")
+
+    def reconstruct(self, v: Variable) -> None:
+        """Push the real value of symbolic ``v`` (how, for each kind of variable: see reconstruct.py)."""
+        reconstruct(self, v)
+
+    def load_graph_output(self, v: TensorVariable) -> None:
+        """``___graph_out[i]``; while planning, the tensor is added to the graph's outputs."""
+        if v.node not in self.outputs:
+            if not self.planning:
+                raise CannotResume(f"tensor {v.describe()} is neither a graph output nor an input")
+            self.outputs[v.node] = len(self.outputs)
+            self.needed.append(v)
+        self.emit("LOAD_FAST", "___graph_out")
+        self.emit("LOAD_CONST", self.outputs[v.node])
+        self.emit("BINARY_SUBSCR")
+
+    def call_function(self, fn: Any, args: list[Variable]) -> None:
+        """``fn(*args)`` for a known ``fn`` and symbolic ``args``."""
+        self.emit("PUSH_NULL")
+        self.load_const(fn)
+        for arg in args:
+            self.reconstruct(arg)
+        self.call(len(args))
+
+    def call_function_ex(self, fn: Any, args: list[Variable], kwargs: dict[str, Variable]) -> None:
+        """``fn(*args, **kwargs)`` through ``CALL_FUNCTION_EX`` (spelled alike in 3.11 and 3.12)."""
+        self.emit("PUSH_NULL")
+        self.load_const(fn)
+        for arg in args:
+            self.reconstruct(arg)
+        self.emit("BUILD_TUPLE", len(args))
+        for key, value in kwargs.items():
+            self.emit("LOAD_CONST", key)
+            self.reconstruct(value)
+        self.emit("BUILD_MAP", len(kwargs))
+        self.emit("CALL_FUNCTION_EX", 1)
+
+    def build_once(self, v: Variable, build: Callable[[], None]) -> None:
+        """A mutable container made while tracing: built once, kept in a temporary local, and
+        loaded from there wherever it appears again, so that aliases stay one object."""
+        if id(v) in self.built:
+            self.emit("LOAD_FAST", self.built[id(v)])
+            return
+        if id(v) in self.building:
+            raise CannotResume(f"{v.describe()} contains itself")
+        self.building.add(id(v))
+        build()
+        self.building.discard(id(v))
+        self.built[id(v)] = name = f"___tmp{self.temps}"
+        self.temps += 1
+        self.emit("COPY", 1)
+        self.emit("STORE_FAST", name)
+
+    def reconstruct_local(self, name: str, value: Any) -> None:
+        if isinstance(value, Variable):
+            self.reconstruct(value)
+        else:  # an argument the trace never read: still in the parameter of the same name
+            self.emit("LOAD_FAST", name)
 
 
 def reconstruct(cg: Codegen, v: Variable) -> None:
     """Emit instructions that push the real value of ``v`` (dispatch on its class, most derived first).
 
-    A kind missing from the table can teach itself with a ``reconstruct(codegen)`` method; failing
-    that, one with a source is read from it again (it can't have changed: that would have broken).
+    A kind missing from the table, if it has a source, is read from it again (it can't have
+    changed: that would have broken).
     """
     for kind in type(v).__mro__:
         rebuild = REBUILD.get(kind)
         if rebuild is not None:
             rebuild(cg, v)
             return
-    if hasattr(v, "reconstruct"):
-        v.reconstruct(cg)
-    elif simple_source(getattr(v, "source", None)):
+    if simple_source(getattr(v, "source", None)):
         cg.load_source(v.source)
     else:
-        raise CannotRebuild(f"can't rebuild {v.describe()} ({type(v).__name__}) as a Python value")
+        raise CannotResume(f"can't rebuild {v.describe()} ({type(v).__name__}) as a Python value")
 
 
 def simple_source(source: str | None) -> bool:
@@ -174,7 +443,12 @@ def _dict(cg: Codegen, v: DictVariable) -> None:
 def _not_a_copy(v: Variable) -> None:
     """A caller's list or dict that can't be read again must not be replaced by a copy."""
     if v.source is not None:
-        raise CannotRebuild(f"{v.source} is the caller's {v.python_type().__name__}, and can't be read again")
+        raise CannotResume(f"{v.source} is the caller's {v.python_type().__name__}, and can't be read again")
+
+
+def _set(cg: Codegen, v: SetVariable) -> None:
+    """``set((item, ...))``, built once like a list."""
+    cg.build_once(v, lambda: cg.call_function(set, [TupleVariable(list(v.items.values()))]))
 
 
 def _iterator(cg: Codegen, v: IteratorVariable) -> None:
@@ -192,13 +466,20 @@ def _container_method(cg: Codegen, v: ContainerMethodVariable) -> None:
 
 
 def _user_function(cg: Codegen, v: UserFunctionVariable) -> None:
-    """A nested ``def`` or lambda: the same code, with the caller's real closure cells."""
-    if any(not isinstance(c, RealCellVariable) for c in v.closure):
-        raise CannotRebuild(f"{v.describe()} closes over a cell made while tracing")
+    """A nested ``def`` or lambda: the same code, with the caller's real closure cells; a cell made
+    while tracing becomes a new cell holding its (constant) contents."""
     if not all(isinstance(d, ConstantVariable) for d in [*v.defaults, *v.kwdefaults.values()]):
-        raise CannotRebuild(f"{v.describe()} has default values that are not constants")
+        raise CannotResume(f"{v.describe()} has default values that are not constants")
+    cells = []
+    for c in v.closure:
+        if isinstance(c, RealCellVariable):
+            cells.append(c.cell)
+        elif c.contents is not None and c.contents.is_python_constant():
+            cells.append(types.CellType(c.contents.as_python()))
+        else:
+            raise CannotResume(f"{v.describe()} closes over a cell made while tracing")
     fn = types.FunctionType(v.code, v.globals, v.code.co_name, tuple(d.value for d in v.defaults) or None,
-                            tuple(c.cell for c in v.closure) or None)
+                            tuple(cells) or None)
     fn.__kwdefaults__ = {k: d.value for k, d in v.kwdefaults.items()} or None
     cg.load_const(fn)
 
@@ -218,7 +499,7 @@ def _partial(cg: Codegen, v: PartialVariable) -> None:
 
 def _refuse(what: str) -> Callable[[Codegen, Variable], None]:
     def refuse(cg: Codegen, v: Variable) -> None:
-        raise CannotRebuild(f"can't rebuild {v.describe()}: {what}")
+        raise CannotResume(f"can't rebuild {v.describe()}: {what}")
 
     return refuse
 
@@ -233,6 +514,7 @@ REBUILD: dict[type, Callable[[Codegen, Any], None]] = {
     NamedTupleVariable: _named_tuple,
     ListVariable: _list,
     DictVariable: _dict,
+    SetVariable: _set,
     IteratorVariable: _iterator,
     ContainerMethodVariable: _container_method,
     UserFunctionVariable: _user_function,

@@ -7,22 +7,30 @@ protected by guards. When an instruction can't be traced, the translator stops
 and records a :class:`~toycompiler.artifacts.GraphBreak` (a value, not a
 restart).
 
-One handler per opcode, named after it (``def LOAD_FAST(self, inst)``). The
-handlers live in four modules, one per family, mixed into
-:class:`InstructionTranslator`: :mod:`.handlers_names` (stack, names, cells,
-attributes), :mod:`.handlers_calls` (calls, functions), :mod:`.handlers_data`
-(operators, subscripts, containers, strings) and :mod:`.handlers_control`
-(jumps, loops, return, generators). Calls to Python functions are *inlined*
-by a child translator sharing this one's graph and guards (:mod:`.inline`).
-The instructions arrive normalised by :mod:`.bytecode`, so handlers contain no
-Python-version checks.
+One handler per opcode, named after it (``def LOAD_FAST(self, inst)``), all in
+:class:`InstructionTranslator` below, under banners: the stack, names, cells
+and attributes, calls, operators, subscripts, containers, strings, jumps,
+loops, ``with`` blocks, return. The instructions arrive normalised by
+:mod:`.bytecode`, so handlers contain no Python-version checks.
 
-The graph being built, shared with inlined calls, is an :class:`~.output_graph.OutputGraph`;
-real values become variables (with their guards) in :mod:`.builder`.
+Where the rest lives, each module a layer that imports only the ones before it:
+
+- :mod:`.variables` and :mod:`.containers`: what a value on the stack can be;
+- :mod:`.output_graph`: the graph being built (shared with inlined calls), and
+  ``record_call``, where a tensor operation becomes a node;
+- :mod:`.builder`: real values (arguments, globals) as variables, with guards;
+- :mod:`.calls` (with :mod:`.pybuiltins`, :mod:`.higher_order`): what a call does;
+- :mod:`.reconstruct`: at the end, what the transformed code must rebuild.
+
+Calls to Python functions are *inlined* by a child :class:`InliningTranslator`
+sharing this one's graph and guards: the one recursion of the design
+(translator -> calls -> ``tx.inline_code`` -> translator), made through the
+``tx`` object, not an import.
 
 Mirrors: torch/_dynamo/symbolic_convert.py (InstructionTranslator,
 InliningInstructionTranslator). Leaves out: restarting analysis after a break
-(a break is recorded, never retried), speculation logs, ``with`` blocks.
+(a break is recorded, never retried), speculation logs, ``with`` blocks other
+than grad mode.
 """
 
 from __future__ import annotations
@@ -34,34 +42,31 @@ from typing import Any
 
 import torch
 import torch.fx
-from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException
 
-from ..artifacts import GraphBreak, SourceArtifact, TranslationArtifact, TranslationStep
+from ..artifacts import GraphBreak, Guard, SourceArtifact, TranslationArtifact, TranslationStep
 from ..config import Config
+from . import builder, calls
 from . import bytecode as bc
-from .builder import WrapMixin
-from .calls import CallDispatch
-from .containers import (
-    IteratorVariable,
-    ListVariable,
-    NamedTupleVariable,
-    TupleVariable,
-)
+from .containers import DictVariable, IteratorVariable, ListVariable, SetVariable, TupleVariable, wrap_constant_result
 from .guards import GuardBuilder
-from .handlers_calls import CallHandlers
-from .handlers_control import ControlHandlers
-from .handlers_data import DataHandlers
-from .handlers_names import NameHandlers
-from .inline import InlineMixin, instructions_of
-from .output_graph import OutputGraph, as_fake, as_node_arg, rebuild_expr, tensor_variables
+from .output_graph import OutputGraph
+from .reconstruct import CannotResume, TransformPlan, plan_break, plan_return
 from .shapes import ShapePolicy
 from .variables import (
-    CONSTANT_TYPES,
+    CellVariable,
     ConstantVariable,
+    GradModeVariable,
+    NullVariable,
+    ObjectVariable,
+    RealCellVariable,
+    SuperVariable,
     TensorVariable,
+    UnboundVariable,
     Unsupported,
+    UserFunctionVariable,
     Variable,
-    wrap_constant_result,
+    grad_mode_of,
+    identity_key,
 )
 
 
@@ -84,90 +89,78 @@ class FrameState:
     locals: dict[str, Variable | _Unread] = field(default_factory=dict)
     ip: int = 0  # index into the instruction list
     kw_names: tuple[str, ...] = ()
-    cells: dict[str, Variable] = field(
-        default_factory=dict
-    )  # closure cells by name (MAKE_CELL, COPY_FREE_VARS)
+    cells: dict[str, Variable] = field(default_factory=dict)  # closure cells by name (MAKE_CELL, COPY_FREE_VARS)
 
     def snapshot(self) -> FrameState:
         """A copy to go back to if the next instruction breaks (variables shared, not copied)."""
-        return FrameState(
-            list(self.stack), dict(self.locals), self.ip, self.kw_names, dict(self.cells)
-        )
+        return FrameState(list(self.stack), dict(self.locals), self.ip, self.kw_names, dict(self.cells))
 
 
-@dataclass
-class TranslationResult:
-    """What the translator hands to the rest of the frontend."""
+@dataclass(frozen=True)
+class Translation:
+    """What the translator hands to the rest of the pipeline: the finished graph and what it relied on."""
 
     graph_module: torch.fx.GraphModule
-    example_inputs: list[torch.Tensor]  # real tensors, in placeholder order
-    input_sources: list[str]  # Python expressions reaching each graph input
-    return_expr: str | None  # how to rebuild the return value from ``__out`` (None if it broke)
-    constants: dict[str, Any]  # objects the return expression (and input sources) refer to
-    guards: GuardBuilder
-    guard_objects: dict[str, Any]  # objects ID guards compare against
-    artifact: TranslationArtifact
+    example_inputs: tuple[torch.Tensor, ...]  # real tensors, in placeholder order
+    input_sources: tuple[str, ...]  # Python expressions reaching each graph input
+    guards: tuple[Guard, ...]
+    guard_objects: dict[str, Any]  # objects guards and input sources name (``G``, ``___obj_0``)
+    artifact: TranslationArtifact  # the log of every instruction, and the finished break (if any)
     ops: int  # call nodes recorded
-    break_plan: Any = None  # resume.BreakPlan: how to split the frame at its break (None: no break)
-    no_resume_reason: str | None = None  # why the break can't be split (the entry then runs eagerly)
-    shapes: Any = None  # shapes.ShapePolicy: symbolic sizes and their guards
+    plan: TransformPlan | None  # what the transformed code rebuilds; None: the whole frame runs eagerly
+    shapes: ShapePolicy  # symbolic sizes and their guards
 
 
-class InstructionTranslator(
-    NameHandlers, CallHandlers, DataHandlers, ControlHandlers, CallDispatch, InlineMixin, WrapMixin
-):
-    """Runs one code object symbolically. Construct, then call :meth:`run`."""
+@dataclass(frozen=True)
+class _Break:
+    """Where tracing stopped and why (made into a GraphBreak when the plan is known)."""
+
+    inst: bc.Inst
+    reason: str
+    kind: str
+
+
+class InstructionTranslator:
+    """Runs one code object symbolically. Construct, then call :meth:`run`.
+
+    Its state: ``state`` (stack, locals, cells, instruction pointer); ``output``
+    (the graph), ``guards`` and ``guard_objects`` (shared with inlined calls);
+    ``steps`` (the log), ``returned`` or ``broke`` (how it stopped).
+    """
 
     MAX_INLINE_DEPTH = 32
 
-    def __init__(
-        self,
-        fn: types.FunctionType,
-        args: tuple,
-        kwargs: dict,
-        source: SourceArtifact,
-        config: Config,
-        shapes: ShapePolicy | None = None,
-    ):
-        self.fn, self.code, self.config, self.source = fn, fn.__code__, config, source
-        self.parent: InstructionTranslator | None = None
+    def __init__(self, fn: types.FunctionType, args: tuple, kwargs: dict, source: SourceArtifact, config: Config,
+                 shapes: ShapePolicy | None = None, label: str = ""):
+        self.fn, self.code, self.config, self.source, self.label = fn, fn.__code__, config, source, label
         self.depth = 0
         self.set_globals(fn.__globals__)
-        self.instructions, self.index_of = instructions_of(self.code)
+        self.instructions, self.index_of = bc.instructions_of(self.code)
         self.output = OutputGraph(source, shapes)
         self.guards = GuardBuilder()
         self.guard_objects: dict[str, Any] = {"G": fn.__globals__}
-        self.wrapped: dict[
-            str, Variable
-        ] = {}  # source -> variable, so a value is wrapped (and guarded) once
-        self.initial_grad_mode = torch.is_grad_enabled()
-        self.closure = [
-            self.wrap_cell(c, name) for c, name in zip(fn.__closure__ or (), self.code.co_freevars)
-        ]
+        self.wrapped: dict[str, Variable] = {}  # source -> variable, so a value is wrapped (and guarded) once
+        cells = zip(fn.__closure__ or (), self.code.co_freevars)
+        self.closure = [builder.wrap_cell(self, c, name) for c, name in cells]
         self.state = FrameState(locals={k: _Unread(v) for k, v in _bind(fn, args, kwargs).items()})
         self.steps: list[TranslationStep] = []
         self.returned: Variable | None = None
-        self.graph_break: GraphBreak | None = None
-        self.break_state: tuple | None = None  # (stack, locals, kw_names) just before the breaking instruction
-        self.break_plan: Any = None  # resume.BreakPlan, made by plan_break()
-        self.no_resume_reason: str | None = None
-        self.yielded: list[Variable] | None = (
-            [] if self.code.co_flags & 0x20 else None
-        )  # CO_GENERATOR
+        self.broke: _Break | None = None
+        self.yielded: list[Variable] | None = [] if self.code.co_flags & 0x20 else None  # CO_GENERATOR
 
     def set_globals(self, globals_: dict) -> None:
         self.globals = globals_
         builtins_ = globals_.get("__builtins__", __builtins__)
         self.builtins = vars(builtins_) if isinstance(builtins_, types.ModuleType) else builtins_
 
-    # -- the main loop ----------------------------------------------------------
+    # -- the main loop ------------------------------------------------------------
 
-    def run(self) -> TranslationResult:
-        while self.returned is None and self.graph_break is None:
+    def run(self) -> Translation:
+        while self.returned is None and self.broke is None:
             inst = self.instructions[self.state.ip]
             self.state.ip += 1
             self.step(inst)
-        return self.result()
+        return self.finish()
 
     def step(self, inst: bc.Inst) -> None:
         """Run one instruction through its handler and log what it did."""
@@ -175,138 +168,76 @@ class InstructionTranslator(
         self.output.current_line, self.output.current_offset = inst.line, inst.offset
         self.output.events = events = []
         guards_before = len(self.guards.guards)
-        saved, mark = self.state.snapshot(), self.output.checkpoint()
-        grad_mode = torch.is_grad_enabled()
+        saved, mark, grad_mode = self.state.snapshot(), self.output.checkpoint(), torch.is_grad_enabled()
         try:
             self.dispatch(inst)
-        except Unsupported as e:
-            self.record_break(inst, e.reason, e.kind, saved, mark, grad_mode)
         except Exception as e:  # a translator bug must cost a graph break, never the user's call
-            reason = f"internal error while tracing {inst.opname}: {type(e).__name__}: {e}"
-            self.record_break(inst, reason, "internal-error", saved, mark, grad_mode)
+            if isinstance(e, Unsupported):
+                reason, kind = e.reason, e.kind
+            else:
+                reason, kind = f"internal error while tracing {inst.opname}: {type(e).__name__}: {e}", "internal-error"
+            # Stop here: the graph and the frame state go back to just before ``inst``.
+            self.broke = _Break(inst, reason, kind)
+            torch._C._set_grad_enabled(grad_mode)
+            self.output.rollback(mark)
+            self.state = saved
+            self.state.ip -= 1
+            self.output.events.append(f"graph break: {reason}")
         events += [f"guard added: {g.expr}" for g in self.guards.guards[guards_before:]]
-        self.steps.append(
-            TranslationStep(
-                inst.offset,
-                inst.opname,
-                inst.argrepr,
-                inst.line,
-                before,
-                tuple(v.describe() for v in self.state.stack),
-                tuple(
-                    (k, v.describe())
-                    for k, v in self.state.locals.items()
-                    if isinstance(v, Variable)
-                ),
-                tuple(events),
-            )
-        )
-
-    def record_break(
-        self, inst: bc.Inst, reason: str, kind: str, saved: FrameState, mark: tuple, grad_mode: bool
-    ) -> None:
-        """Stop here: the graph and the frame state go back to just before ``inst``."""
-        self.graph_break = self.make_break(inst, reason, kind)
-        torch._C._set_grad_enabled(grad_mode)
-        self.output.rollback(mark)
-        self.state = saved
-        self.state.ip -= 1
-        self.output.events.append(f"graph break: {reason}")
+        after = tuple(v.describe() for v in self.state.stack)
+        locals_ = tuple((k, v.describe()) for k, v in self.state.locals.items() if isinstance(v, Variable))
+        self.steps.append(TranslationStep(inst.offset, inst.opname, inst.argrepr, inst.line, before, after, locals_,
+                                          tuple(events)))
 
     def dispatch(self, inst: bc.Inst) -> None:
         self.output.instructions_run += 1
         if self.output.instructions_run > MAX_INSTRUCTIONS:
-            raise Unsupported(
-                f"tracing ran {MAX_INSTRUCTIONS} instructions (a very long unrolled loop?); "
-                "stopping here",
-                "unsupported",
-            )
+            raise Unsupported(f"tracing ran {MAX_INSTRUCTIONS} instructions (a very long unrolled loop?); "
+                              "stopping here", "unsupported")
         handler = getattr(self, inst.opname, None)
         if handler is None or not inst.opname.isupper():
             reason = UNSUPPORTED.get(inst.opname, "is not supported by the translator")
             raise Unsupported(f"opcode {inst.opname} {reason}", "unsupported-opcode")
         handler(inst)
 
-    def make_break(self, inst: bc.Inst, reason: str, kind: str) -> GraphBreak:
-        line = inst.line or self.code.co_firstlineno
-        return GraphBreak(
-            reason,
-            self.code.co_filename,
-            line,
-            self.source.line(line),
-            inst.offset,
-            inst.opname,
-            kind,
-        )
+    # -- the end: what the transformed code rebuilds, the finished graph -----------------
 
-    def result(self) -> TranslationResult:
-        return_expr, constants = None, {}
-        graph = self.output.graph
+    def finish(self) -> Translation:
+        """Plan the transformed code, give the graph its outputs, and hand everything on."""
+        plan, no_resume = None, None
         if self.returned is not None:
-            outputs: list[torch.fx.Node] = []
             try:
-                return_expr = rebuild_expr(self.returned, outputs, constants)
-            except Unsupported as e:
-                inst = self.instructions[self.state.ip - 1]
-                self.graph_break = self.make_break(inst, e.reason, e.kind)
-                self.returned, return_expr, outputs = None, None, []
-            graph.output(tuple(outputs))
+                plan = plan_return(self.code, self.returned, self.instructions[self.state.ip - 1].offset)
+            except CannotResume as e:
+                reason = f"returning {self.returned.describe()} is not supported: the compiled code can't rebuild it"
+                self.broke = _Break(self.instructions[self.state.ip - 1], reason, "unsupported-return")
+                self.returned, no_resume = None, str(e)
         else:
-            graph.output(tuple(v.node for v in self.plan_break()))
-        self.restore_grad_mode()
+            try:
+                plan = plan_break(self.code, self.instructions, self.state.stack, self.state.locals,
+                                  self.state.kw_names, self.broke.inst.offset)
+            except CannotResume as e:
+                no_resume = str(e)
+        graph = self.output.graph
+        graph.output(tuple(v.node for v in plan.graph_outputs) if plan else ())
+        self.output.restore_grad_mode()
         self.guard_no_aliasing()
+        self.guards.shapes(self.output.shapes)
         self.output.remove_dead_nodes()
         root = torch.nn.Module()
         for name, sub in self.output.submodules.items():
             root.add_module(name, sub)
         gm = torch.fx.GraphModule(root, graph, class_name=self.code.co_name)
         ops = sum(n.op in ("call_function", "call_method", "call_module") for n in graph.nodes)
-        constants.update(
-            self.guard_objects
-        )  # input sources may name registered objects (cells, globals dicts)
-        artifact = TranslationArtifact(self.code.co_qualname, tuple(self.steps), self.graph_break)
-        return TranslationResult(
-            gm,
-            self.output.example_inputs,
-            self.output.input_sources,
-            return_expr,
-            constants,
-            self.guards,
-            self.guard_objects,
-            artifact,
-            ops,
-            self.break_plan,
-            self.no_resume_reason,
-            self.output.shapes,
-        )
-
-    def plan_break(self) -> list:
-        """At a break: plan the resume (see resume.py) and return the tensors the graph must output."""
-        from .resume import CannotResume, plan_break
-
-        self.break_plan, self.no_resume_reason = None, None
-        if self.graph_break is None:
-            return []
-        # The symbolic state just before the breaking instruction (a translator that rolls its state
-        # back on a break can leave break_state unset).
-        stack, locals_, kw_names = self.break_state or (self.state.stack, self.state.locals, self.state.kw_names)
-        try:
-            self.break_plan = plan_break(self.code, self.instructions, stack, locals_, kw_names,
-                                         self.graph_break.offset)
-        except CannotResume as e:
-            self.no_resume_reason = str(e)
-            return []
-        return self.break_plan.graph_outputs
-
-    # -- helpers used by handlers and variables ---------------------------------
-
-    def set_grad_mode(self, enabled: bool) -> None:
-        """Record a grad-mode switch in the graph, and make it now for the fake tensors."""
-        node = self.output.create_node(
-            "call_function", torch._C._set_grad_enabled, (enabled,), {}, None
-        )
-        self.output.side_effect_nodes.append(node)
-        torch._C._set_grad_enabled(enabled)
+        brk = None
+        if self.broke is not None:
+            inst, line = self.broke.inst, self.broke.inst.line or self.code.co_firstlineno
+            resumes_at = tuple(p.offset for p in plan.resumes) if plan else ()
+            brk = GraphBreak(self.broke.reason, self.code.co_filename, line, self.source.line(line), inst.offset,
+                             inst.opname, self.broke.kind, self.label, resumes_at, no_resume)
+        artifact = TranslationArtifact(self.code.co_qualname, tuple(self.steps), brk)
+        return Translation(gm, tuple(self.output.example_inputs), tuple(self.output.input_sources),
+                           tuple(self.guards.guards), self.guard_objects, artifact, ops, plan, self.output.shapes)
 
     def guard_no_aliasing(self) -> None:
         """The tensor inputs (and the caller's lists and dicts) were distinct objects: ``a is b``,
@@ -316,13 +247,21 @@ class InstructionTranslator(
             expr = f"len({{id(t) for t in ({', '.join(sources)})}}) == {len(sources)}"
             self.guards.add(expr, "NO_ALIASING", "the tensor inputs were distinct objects")
 
-    def restore_grad_mode(self) -> None:
-        """At the end of tracing: the graph leaves grad mode as it found it (a break inside a
-        ``with torch.no_grad()`` block ends the graph inside the block), and so does tracing."""
-        if torch.is_grad_enabled() != self.initial_grad_mode:
-            outputs = [n for n in self.output.graph.nodes if n.op == "output"]
-            with self.output.graph.inserting_before(outputs[0] if outputs else None):
-                self.set_grad_mode(self.initial_grad_mode)
+    # -- what variables and builtins ask of the translator (``tx``) ----------------------
+    # (defined in builder.py and calls.py, with the translator as first argument)
+
+    wrap = builder.wrap
+    register_object = builder.register_object
+    call_python = calls.call_python
+    call_method = calls.call_method
+
+    def inline_code(self, code: types.CodeType, globals_: dict, args: list[Variable], kwargs: dict[str, Variable],
+                    defaults: list[Variable], kwdefaults: dict[str, Variable], closure: list[Variable]) -> Variable:
+        """Trace a call of ``code`` into this graph with a child translator (see :class:`InliningTranslator`)."""
+        local_vars = calls.bind_arguments(code, args, kwargs, defaults, kwdefaults)
+        child = InliningTranslator(self, code, globals_, local_vars, closure)
+        self.output.events.append(f"inlining {code.co_qualname}")
+        return child.run_inline()
 
     def push(self, v: Variable) -> None:
         self.state.stack.append(v)
@@ -337,121 +276,577 @@ class InstructionTranslator(
         del self.state.stack[-n:]
         return items
 
-    def identity_key(self, v: Variable) -> Any:
-        """What ``list.index`` and ``in`` compare: the constant value, or the variable itself."""
-        return (
-            v.as_python() if v.is_python_constant() and not isinstance(v, TensorVariable) else id(v)
-        )
+    # -- the stack and no-ops --------------------------------------------------------
 
-    def record_call(
-        self, op: str, target: Any, args: list[Variable], kwargs: dict[str, Variable]
-    ) -> Variable:
-        """Add a node and compute its fake result to learn the output's shape and dtype.
+    def NOP(self, inst):
+        """Does nothing (also PRECALL on 3.11)."""
 
-        In-place operations are recognised by the fake tensors' version counters, whatever
-        their spelling (``x.add_(1)``, ``x += 1``, ``F.relu(x, inplace=True)``, ``out=``): the
-        node is kept through dead-code elimination, and a tensor that the op returns
-        (``self``) is pointed at the new node, so every alias reads the new value.
-        """
-        node_args = tuple(as_node_arg(a) for a in args)
-        node_kwargs = {k: as_node_arg(v) for k, v in kwargs.items()}
-        fake_args = tuple(as_fake(a) for a in args)
-        fake_kwargs = {k: as_fake(v) for k, v in kwargs.items()}
-        tensors = [v for v in tensor_variables([*args, *kwargs.values()])]
-        versions = [t.example._version for t in tensors]
+    RESUME = NOP
+
+    def POP_TOP(self, inst):
+        self.pop()
+
+    def PUSH_NULL(self, inst):
+        """``PUSH_NULL`` -- marks a plain function call (no ``self``)."""
+        self.push(NullVariable())
+
+    def COPY(self, inst):
+        self.push(self.state.stack[-inst.arg])
+
+    def SWAP(self, inst):
+        s = self.state.stack
+        s[-1], s[-inst.arg] = s[-inst.arg], s[-1]
+
+    # -- locals ----------------------------------------------------------------------
+
+    def LOAD_CONST(self, inst):
+        """``LOAD_CONST 2`` -- a literal from co_consts."""
+        self.push(wrap_constant_result(inst.argval))
+
+    def load_local(self, name: str) -> Variable:
+        if name not in self.state.locals:
+            raise Unsupported(f"local variable {name!r} is used before it is assigned", "exception")
+        return self.load_local_value(self.state.locals[name], name)
+
+    def load_local_value(self, value: Variable | _Unread, name: str) -> Variable:
+        if not isinstance(value, Variable):  # an argument read for the first time: wrap and guard it
+            value = self.state.locals[name] = self.wrap(value.value, name)
+        return value
+
+    def LOAD_FAST(self, inst):
+        """``LOAD_FAST x`` -- a local or an argument; an argument is wrapped on first read."""
+        self.push(self.load_local(inst.argval))
+
+    def STORE_FAST(self, inst):
+        """``STORE_FAST y`` -- (also restores what 3.12's LOAD_FAST_AND_CLEAR saved)."""
+        value = self.pop()
+        if isinstance(value, UnboundVariable):
+            self.state.locals.pop(inst.argval, None)
+        else:
+            self.state.locals[inst.argval] = value
+
+    def DELETE_FAST(self, inst):
+        self.state.locals.pop(inst.argval, None)
+
+    def LOAD_FAST_AND_CLEAR(self, inst):
+        """3.12 inlined comprehension: ``LOAD_FAST_AND_CLEAR a`` saves the outer ``a``."""
+        value = self.state.locals.pop(inst.argval, None)
+        self.push(UnboundVariable() if value is None else self.load_local_value(value, inst.argval))
+        self.state.locals.pop(inst.argval, None)
+
+    # -- globals and builtins ------------------------------------------------------------
+
+    def globals_source(self) -> str:
+        """How compiled code reaches this frame's globals: ``G`` for the compiled function's own."""
+        return "G" if self.globals is self.guard_objects["G"] else self.register_object(self.globals)
+
+    def LOAD_GLOBAL(self, inst):
+        """``LOAD_GLOBAL torch`` -- a global (or builtin), guarded by value or identity."""
+        name = inst.argval
+        if inst.flag:
+            self.push(NullVariable())
+        if name in self.globals:
+            self.push(self.wrap(self.globals[name], f"{self.globals_source()}[{name!r}]"))
+        elif name in self.builtins:
+            self.push(ObjectVariable(self.builtins[name]))
+        else:
+            raise Unsupported(f"name {name!r} is not defined", "name-error")
+
+    def IMPORT_NAME(self, inst):
+        """``import math`` inside the function: the import happens now, at compile time."""
+        fromlist, level = self.pop().as_python(), self.pop().as_python()
+        self.push(ObjectVariable(__import__(inst.argval, self.globals, None, fromlist, level)))
+
+    def IMPORT_FROM(self, inst):
+        self.push(self.state.stack[-1].getattr(self, inst.argval))
+
+    # -- closure cells -----------------------------------------------------------------
+
+    def MAKE_CELL(self, inst):
+        """``MAKE_CELL y`` -- ``y`` is captured by an inner function: its value moves to a cell."""
+        name = inst.argval
+        value = self.load_local(name) if name in self.state.locals else None
+        self.state.locals.pop(name, None)
+        self.state.cells[name] = CellVariable(value, name)
+
+    def COPY_FREE_VARS(self, inst):
+        """``COPY_FREE_VARS n`` -- the function's closure cells become its free variables."""
+        for name, cell in zip(self.code.co_freevars, self.closure):
+            self.state.cells[name] = cell
+
+    def read_cell(self, cell: Variable) -> Variable:
+        if isinstance(cell, RealCellVariable) and cell.contents is None:
+            try:
+                value = cell.cell.cell_contents
+            except ValueError:
+                raise Unsupported(f"free variable {cell.name!r} is not bound yet", "exception") from None
+            cell.contents = self.wrap(value, cell.source)
+        if cell.contents is None:
+            raise Unsupported(f"free variable {cell.name!r} is used before it is assigned", "exception")
+        return cell.contents
+
+    def cell_named(self, name: str) -> Variable:
+        if name not in self.state.cells:
+            raise Unsupported(f"closure variable {name!r} has no cell", "unsupported-opcode")
+        return self.state.cells[name]
+
+    def LOAD_DEREF(self, inst):
+        """``LOAD_DEREF y`` -- read a closure cell (``nonlocal`` / captured variable)."""
+        self.push(self.read_cell(self.cell_named(inst.argval)))
+
+    def STORE_DEREF(self, inst):
+        """``STORE_DEREF y`` -- assign a closure cell; a real outer function's cell: a break."""
+        cell = self.cell_named(inst.argval)
+        if isinstance(cell, RealCellVariable):
+            raise Unsupported(f"assigning `nonlocal {inst.argval}` changes a variable of an enclosing function "
+                              "outside the compiled code", "mutation")
+        self.output.remember(cell, "contents")
+        cell.contents = self.pop()
+
+    def LOAD_CLOSURE(self, inst):
+        """``LOAD_CLOSURE y`` -- push the cell itself, to build an inner function's closure."""
+        self.push(self.cell_named(inst.argval))
+
+    # -- attributes -----------------------------------------------------------------------
+
+    def LOAD_ATTR(self, inst):
+        """``LOAD_ATTR shape`` -- attribute of the value on top of the stack."""
+        obj = self.pop()
+        if inst.flag:  # 3.12 folds PUSH_NULL into LOAD_ATTR for non-method loads
+            self.push(NullVariable())
+        self.push(obj.getattr(self, inst.argval))
+
+    def LOAD_METHOD(self, inst):
+        """``LOAD_METHOD sin`` -- pushes [NULL, bound callable]; CALL treats both layouts alike."""
+        obj = self.pop()
+        self.push(NullVariable())
+        self.push(obj.getattr(self, inst.argval))
+
+    def LOAD_SUPER_ATTR(self, inst):
+        """3.12: ``LOAD_GLOBAL super; LOAD_DEREF __class__; LOAD_FAST self; LOAD_SUPER_ATTR f``."""
+        self_var, cls, _super = self.pop(), self.pop(), self.pop()
+        attr = SuperVariable(cls.as_python(), self_var).getattr(self, inst.argval)
+        if inst.flag:
+            self.push(NullVariable())
+        self.push(attr)
+
+    def STORE_ATTR(self, inst):
+        """``STORE_ATTR name`` -- ``obj.name = v``: changes an object the caller can see."""
+        obj, _value = self.pop(), self.pop()
+        raise Unsupported(f"assigning {obj.describe()}.{inst.argval} changes an object outside the compiled "
+                          "code; not traced", "mutation")
+
+    # -- calls (what a call *does* is decided in calls.py) -------------------------------
+
+    def KW_NAMES(self, inst):
+        """``KW_NAMES ('dim',)`` -- names of the keyword arguments of the next CALL."""
+        self.state.kw_names = self.code.co_consts[inst.arg]
+
+    def CALL(self, inst):
+        """``CALL 2`` -- [NULL|callable, callable|self, *args] -> result."""
+        args = self.popn(inst.arg)
+        kw_names, self.state.kw_names = self.state.kw_names, ()
+        kwargs = dict(zip(kw_names, args[len(args) - len(kw_names):])) if kw_names else {}
+        args = args[:len(args) - len(kw_names)]
+        if bc.CALL_LAYOUT == "null_or_callable_first":
+            second, first = self.pop(), self.pop()
+            fn, args = (second, args) if isinstance(first, NullVariable) else (first, [second, *args])
+        else:
+            self_or_null, fn = self.pop(), self.pop()
+            if not isinstance(self_or_null, NullVariable):
+                args = [self_or_null, *args]
+        self.push(fn.call(self, args, kwargs))
+
+    def CALL_FUNCTION_EX(self, inst):
+        """``f(*args, **kw)`` -- [NULL, callable, args tuple, kwargs dict if arg & 1] -> result."""
+        kwargs = self.pop() if inst.arg & 1 else DictVariable({})
+        args, fn = self.pop(), self.pop()
+        if self.state.stack and isinstance(self.state.stack[-1], NullVariable):
+            self.pop()
+        if not isinstance(kwargs, DictVariable):
+            kwargs = DictVariable({k.as_python(): kwargs.getitem(self, k) for k in kwargs.unpack(self)})
+        if not all(isinstance(k, str) for k in kwargs.items):
+            raise Unsupported("**kwargs with non-string keys", "exception")
+        self.push(fn.call(self, args.unpack(self), dict(kwargs.items)))
+
+    def MAKE_FUNCTION(self, inst):
+        """``MAKE_FUNCTION 8 (closure)`` -- a nested def or lambda:
+        [defaults?, kwdefaults?, annotations?, closure?, code] -> function. It is inlined when called."""
+        code = self.pop().as_python()
+        closure = self.pop().unpack(self) if inst.arg & 0x08 else []
+        if inst.arg & 0x04:
+            self.pop()  # annotations: not needed to run the function
+        kwdefaults = dict(self.pop().items) if inst.arg & 0x02 else {}
+        defaults = self.pop().unpack(self) if inst.arg & 0x01 else []
+        self.push(UserFunctionVariable(code, self.globals, defaults, kwdefaults, closure))
+
+    # -- operators: tensors make nodes, constants fold ------------------------------------
+
+    def BINARY_OP(self, inst):
+        """``BINARY_OP +`` -- tensors make a node; constants fold; tensor ``+=`` is in place."""
+        b, a = self.pop(), self.pop()
+        op = inst.argrepr
+        if op in INPLACE_BINARY_OPS and isinstance(a, TensorVariable):
+            self.push(calls.record_inplace(self, "call_function", INPLACE_BINARY_OPS[op], [a, b], {}))
+        elif (_is_sequence(a) or _is_sequence(b)) and op.rstrip("=") in ("+", "*"):
+            self.push(self.sequence_op(op, a, b))
+        else:
+            self.push(self.call_python(INPLACE_BINARY_OPS.get(op) or BINARY_OPS[op], [a, b], {}))
+
+    def sequence_op(self, op: str, a: Variable, b: Variable) -> Variable:
+        """``[x] + ys``, ``(x,) * 3``, ``xs += [y]`` on containers holding tensors."""
+        if op.startswith("*"):
+            seq, n = (a, b) if isinstance(a, TupleVariable) else (b, a)
+            items = seq.items * n.as_python()
+        else:
+            if type(a) is not type(b) and not a.is_python_constant() and not b.is_python_constant():
+                raise Unsupported(f"can only concatenate {a.python_type().__name__} to the same type", "exception")
+            items = a.unpack(self) + b.unpack(self)
+        if op == "+=" and isinstance(a, ListVariable):
+            a.before_change(self, "list +=")
+            a.items[:] = items
+            return a
+        return type(a if isinstance(a, TupleVariable) else b)(items)
+
+    def COMPARE_OP(self, inst):
+        """``COMPARE_OP <`` -- on tensors a node (a bool tensor); on constants folded."""
+        b, a = self.pop(), self.pop()
+        self.push(self.call_python(COMPARE_OPS[inst.argval], [a, b], {}))
+
+    def IS_OP(self, inst):
+        """``IS_OP 1`` -- ``a is not b``: known from what the variables are."""
+        b, a = self.pop(), self.pop()
+        if a.is_python_constant() and b.is_python_constant() and not isinstance(a, TensorVariable | TupleVariable):
+            same = a.as_python() is b.as_python()
+        else:
+            same = a is b
+        self.push(ConstantVariable(same != bool(inst.arg)))
+
+    def CONTAINS_OP(self, inst):
+        """``CONTAINS_OP 0`` -- ``a in b`` (1: ``not in``)."""
+        container, item = self.pop(), self.pop()
+        found = self.call_python(operator.contains, [container, item], {}).as_python()
+        self.push(ConstantVariable(bool(found) != bool(inst.arg)))
+
+    def UNARY_NOT(self, inst):
+        self.push(ConstantVariable(not self.pop().truth()))
+
+    def UNARY_NEGATIVE(self, inst):
+        self.push(self.call_python(operator.neg, [self.pop()], {}))
+
+    def UNARY_POSITIVE(self, inst):
+        """``+x`` (3.12: ``CALL_INTRINSIC_1 INTRINSIC_UNARY_POSITIVE``, renamed by the table)."""
+        self.push(self.call_python(operator.pos, [self.pop()], {}))
+
+    def UNARY_INVERT(self, inst):
+        self.push(self.call_python(operator.invert, [self.pop()], {}))
+
+    # -- subscripts and slices ------------------------------------------------------------
+
+    def BINARY_SUBSCR(self, inst):
+        """``BINARY_SUBSCR`` -- ``a[b]``: a tensor records a node; a container gives an item."""
+        index, obj = self.pop(), self.pop()
+        self.push(obj.getitem(self, index))
+
+    def BINARY_SLICE(self, inst):
+        """3.12: ``a[lo:hi]`` -- [container, lo, hi] -> slice."""
+        stop, start, obj = self.pop(), self.pop(), self.pop()
+        self.push(obj.getitem(self, self.make_slice([start, stop])))
+
+    def STORE_SUBSCR(self, inst):
+        """``STORE_SUBSCR`` -- ``a[i] = v``: [v, a, i]. On a tensor, an in-place node that stays."""
+        key, obj, value = self.pop(), self.pop(), self.pop()
+        self.store_item(obj, key, value)
+
+    def STORE_SLICE(self, inst):
+        """3.12: ``a[lo:hi] = v`` -- [v, a, lo, hi]."""
+        stop, start, obj, value = self.pop(), self.pop(), self.pop(), self.pop()
+        self.store_item(obj, self.make_slice([start, stop]), value)
+
+    def store_item(self, obj: Variable, key: Variable, value: Variable) -> None:
+        if isinstance(obj, TensorVariable):
+            self.record_setitem(obj, key, value)
+        elif isinstance(obj, ListVariable | DictVariable):
+            obj.setitem(self, key, value)
+        else:
+            raise Unsupported(f"item assignment on {obj.describe()} changes an object outside the compiled code",
+                              "mutation")
+
+    def record_setitem(self, obj: TensorVariable, key: Variable, value: Variable) -> None:
+        """``out[idx] = v`` as an ``operator.setitem`` node that dead-code elimination keeps."""
         try:
             with self.output.fake_mode:
-                if op == "call_method":
-                    example = getattr(fake_args[0], target)(*fake_args[1:], **fake_kwargs)
-                else:
-                    example = target(*fake_args, **fake_kwargs)
-        except DATA_DEPENDENT_ERRORS as e:
-            raise Unsupported(
-                f"the output shape of {_op_name(target)} depends on the tensor's values ({e}); "
-                "the graph needs static shapes",
-                "data-dependent",
-            ) from e
+                operator.setitem(obj.example, key.fake(), value.fake())
         except Exception as e:
-            name = _op_name(target)
-            raise Unsupported(
-                f"{name} failed on fake tensors: {type(e).__name__}: {e}", "fake-tensor"
-            ) from e
-        result = self.wrap_result(op, target, node_args, node_kwargs, example)
-        mutated = [t for t, v in zip(tensors, versions) if t.example._version != v]
-        if mutated:
-            node = result.node if isinstance(result, TensorVariable) else self.last_node()
-            self.output.side_effect_nodes.append(node)
-            for t in mutated:
-                if isinstance(result, TensorVariable) and result.example is t.example:
-                    self.output.remember(t, "node")
-                    t.node, result = result.node, t
-                    self.output.events.append(f"in-place: {t.node.name} changes its input")
-        return result
+            raise Unsupported(f"tensor item assignment failed on fake tensors: {type(e).__name__}: {e}",
+                              "fake-tensor") from e
+        args = (obj.node, key.node_arg(), value.node_arg())
+        self.output.side_effect_nodes.append(self.output.create_node("call_function", operator.setitem, args, {}, None))
 
-    def last_node(self) -> torch.fx.Node:
-        return next(iter(reversed(self.output.graph.nodes)))
+    def DELETE_SUBSCR(self, inst):
+        key, obj = self.pop(), self.pop()
+        if not isinstance(obj, ListVariable | DictVariable):
+            raise Unsupported(f"del on {obj.describe()} is not traced", "mutation")
+        obj.delitem(self, key)
 
-    def wrap_result(
-        self, op: str, target: Any, node_args: tuple, node_kwargs: dict, example: Any
-    ) -> Variable:
-        if isinstance(example, torch.Tensor):
-            return TensorVariable(
-                self.output.create_node(op, target, node_args, node_kwargs, example), example
-            )
-        if (
-            isinstance(example, tuple | list)
-            and example
-            and all(isinstance(t, torch.Tensor) for t in example)
-        ):
-            node = self.output.create_node(op, target, node_args, node_kwargs, example)
-            items = []
-            for i, t in enumerate(example):
-                item = self.output.create_node("call_function", operator.getitem, (node, i), {}, t)
-                items.append(TensorVariable(item, t))
-            if type(example) not in (tuple, list):  # torch.return_types.topk(values, indices)
-                return NamedTupleVariable(items, example=example)
-            return TupleVariable(items) if isinstance(example, tuple) else ListVariable(items)
-        if example is None and op == "call_function" and target is not None:
-            self.output.create_node(
-                op, target, node_args, node_kwargs, None
-            )  # e.g. torch.add(a, b, out=c)
-            return ConstantVariable(None)
-        if example is None or isinstance(example, CONSTANT_TYPES) or type(example) in (tuple, list):
-            return wrap_constant_result(example)
-        raise Unsupported(
-            f"{target} returned {type(example).__name__}, which the translator can't track"
-        )
+    def make_slice(self, parts: list[Variable]) -> ConstantVariable:
+        if not all(p.is_python_constant() for p in parts):
+            raise Unsupported("a slice bound that is a tensor needs its value", "item")
+        return ConstantVariable(slice(*(p.as_python() for p in parts)))
+
+    def BUILD_SLICE(self, inst):
+        self.push(self.make_slice(self.popn(inst.arg)))
+
+    # -- building containers ---------------------------------------------------------------
+
+    def BUILD_TUPLE(self, inst):
+        self.push(TupleVariable(self.popn(inst.arg)))
+
+    def BUILD_LIST(self, inst):
+        self.push(ListVariable(self.popn(inst.arg)))
+
+    def BUILD_SET(self, inst):
+        self.push(SetVariable({identity_key(v): v for v in self.popn(inst.arg)}))
+
+    def BUILD_MAP(self, inst):
+        flat = self.popn(2 * inst.arg)
+        self.push(DictVariable({flat[i].as_python(): flat[i + 1] for i in range(0, len(flat), 2)}))
+
+    def BUILD_CONST_KEY_MAP(self, inst):
+        """``{'a': x, 'b': y}`` -- [x, y, ('a', 'b')] -> dict."""
+        keys = self.pop().as_python()
+        self.push(DictVariable(dict(zip(keys, self.popn(inst.arg)))))
+
+    def LIST_APPEND(self, inst):
+        """In a list comprehension: append to the list ``arg`` slots down."""
+        value = self.pop()
+        self.state.stack[-inst.arg].items.append(value)
+
+    def LIST_EXTEND(self, inst):
+        """``[*a, *b]`` -- extend the list ``arg`` slots down."""
+        seq = self.pop()
+        self.state.stack[-inst.arg].items.extend(seq.unpack(self))
+
+    def LIST_TO_TUPLE(self, inst):
+        """``(*a,)`` (3.12: ``CALL_INTRINSIC_1 INTRINSIC_LIST_TO_TUPLE``, renamed by the table)."""
+        self.push(TupleVariable(list(self.pop().items)))
+
+    def SET_ADD(self, inst):
+        value = self.pop()
+        self.state.stack[-inst.arg].call_method(self, "add", [value], {})
+
+    def SET_UPDATE(self, inst):
+        values = self.pop()
+        self.state.stack[-inst.arg].call_method(self, "update", [values], {})
+
+    def MAP_ADD(self, inst):
+        """In a dict comprehension: [dict ..., key, value]."""
+        value, key = self.pop(), self.pop()
+        self.state.stack[-inst.arg].items[key.as_python()] = value
+
+    def DICT_UPDATE(self, inst):
+        """``{**a, **b}`` -- update the dict ``arg`` slots down."""
+        other = self.pop()
+        self.state.stack[-inst.arg].update_from(self, other)
+
+    DICT_MERGE = DICT_UPDATE  # ``f(**a, **b)``: the same, plus a duplicate-key error we don't model
+
+    # -- unpacking ---------------------------------------------------------------------------
+
+    def UNPACK_SEQUENCE(self, inst):
+        """``a, b = t`` -- push the items, first on top."""
+        items = self.pop().unpack(self)
+        if len(items) != inst.arg:
+            raise Unsupported(f"unpacking {len(items)} values into {inst.arg} names (ValueError)", "exception")
+        for item in reversed(items):
+            self.push(item)
+
+    def UNPACK_EX(self, inst):
+        """``a, *rest, b = t`` -- arg = before | (after << 8)."""
+        before, after = inst.arg & 0xFF, inst.arg >> 8
+        items = self.pop().unpack(self)
+        if len(items) < before + after:
+            raise Unsupported("not enough values to unpack (ValueError)", "exception")
+        for item in reversed(items[len(items) - after:]):
+            self.push(item)
+        self.push(ListVariable(items[before:len(items) - after]))
+        for item in reversed(items[:before]):
+            self.push(item)
+
+    # -- strings -------------------------------------------------------------------------------
+
+    def FORMAT_VALUE(self, inst):
+        """``f"{x!r:>4}"`` -- arg & 3: conversion, arg & 4: a format spec is on the stack."""
+        spec = self.pop().as_python() if inst.arg & 0x04 else ""
+        value = self.pop()
+        if isinstance(value, TensorVariable):
+            raise Unsupported("formatting a tensor into a string needs its values", "print")
+        python = value.as_python()
+        convert = FORMAT_CONVERSIONS[inst.arg & 0x03]
+        self.push(ConstantVariable(format(convert(python) if convert else python, spec)))
+
+    def BUILD_STRING(self, inst):
+        self.push(ConstantVariable("".join(p.as_python() for p in self.popn(inst.arg))))
+
+    # -- jumps: the condition must be known now -----------------------------------------------
+    # ``if x.shape[0] > 2`` picks one path while tracing (the shape is guarded); ``if x.sum() > 0``
+    # can't, and is a graph break of kind "data-dependent-branch". ``try`` costs nothing on 3.11+
+    # (the exception table is used only when something raises): the except path is never traced.
+
+    def jump(self, inst: bc.Inst) -> None:
+        self.state.ip = self.index_of[inst.target]
+
+    def JUMP_FORWARD(self, inst):
+        self.jump(inst)
+
+    JUMP_BACKWARD = JUMP_FORWARD
+
+    def POP_JUMP_IF_FALSE(self, inst):
+        if not self.pop().truth():
+            self.jump(inst)
+
+    def POP_JUMP_IF_TRUE(self, inst):
+        if self.pop().truth():
+            self.jump(inst)
+
+    def POP_JUMP_IF_NONE(self, inst):
+        """``if x is None`` -- a tensor is never None, so this is known for every variable."""
+        if _is_none(self.pop()):
+            self.jump(inst)
+
+    def POP_JUMP_IF_NOT_NONE(self, inst):
+        if not _is_none(self.pop()):
+            self.jump(inst)
+
+    def JUMP_IF_FALSE_OR_POP(self, inst):
+        """3.11 ``a and b``: jump keeping ``a`` if it is false, else pop it."""
+        if not self.state.stack[-1].truth():
+            self.jump(inst)
+        else:
+            self.pop()
+
+    def JUMP_IF_TRUE_OR_POP(self, inst):
+        """3.11 ``a or b``: jump keeping ``a`` if it is true, else pop it."""
+        if self.state.stack[-1].truth():
+            self.jump(inst)
+        else:
+            self.pop()
+
+    # -- loops: the items are known now, so loops unroll -------------------------------------
+
+    def GET_ITER(self, inst):
+        """``for v in obj`` -- the items are known now (variables), so the loop unrolls."""
+        obj = self.pop()
+        self.push(obj if isinstance(obj, IteratorVariable) else IteratorVariable(obj.unpack(self)))
+
+    GET_YIELD_FROM_ITER = GET_ITER  # ``yield from it`` (in an inlined generator)
+
+    def next_item(self) -> Variable | None:
+        """The next item of the iterator on top of the stack, or None when it is done."""
+        iterator = self.state.stack[-1]
+        if not isinstance(iterator, IteratorVariable):  # e.g. a real iterator passed to a resume function
+            raise Unsupported(f"iterating over {iterator.describe()}, a real iterator, is not traced")
+        return iterator.next(self)
+
+    def FOR_ITER(self, inst):
+        """``FOR_ITER`` -- push the next item, or pop the iterator and leave the loop.
+
+        (3.12 jumps to an END_FOR; the bytecode table moves the target past it, which
+        is what CPython does at run time too.)"""
+        item = self.next_item()
+        if item is None:
+            self.pop()
+            self.jump(inst)
+        else:
+            self.push(item)
+
+    def END_FOR(self, inst):
+        """3.12: pops the exhausted iterator and its last value (not reached: FOR_ITER skips it)."""
+        self.popn(2)
+
+    def SEND(self, inst):
+        """``yield from``'s loop: [iterator, sent] -> [iterator, next item], or, when the
+        iterator is done, [return value] and a jump (past 3.12's END_SEND, as CPython does)."""
+        self.pop()  # the value sent in: always None for an inlined generator
+        item = self.next_item()
+        if item is None:
+            self.pop()
+            self.push(ConstantVariable(None))
+            self.jump(inst)
+        else:
+            self.push(item)
+
+    def END_SEND(self, inst):
+        """3.12: [iterator, value] -> [value] (not reached: SEND skips it)."""
+        del self.state.stack[-2]
+
+    # -- with blocks -----------------------------------------------------------------------------
+
+    def BEFORE_WITH(self, inst):
+        """``with torch.no_grad():`` -- [ctx] -> [exit function, ctx.__enter__()].
+
+        The normal exit is an ordinary call of the exit function with (None, None, None);
+        the exceptional exit is only reached through the exception table, never here."""
+        ctx = self.pop()
+        if isinstance(ctx, ObjectVariable):
+            ctx = grad_mode_of(ctx.value) or ctx
+        if not isinstance(ctx, GradModeVariable):
+            raise Unsupported(f"`with {ctx.describe()}:` is not traced: only torch.no_grad(), "
+                              "torch.enable_grad() and torch.set_grad_enabled() blocks are", "unsupported-opcode")
+        self.push(ctx.enter(self))
+        self.push(ConstantVariable(None))
+
+    # -- return and generators --------------------------------------------------------------------
+
+    def RETURN_VALUE(self, inst):
+        self.returned = self.pop()
+
+    def RETURN_CONST(self, inst):
+        """3.12: ``RETURN_CONST None`` -- LOAD_CONST then RETURN_VALUE in one."""
+        self.returned = wrap_constant_result(inst.argval)
+
+    def RETURN_GENERATOR(self, inst):
+        """A generator's first instruction. Inlined generators run to the end at once."""
+        if self.yielded is None:
+            raise Unsupported("calling a generator function here is not traced", "unsupported-call")
+        self.push(ConstantVariable(None))
+
+    def YIELD_VALUE(self, inst):
+        """``yield v`` -- collected; ``None`` is what the generator receives back."""
+        value = self.pop()
+        if self.yielded is None:
+            raise Unsupported("yield outside an inlined generator", "unsupported-opcode")
+        self.yielded.append(value)
+        self.push(ConstantVariable(None))
 
 
 class InliningTranslator(InstructionTranslator):
-    """Traces a called Python function into the caller's graph (see :mod:`.inline`)."""
+    """Traces a called Python function into the caller's graph.
 
-    def __init__(
-        self,
-        parent: InstructionTranslator,
-        code: types.CodeType,
-        globals_: dict,
-        local_vars: dict[str, Variable],
-        closure: list[Variable],
-    ):
-        self.parent, self.depth = parent, parent.depth + 1
+    ``helper(x)`` runs a child translator over ``helper``'s bytecode. It shares the
+    caller's graph, fake tensors, guards and input list, so the nodes it records join
+    the same graph; its return value comes back to the caller as a variable. A graph
+    break inside the child is a break of the whole call (the caller stops at its
+    ``CALL``), and the reason says where in the callee it happened. A generator
+    function (a generator expression) runs to the end at once; what it yielded
+    becomes an iterator. (Dynamo's InliningInstructionTranslator; it leaves out
+    partial graphs inside a callee: Dynamo breaks the caller too.)
+    """
+
+    def __init__(self, parent: InstructionTranslator, code: types.CodeType, globals_: dict,
+                 local_vars: dict[str, Variable], closure: list[Variable]):
+        self.depth = parent.depth + 1
         if self.depth > self.MAX_INLINE_DEPTH:
-            raise Unsupported(
-                f"inlining {code.co_qualname} goes {self.depth} calls deep (recursion?)",
-                "unsupported-call",
-            )
+            raise Unsupported(f"inlining {code.co_qualname} goes {self.depth} calls deep (recursion?)",
+                              "unsupported-call")
         self.fn, self.code, self.config, self.source = None, code, parent.config, parent.source
         self.set_globals(globals_)
-        self.instructions, self.index_of = instructions_of(code)
+        self.instructions, self.index_of = bc.instructions_of(code)
         # shared with the caller: one graph, one set of guards, one list of inputs
-        self.output, self.guards, self.guard_objects = (
-            parent.output,
-            parent.guards,
-            parent.guard_objects,
-        )
+        self.output, self.guards, self.guard_objects = parent.output, parent.guards, parent.guard_objects
         self.wrapped, self.closure = parent.wrapped, closure
         self.state = FrameState(locals=dict(local_vars))
-        self.steps, self.returned, self.graph_break = [], None, None
+        self.steps, self.returned, self.broke = [], None, None
         self.yielded = [] if code.co_flags & 0x20 else None  # CO_GENERATOR
 
     def run_inline(self) -> Variable:
@@ -463,8 +858,7 @@ class InliningTranslator(InstructionTranslator):
                 self.dispatch(inst)
             except Unsupported as e:
                 if not getattr(e, "located", False):
-                    where = f"{self.code.co_filename}:{inst.line}"
-                    e.reason = f"{e.reason} (inside {self.code.co_qualname}, {where})"
+                    e.reason = f"{e.reason} (inside {self.code.co_qualname}, {self.code.co_filename}:{inst.line})"
                     e.located = True
                 raise
         return IteratorVariable(self.yielded) if self.yielded is not None else self.returned
@@ -473,21 +867,18 @@ class InliningTranslator(InstructionTranslator):
 # Loops are unrolled; this bounds the work of one translation (inlined calls included).
 MAX_INSTRUCTIONS = 100_000
 
-DATA_DEPENDENT_ERRORS = (DynamicOutputShapeException, DataDependentOutputException)
-
-
-def _op_name(target: Any) -> str:
-    return target if isinstance(target, str) else getattr(target, "__name__", repr(target))
-
-
-def supported_opcodes() -> list[str]:
-    """Every opcode the translator has a handler for (after normalisation), by introspection."""
-    return sorted(
-        n
-        for n in dir(InstructionTranslator)
-        if n.isupper() and callable(getattr(InstructionTranslator, n))
-    )
-
+# BINARY_OP's argrepr -> the function it applies. In-place forms ("+=") are
+# separate: on a tensor they change the caller's object.
+BINARY_OPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
+              "//": operator.floordiv, "%": operator.mod, "**": operator.pow, "@": operator.matmul,
+              "&": operator.and_, "|": operator.or_, "^": operator.xor, "<<": operator.lshift, ">>": operator.rshift}
+INPLACE_BINARY_OPS = {"+=": operator.iadd, "-=": operator.isub, "*=": operator.imul, "/=": operator.itruediv,
+                      "//=": operator.ifloordiv, "%=": operator.imod, "**=": operator.ipow, "@=": operator.imatmul,
+                      "&=": operator.iand, "|=": operator.ior, "^=": operator.ixor, "<<=": operator.ilshift,
+                      ">>=": operator.irshift}
+COMPARE_OPS = {"<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne, ">": operator.gt,
+               ">=": operator.ge}
+FORMAT_CONVERSIONS = {0: None, 1: str, 2: repr, 3: ascii}
 
 # Opcodes that have no handler on purpose, with the reason a user sees.
 UNSUPPORTED: dict[str, str] = {
@@ -535,11 +926,28 @@ UNSUPPORTED: dict[str, str] = {
 }
 
 
+def _is_sequence(v: Variable) -> bool:
+    return isinstance(v, TupleVariable) and not v.is_python_constant()
+
+
+def _is_none(v: Variable) -> bool:
+    return isinstance(v, ConstantVariable) and v.value is None
+
+
+def supported_opcodes() -> list[str]:
+    """Every opcode the translator has a handler for (after normalisation), by introspection."""
+    return sorted(n for n in dir(InstructionTranslator) if n.isupper() and callable(getattr(InstructionTranslator, n)))
+
+
 def _bind(fn: types.FunctionType, args: tuple, kwargs: dict) -> dict[str, Any]:
     import inspect
 
-    bound = inspect.signature(fn, follow_wrapped=False).bind(
-        *args, **kwargs
-    )  # the code's own names
+    bound = inspect.signature(fn, follow_wrapped=False).bind(*args, **kwargs)  # the code's own names
     bound.apply_defaults()
     return dict(bound.arguments)
+
+
+def translate(fn: types.FunctionType, args: tuple, kwargs: dict, source: SourceArtifact, config: Config,
+              shapes: ShapePolicy | None = None, label: str = "") -> Translation:
+    """The stage: run ``fn``'s bytecode symbolically on ``args`` (``label`` names the cache entry)."""
+    return InstructionTranslator(fn, args, kwargs, source, config, shapes, label).run()

@@ -8,8 +8,15 @@ will inline, a closure cell, or CPython's NULL marker.
 
 Each variable answers the same few questions (``getattr``, ``call``,
 ``as_python``, ``unpack``, ``getitem``, ``truth``), so the translator
-dispatches on behaviour, not on ``isinstance`` ladders. Containers (lists,
-dicts, iterators) live in :mod:`.containers`.
+dispatches on behaviour, not on ``isinstance`` ladders; the same holds for the
+graph: ``node_arg``, ``fake`` and ``tensors`` say what a value is as an FX
+argument, as a fake-tensor argument, and which tensors it holds. Containers
+(lists, dicts, iterators) live in :mod:`.containers`.
+
+The translator is passed to these methods as ``tx`` (never imported): a
+variable asks it to ``wrap`` a real value, ``call_python`` a callable,
+``call_method`` on a tensor or ``inline_code``, and records nodes through
+``tx.output`` (the :class:`~.output_graph.OutputGraph`).
 
 Mirrors: torch/_dynamo/variables/ (builder.py, tensor.py, constant.py, torch.py,
 functions.py, nn_module.py). Leaves out: user-defined classes created while
@@ -18,8 +25,6 @@ tracing, generators that escape, and most of Dynamo's 40 kinds.
 
 from __future__ import annotations
 
-import builtins
-import math
 import operator
 import types
 from dataclasses import dataclass, field
@@ -86,6 +91,25 @@ class Variable:
         """``bool(value)`` at compile time, for jumps."""
         return bool(self.as_python())
 
+    # -- the value as an argument of a graph node ----------------------------------
+
+    def node_arg(self) -> Any:
+        """The value as an FX node argument: a node for a tensor, the Python value otherwise."""
+        return self.as_python()
+
+    def fake(self) -> Any:
+        """The value as an argument when the op runs on fake tensors (to learn its result)."""
+        return self.as_python()
+
+    def tensors(self) -> list[TensorVariable]:
+        """The tensors this value holds (itself, or a container's items)."""
+        return []
+
+
+def identity_key(v: Variable) -> Any:
+    """What ``list.index``, ``in`` and sets compare: the constant value, or the variable itself."""
+    return v.as_python() if v.is_python_constant() and not isinstance(v, TensorVariable) else id(v)
+
 
 @dataclass(eq=False)
 class NullVariable(Variable):
@@ -118,7 +142,7 @@ class ConstantVariable(Variable):
 
     def getattr(self, tx: InstructionTranslator, name: str) -> Variable:
         try:
-            return wrap_constant_result(getattr(self.value, name))
+            return wrap_scalar(getattr(self.value, name))
         except AttributeError as e:
             raise Unsupported(f"{self.value!r} has no attribute {name!r}", "exception") from e
 
@@ -204,38 +228,24 @@ class TensorVariable(Variable):
 
     # Attributes read at compile time. They depend only on properties already
     # checked by the tensor's guard (dtype, device, shape, stride, requires_grad).
-    STATIC_ATTRIBUTES = (
-        "shape",
-        "dtype",
-        "device",
-        "ndim",
-        "requires_grad",
-        "is_cuda",
-        "layout",
-        "is_sparse",
-        "is_quantized",
-        "is_meta",
-        "is_leaf",
-    )
+    STATIC_ATTRIBUTES = ("shape", "dtype", "device", "ndim", "requires_grad", "is_cuda", "layout", "is_sparse",
+                         "is_quantized", "is_meta", "is_leaf")
     # Methods answered from the fake tensor, without a graph node.
-    STATIC_METHODS = (
-        "size",
-        "dim",
-        "ndimension",
-        "numel",
-        "nelement",
-        "stride",
-        "is_contiguous",
-        "element_size",
-        "is_floating_point",
-        "is_complex",
-        "get_device",
-        "type",
-    )
+    STATIC_METHODS = ("size", "dim", "ndimension", "numel", "nelement", "stride", "is_contiguous", "element_size",
+                      "is_floating_point", "is_complex", "get_device", "type")
+
+    def node_arg(self) -> Any:
+        return self.node
+
+    def fake(self) -> Any:
+        return self.example
+
+    def tensors(self) -> list[TensorVariable]:
+        return [self]
 
     def getattr(self, tx, name):
         if name in self.STATIC_ATTRIBUTES:
-            return wrap_constant_result(getattr(self.example, name))
+            return wrap_scalar(getattr(self.example, name))
         if name in ("T", "mT", "H", "mH", "real", "imag"):
             return tx.call_method(self, name, [], {}, as_property=True)
         if name in ("data", "grad", "grad_fn", "_base"):
@@ -251,7 +261,7 @@ class TensorVariable(Variable):
         return [tx.call_python(operator.getitem, [self, ConstantVariable(i)], {}) for i in range(n)]
 
     def getitem(self, tx, index):
-        return tx.record_call("call_function", operator.getitem, [self, index], {})
+        return tx.output.record_call("call_function", operator.getitem, [self, index], {})
 
     def truth(self) -> bool:
         raise Unsupported(
@@ -268,6 +278,9 @@ class TensorMethodVariable(Variable):
 
     def describe(self) -> str:
         return f"{self.tensor.node.name}.{self.name}"
+
+    def tensors(self) -> list[TensorVariable]:
+        return [self.tensor]  # ``x.add`` passed to a function: the call involves a tensor
 
     def call(self, tx, args, kwargs):
         return tx.call_method(self.tensor, self.name, args, kwargs)
@@ -321,18 +334,13 @@ class UserFunctionVariable(Variable):
             if c.contents is not None:
                 cell.cell_contents = c.contents.as_python()
             cells.append(cell)
-        fn = types.FunctionType(
-            self.code,
-            self.globals,
-            self.code.co_name,
-            tuple(d.as_python() for d in self.defaults) or None,
-            tuple(cells) or None,
-        )
+        defaults = tuple(d.as_python() for d in self.defaults) or None
+        fn = types.FunctionType(self.code, self.globals, self.code.co_name, defaults, tuple(cells) or None)
         fn.__kwdefaults__ = {k: v.as_python() for k, v in self.kwdefaults.items()} or None
         return fn
 
     def call(self, tx, args, kwargs):
-        return tx.inline_user_function(self, args, kwargs)
+        return tx.inline_code(self.code, self.globals, args, kwargs, self.defaults, self.kwdefaults, self.closure)
 
 
 @dataclass(eq=False)
@@ -401,7 +409,7 @@ class GradModeVariable(Variable):
         previous = self.previous
         if previous is None:
             previous = torch.is_grad_enabled()
-            tx.set_grad_mode(self.enabled)
+            tx.output.set_grad_mode(self.enabled)
         return GradModeExitVariable(previous)
 
 
@@ -421,24 +429,19 @@ class GradModeExitVariable(Variable):
     previous: bool
 
     def call(self, tx, args, kwargs):
-        tx.set_grad_mode(self.previous)
+        tx.output.set_grad_mode(self.previous)
         return ConstantVariable(None)
 
 
-def wrap_constant_result(value: Any) -> Variable:
-    """A compile-time Python result (e.g. ``x.shape``, a folded call) as a variable."""
-    from .containers import DictVariable, ListVariable, TupleVariable
+def wrap_scalar(value: Any) -> Variable:
+    """A compile-time Python value that is not a container (``x.dtype``, ``x.shape``, ``"a".upper``).
 
+    (Tuples, lists and dicts of values: :func:`.containers.wrap_constant_result`.)
+    """
     if isinstance(value, torch.SymInt | torch.SymFloat | torch.SymBool):
         value = specialize_symbol(value)
     if isinstance(value, torch.Size):
         return ConstantVariable(torch.Size(specialize_symbol(v) if isinstance(v, torch.SymInt) else v for v in value))
-    if type(value) is tuple:
-        return TupleVariable([wrap_constant_result(v) for v in value])
-    if type(value) is list:
-        return ListVariable([wrap_constant_result(v) for v in value])
-    if type(value) is dict:
-        return DictVariable({k: wrap_constant_result(v) for k, v in value.items()})
     if isinstance(value, CONSTANT_TYPES):
         return ConstantVariable(value)
     return ObjectVariable(value)
@@ -451,99 +454,6 @@ def specialize_symbol(value: Any) -> Any:
     return guard_scalar(value)
 
 
-CONSTANT_TYPES = (
-    int,
-    float,
-    bool,
-    str,
-    bytes,
-    type(None),
-    complex,
-    torch.dtype,
-    torch.device,
-    torch.layout,
-    torch.memory_format,
-    slice,
-    type(...),
-    range,
-    torch.Size,
-    frozenset,
-    set,
-)
-
-# Python functions that are pure on constant arguments, so a call can be folded.
-FOLDABLE = {
-    *(
-        getattr(builtins, n)
-        for n in (
-            "abs",
-            "len",
-            "min",
-            "max",
-            "int",
-            "float",
-            "bool",
-            "str",
-            "round",
-            "pow",
-            "tuple",
-            "list",
-            "dict",
-            "set",
-            "frozenset",
-            "isinstance",
-            "issubclass",
-            "range",
-            "divmod",
-            "sum",
-            "any",
-            "all",
-            "sorted",
-            "repr",
-            "format",
-            "hash",
-            "chr",
-            "ord",
-            "slice",
-            "type",
-            "callable",
-            "hasattr",
-            "complex",
-            "bin",
-            "hex",
-        )
-    ),
-    *(v for v in vars(math).values() if callable(v)),
-    *(v for v in vars(operator).values() if callable(v)),
-    torch.Size,
-    # torch's answers about dtypes and modes, constant while tracing
-    torch.finfo,
-    torch.iinfo,
-    torch.device,
-    torch.jit.is_scripting,
-    torch.jit.is_tracing,
-    torch.compiler.is_compiling,
-}
-
-
-def is_torch_op(fn: Any) -> bool:
-    """Functions recorded into the graph when called with tensors."""
-    if isinstance(fn, torch._ops.OpOverload | torch._ops.OpOverloadPacket):
-        return True
-    if isinstance(fn, type):
-        return fn is torch.Size
-    module = getattr(fn, "__module__", None) or ""
-    if not isinstance(module, str):
-        return False
-    if module.startswith(("torch.nn.modules", "torch.nn.utils")) and isinstance(
-        fn, types.FunctionType
-    ):
-        return False  # nn.Module methods (forward, _conv_forward...) are inlined, not recorded
-    if module.startswith("torch") and not module.startswith(
-        ("torch._dynamo", "torch.fx", "torch.compiler")
-    ):
-        return True
-    return fn in OPERATOR_FUNCTIONS
-
-
-OPERATOR_FUNCTIONS = {v for v in vars(operator).values() if callable(v)}
+# Values a ConstantVariable holds: immutable (or copied when rebuilt, like a set) and cheap to compare.
+CONSTANT_TYPES = (int, float, bool, str, bytes, type(None), complex, torch.dtype, torch.device, torch.layout,
+                  torch.memory_format, slice, type(...), range, torch.Size, frozenset, set)
