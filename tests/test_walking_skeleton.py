@@ -161,6 +161,32 @@ def test_cpp_compiler_error_falls_back_to_eager(tmp_cache):
     assert "kernel source" in report.fallback_reasons[0]
 
 
+def test_assert_same_refuses_eager_fallback_unless_the_gap_is_named(tmp_cache):
+    x, y = torch.randn(4), torch.randn(4)
+    with toycompiler.config.patch(cxx_flags=("--definitely-not-a-flag", "-shared", "-fPIC")):
+        with pytest.warns(UserWarning), pytest.raises(AssertionError, match="ran eagerly instead of compiled"):
+            assert_same(sin_cos, x, y, backend="cpp")  # eager's answer is right, and still not a pass
+        with pytest.warns(UserWarning):
+            assert_same(sin_cos, x, y, backend="cpp", allow_fallback="the C++ compiler rejects a flag")
+    with pytest.raises(AssertionError, match="nothing fell back any more"):
+        assert_same(sin_cos, x, y, backend="cpp", allow_fallback="a gap since closed")
+
+
+def test_assert_same_catches_wrong_results_and_input_changes():
+    def off_by_one(gm, example_inputs):
+        return lambda *a: tuple(t + 1 for t in gm(*a))
+
+    with pytest.raises(AssertionError, match="compilation report"):
+        assert_same(sin_cos, torch.randn(4), torch.randn(4), backend=off_by_one)
+
+    def scale_(x):
+        x.mul_(2)
+        return x.sum()
+
+    with pytest.raises(AssertionError):  # same result, but the input was left as it was
+        assert_same(scale_, torch.randn(4), compiled=lambda x: (x * 2).sum())
+
+
 def test_disk_cache_reuses_shared_library(tmp_cache):
     toycompiler.compile(sin_cos, backend="cpp")(torch.randn(4), torch.randn(4))
     libs = list((tmp_cache / "cpp").glob("*.so"))
