@@ -9,12 +9,12 @@
   clicking (provenance selection, stage panes side by side, re-run).
 
 ``_repr_mimebundle_`` returns text/plain and text/html, plus the widget view
-when running inside a live kernel, where frontends prefer it.
+when a person runs the cell in a live frontend, which prefers it; exports and
+viewers without a kernel use the text/html beside it (see ``in_live_kernel``).
 """
 
 from __future__ import annotations
 
-import os
 import re
 from typing import Any
 
@@ -30,22 +30,30 @@ def stable_paths(text: str) -> str:
     return _CACHE_PATH.sub(repl, text)
 
 
-_live: bool | None = None  # None: decide from the environment
+_live: bool | None = None  # None: decide from the frontend
 
 
 def set_live(flag: bool | None) -> None:
-    """``set_live(False)``: static HTML only, e.g. for notebooks exported with nbconvert or shown on GitHub.
+    """``set_live(False)``: static HTML only; ``set_live(True)``: always add the widget; ``None``: decide (default).
 
-    nbconvert prefers a widget view over HTML and can only draw it from saved widget state (and a CDN),
-    so a notebook meant to be read without a kernel is best run with live widgets off. The
-    environment variable ``TOYCOMPILER_STATIC=1`` does the same. ``None`` restores the default.
+    The default suits both readers: a person at JupyterLab, Notebook or VS Code gets the live
+    widget (and the same static HTML inside the output, for whoever reads the saved notebook);
+    a headless run (``jupyter nbconvert --execute``, nbclient, papermill, nbval) gets the static
+    HTML alone. No environment variable is needed for exports any more.
     """
     global _live
     _live = flag
 
 
 def in_live_kernel() -> bool:
-    """True inside a Jupyter kernel that can talk to widgets (not plain IPython, not CI)."""
+    """True inside a kernel whose frontend can draw widgets: the cell was run by a person.
+
+    The signal is the running cell's ``allow_stdin``: interactive frontends can answer
+    ``input()`` and say so; headless runners execute with ``allow_stdin=False``. It matters
+    because those runners save the state of every widget with the notebook, and nbconvert
+    then prefers the widget view to the HTML beside it and draws it only with JavaScript
+    from a CDN: an exported page with blank outputs. Without a widget view the HTML is used.
+    """
     if _live is not None:
         return _live
     try:
@@ -53,7 +61,8 @@ def in_live_kernel() -> bool:
     except ImportError:
         return False
     ip = get_ipython()
-    return ip is not None and getattr(ip, "kernel", None) is not None and not os.environ.get("TOYCOMPILER_STATIC")
+    kernel = getattr(ip, "kernel", None) if ip is not None else None
+    return kernel is not None and bool(getattr(kernel, "_allow_stdin", False))
 
 
 class View:
