@@ -103,21 +103,10 @@ EMIT = _EMIT.get(VERSION)
 # Opcode names in ``dis.opmap`` that never reach the translator: 3.12's
 # pseudo-instructions (resolved by the compiler) and the INSTRUMENTED_* forms
 # (``sys.monitoring``; ``dis`` shows the plain opcode).
-PSEUDO_OPCODES = frozenset(
-    {
-        "CACHE",
-        "RESERVED",
-        "JUMP_NO_INTERRUPT",
-        "LOAD_SUPER_METHOD",
-        "LOAD_ZERO_SUPER_ATTR",
-        "LOAD_ZERO_SUPER_METHOD",
-        "POP_BLOCK",
-        "SETUP_CLEANUP",
-        "SETUP_FINALLY",
-        "SETUP_WITH",
-        "STORE_FAST_MAYBE_NULL",
-    }
-) | (frozenset({"LOAD_METHOD", "JUMP"}) if VERSION >= (3, 12) else frozenset())
+PSEUDO_OPCODES = frozenset({"CACHE", "RESERVED", "JUMP_NO_INTERRUPT", "LOAD_SUPER_METHOD", "LOAD_ZERO_SUPER_ATTR",
+                            "LOAD_ZERO_SUPER_METHOD", "POP_BLOCK", "SETUP_CLEANUP", "SETUP_FINALLY", "SETUP_WITH",
+                            "STORE_FAST_MAYBE_NULL"}) | (frozenset({"LOAD_METHOD", "JUMP"}) if VERSION >= (3, 12)
+                                                         else frozenset())
 
 
 def never_seen(opname: str) -> bool:
@@ -147,45 +136,38 @@ class Inst:
 def normalise(code: types.CodeType) -> list[Inst]:
     """``dis`` instructions of ``code`` with the version table applied and lines filled in."""
     out: list[Inst] = []
-    line = code.co_firstlineno
-    raw = [ins for ins in dis.get_instructions(code) if ins.opname != "CACHE"]
-    next_offset = {a.offset: b.offset for a, b in zip(raw, raw[1:])}
-    for ins in raw:
-        if ins.positions is not None and ins.positions.lineno is not None:
-            line = ins.positions.lineno
+    raw = _with_lines(code, code.co_firstlineno)
+    next_offset = {a.offset: b.offset for (a, _), (b, _) in zip(raw, raw[1:])}
+    for ins, line in raw:
         opname, flag, argval = ALIASES.get(ins.opname, ins.opname), False, ins.argval
-        if (
-            ins.opname in LOW_BIT_MEANS_PUSH_NULL
-            or ins.opname in LOW_BIT_METHOD_OPNAME
-            or ins.opname in LOW_BIT_MEANS_METHOD
-        ):
+        if ins.opname in LOW_BIT_MEANS_PUSH_NULL | LOW_BIT_METHOD_OPNAME.keys() | LOW_BIT_MEANS_METHOD:
             flag = bool((ins.arg or 0) & 1)
             if flag and ins.opname in LOW_BIT_METHOD_OPNAME:
                 opname, flag = LOW_BIT_METHOD_OPNAME[ins.opname], False
         if ins.opname == "CALL_INTRINSIC_1":
             opname = INTRINSICS.get(ins.argrepr, opname)
-        if (ins.opname == "FOR_ITER" and FOR_ITER_SKIPS_END_FOR) or (
-            ins.opname == "SEND" and SEND_SKIPS_END_SEND
-        ):
+        if (ins.opname == "FOR_ITER" and FOR_ITER_SKIPS_END_FOR) or (ins.opname == "SEND" and SEND_SKIPS_END_SEND):
             argval = next_offset.get(argval, argval)
-        out.append(
-            Inst(ins.offset, opname, ins.arg, argval, ins.argrepr, line, ins.is_jump_target, flag)
-        )
+        out.append(Inst(ins.offset, opname, ins.arg, argval, ins.argrepr, line, ins.is_jump_target, flag))
     return out
 
 
-def disassemble(code: types.CodeType, name: str | None = None) -> BytecodeArtifact:
-    """The raw (un-normalised) instructions of ``code``, as an artifact."""
-    rows = []
-    line = None
+def _with_lines(code: types.CodeType, line: int | None) -> list[tuple[dis.Instruction, int | None]]:
+    """``dis`` instructions without CACHE entries, each with its line (carried over from the last known)."""
+    out = []
     for ins in dis.get_instructions(code):
         if ins.opname == "CACHE":
             continue
         if ins.positions is not None and ins.positions.lineno is not None:
             line = ins.positions.lineno
-        rows.append(
-            InstructionRow(ins.offset, ins.opname, ins.arg, ins.argrepr, line, ins.is_jump_target)
-        )
+        out.append((ins, line))
+    return out
+
+
+def disassemble(code: types.CodeType, name: str | None = None) -> BytecodeArtifact:
+    """The raw (un-normalised) instructions of ``code``, as an artifact."""
+    rows = tuple(InstructionRow(ins.offset, ins.opname, ins.arg, ins.argrepr, line, ins.is_jump_target)
+                 for ins, line in _with_lines(code, None))
     return BytecodeArtifact(name or code.co_qualname, tuple(rows))
 
 

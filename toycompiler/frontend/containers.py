@@ -34,36 +34,58 @@ def wrap_constant_result(value: Any) -> Variable:
     return wrap_scalar(value)
 
 
+class ContainerVariable(Variable):
+    """What tuples, lists, dicts and sets share: ``items``, truth by emptiness, methods by name."""
+
+    items: Any
+    METHODS: tuple[str, ...] = ()  # the methods ``call_method`` models
+
+    def truth(self) -> bool:
+        return bool(self.items)
+
+    def getattr(self, tx, name):
+        if name in self.METHODS:
+            return ContainerMethodVariable(self, name)
+        raise Unsupported(f"{self.python_type().__name__} attribute .{name}")
+
+    def before_change(self, tx, what: str) -> None:
+        """Refuse to change the caller's container; remember the items so a break can undo the change."""
+        if self.source is not None:
+            raise Unsupported(f"{what} changes {self.source}, which the caller can see; "
+                              "the compiled code would not repeat the change", "mutation")
+        tx.output.remember(self, "items")
+
+
 @dataclass(eq=False)
-class TupleVariable(Variable):
+class TupleVariable(ContainerVariable):
     """A tuple of variables."""
 
     items: list[Variable] = field(default_factory=list)
     source: str | None = None
+    METHODS = ("index", "count")
+    kind = tuple  # the Python type it stands for (list for ListVariable)
 
     def describe(self) -> str:
-        return "(" + ", ".join(i.describe() for i in self.items) + ")"
+        inner = ", ".join(i.describe() for i in self.items)
+        return f"[{inner}]" if self.kind is list else f"({inner})"
 
     def python_type(self) -> type:
-        return tuple
+        return self.kind
 
     def as_python(self) -> Any:
-        return tuple(i.as_python() for i in self.items)
+        return self.kind(i.as_python() for i in self.items)
 
     def node_arg(self) -> Any:
-        return tuple(i.node_arg() for i in self.items)
+        return self.kind(i.node_arg() for i in self.items)
 
     def fake(self) -> Any:
-        return tuple(i.fake() for i in self.items)
+        return self.kind(i.fake() for i in self.items)
 
     def tensors(self) -> list[TensorVariable]:
         return [t for i in self.items for t in i.tensors()]
 
     def unpack(self, tx):
         return list(self.items)
-
-    def truth(self) -> bool:
-        return bool(self.items)
 
     def getitem(self, tx, index):
         key = _index(index)
@@ -73,11 +95,6 @@ class TupleVariable(Variable):
             return self.items[key]
         except (IndexError, TypeError) as e:
             raise Unsupported(f"{self.describe()}[{key!r}] raised {type(e).__name__}", "exception") from e
-
-    def getattr(self, tx, name):
-        if name in ("index", "count"):
-            return ContainerMethodVariable(self, name)
-        raise Unsupported(f"{self.python_type().__name__} attribute .{name}")
 
     def call_method(self, tx, name, args, kwargs):
         target = [identity_key(i) for i in self.items]
@@ -106,35 +123,8 @@ class NamedTupleVariable(TupleVariable):
 class ListVariable(TupleVariable):
     """A list of variables; changes are allowed only to lists made while tracing."""
 
-    def describe(self) -> str:
-        return "[" + ", ".join(i.describe() for i in self.items) + "]"
-
-    def python_type(self) -> type:
-        return list
-
-    def as_python(self) -> Any:
-        return [i.as_python() for i in self.items]
-
-    def node_arg(self) -> Any:
-        return [i.node_arg() for i in self.items]
-
-    def fake(self) -> Any:
-        return [i.fake() for i in self.items]
-
-    def getattr(self, tx, name):
-        if name in LIST_METHODS:
-            return ContainerMethodVariable(self, name)
-        raise Unsupported(f"list attribute .{name}")
-
-    def before_change(self, tx, what: str) -> None:
-        """Refuse to change the caller's list; remember the items so a break can undo the change."""
-        if self.source is not None:
-            raise Unsupported(
-                f"{what} changes {self.source}, which the caller can see; "
-                "the compiled code would not repeat the change",
-                "mutation",
-            )
-        tx.output.remember(self, "items")
+    METHODS = ("append", "extend", "insert", "pop", "clear", "reverse", "sort", "index", "count", "copy", "remove")
+    kind = list
 
     def setitem(self, tx, index: Variable, value: Variable) -> None:
         self.before_change(tx, "item assignment")
@@ -174,15 +164,13 @@ class ListVariable(TupleVariable):
         return ConstantVariable(None)
 
 
-LIST_METHODS = ("append", "extend", "insert", "pop", "clear", "reverse", "sort", "index", "count", "copy", "remove")
-
-
 @dataclass(eq=False)
-class DictVariable(Variable):
+class DictVariable(ContainerVariable):
     """A dict with compile-time keys and variable values (insertion order kept)."""
 
     items: dict[Any, Variable] = field(default_factory=dict)
     source: str | None = None
+    METHODS = ("keys", "values", "items", "get", "copy", "update", "pop", "setdefault", "clear")
 
     def describe(self) -> str:
         return "{" + ", ".join(f"{k!r}: {v.describe()}" for k, v in self.items.items()) + "}"
@@ -205,9 +193,6 @@ class DictVariable(Variable):
     def unpack(self, tx):
         return [wrap_constant_result(k) for k in self.items]
 
-    def truth(self) -> bool:
-        return bool(self.items)
-
     def getitem(self, tx, index):
         key = _index(index)
         if key not in self.items:
@@ -215,17 +200,13 @@ class DictVariable(Variable):
         return self.items[key]
 
     def setitem(self, tx, index: Variable, value: Variable) -> None:
-        ListVariable.before_change(self, tx, "dict item assignment")
+        self.before_change(tx, "dict item assignment")
         self.items[_index(index)] = value
 
     def delitem(self, tx, index: Variable) -> None:
-        ListVariable.before_change(self, tx, "del")
+        self.before_change(tx, "del")
         del self.items[_index(index)]
 
-    def getattr(self, tx, name):
-        if name in DICT_METHODS:
-            return ContainerMethodVariable(self, name)
-        raise Unsupported(f"dict attribute .{name}")
 
     def call_method(self, tx, name, args, kwargs):
         if name == "keys":
@@ -241,7 +222,7 @@ class DictVariable(Variable):
             return DictVariable(dict(self.items))
         if name == "__contains__":
             return ConstantVariable(_index(args[0]) in self.items)
-        ListVariable.before_change(self, tx, f"dict.{name}()")
+        self.before_change(tx, f"dict.{name}()")
         if name == "update":
             if args:
                 self.update_from(tx, args[0])
@@ -266,16 +247,14 @@ class DictVariable(Variable):
             self.items[_index(k)] = v
 
 
-DICT_METHODS = ("keys", "values", "items", "get", "copy", "update", "pop", "setdefault", "clear")
-
-
 @dataclass(eq=False)
-class SetVariable(Variable):
+class SetVariable(ContainerVariable):
     """A set of variables, by identity for tensors and modules (as Python hashes them), by value
     for constants. Made while tracing only: a set from the caller stays an object."""
 
     items: dict[Any, Variable] = field(default_factory=dict)  # identity key -> variable
     source: str | None = None
+    METHODS = ("add", "update", "discard", "remove", "clear", "copy")
 
     def describe(self) -> str:
         return "{" + ", ".join(v.describe() for v in self.items.values()) + "}"
@@ -289,16 +268,9 @@ class SetVariable(Variable):
     def unpack(self, tx):
         return list(self.items.values())
 
-    def truth(self) -> bool:
-        return bool(self.items)
-
     def contains(self, tx, item: Variable) -> bool:
         return identity_key(item) in self.items
 
-    def getattr(self, tx, name):
-        if name in SET_METHODS:
-            return ContainerMethodVariable(self, name)
-        raise Unsupported(f"set attribute .{name}")
 
     def call_method(self, tx, name, args, kwargs):
         if name == "copy":
@@ -318,9 +290,6 @@ class SetVariable(Variable):
         elif name == "clear":
             self.items.clear()
         return ConstantVariable(None)
-
-
-SET_METHODS = ("add", "update", "discard", "remove", "clear", "copy")
 
 
 @dataclass(eq=False)
