@@ -55,6 +55,7 @@ from bytecode.instr import InstrLocation
 from . import bytecode as bc
 from .containers import (
     ContainerMethodVariable,
+    ContainerVariable,
     DictVariable,
     IteratorVariable,
     ListVariable,
@@ -279,8 +280,29 @@ class Codegen:
             raise CannotResume(f"can't load source {source!r}")
 
     def reconstruct(self, v: Variable) -> None:
-        """Push the real value of symbolic ``v`` (how, for each kind of variable: see reconstruct.py)."""
-        reconstruct(self, v)
+        """Push the real value of symbolic ``v``: dispatch on its class (most derived first) to the table below.
+
+        A container the caller passed in (it has a source) is read from there: the translator
+        refuses to change such an object, so it still holds what the trace saw. A kind missing
+        from the table, if it has a source, is read from it again too.
+        """
+        if isinstance(v, ContainerVariable) and v.source is not None:
+            if simple_source(v.source):
+                return self.load_source(v.source)
+            if v.python_type() in (list, dict):  # a copy would not be the caller's object
+                raise CannotResume(f"{v.source} is the caller's {v.python_type().__name__}, and can't be read again")
+        for kind in type(v).__mro__:
+            if kind in REBUILD:
+                return REBUILD[kind](self, v)
+        if not simple_source(getattr(v, "source", None)):
+            raise CannotResume(f"can't rebuild {v.describe()} ({type(v).__name__}) as a Python value")
+        self.load_source(v.source)
+
+    def build(self, opname: str, items: list[Variable]) -> None:
+        """``BUILD_TUPLE n`` / ``BUILD_LIST n`` over the rebuilt items."""
+        for item in items:
+            self.reconstruct(item)
+        self.emit(opname, len(items))
 
     def load_graph_output(self, v: TensorVariable) -> None:
         """``___graph_out[i]``; while planning, the tensor is added to the graph's outputs."""
@@ -293,26 +315,25 @@ class Codegen:
         self.emit("LOAD_CONST", self.outputs[v.node])
         self.emit("BINARY_SUBSCR")
 
-    def call_function(self, fn: Any, args: list[Variable]) -> None:
-        """``fn(*args)`` for a known ``fn`` and symbolic ``args``."""
+    def call_function(self, fn: Any, args: list[Variable], kwargs: dict[str, Variable] | None = None) -> None:
+        """``fn(*args)`` for a known ``fn`` and symbolic ``args``; with ``kwargs``, ``fn(*args, **kwargs)``
+        through ``CALL_FUNCTION_EX`` (spelled alike in 3.11 and 3.12)."""
         self.emit("PUSH_NULL")
         self.load_const(fn)
-        for arg in args:
-            self.reconstruct(arg)
-        self.call(len(args))
-
-    def call_function_ex(self, fn: Any, args: list[Variable], kwargs: dict[str, Variable]) -> None:
-        """``fn(*args, **kwargs)`` through ``CALL_FUNCTION_EX`` (spelled alike in 3.11 and 3.12)."""
-        self.emit("PUSH_NULL")
-        self.load_const(fn)
-        for arg in args:
-            self.reconstruct(arg)
-        self.emit("BUILD_TUPLE", len(args))
-        for key, value in kwargs.items():
-            self.emit("LOAD_CONST", key)
-            self.reconstruct(value)
-        self.emit("BUILD_MAP", len(kwargs))
+        if kwargs is None:
+            for arg in args:
+                self.reconstruct(arg)
+            return self.call(len(args))
+        self.build("BUILD_TUPLE", args)
+        self.build_map(kwargs)
         self.emit("CALL_FUNCTION_EX", 1)
+
+    def build_map(self, items: dict[Any, Variable]) -> None:
+        """``BUILD_MAP n`` over constant keys and rebuilt values."""
+        for key, value in items.items():
+            self.load_const(key)
+            self.reconstruct(value)
+        self.emit("BUILD_MAP", len(items))
 
     def build_once(self, v: Variable, build: Callable[[], None]) -> None:
         """A mutable container made while tracing: built once, kept in a temporary local, and
@@ -335,23 +356,6 @@ class Codegen:
             self.reconstruct(value)
         else:  # an argument the trace never read: still in the parameter of the same name
             self.emit("LOAD_FAST", name)
-
-
-def reconstruct(cg: Codegen, v: Variable) -> None:
-    """Emit instructions that push the real value of ``v`` (dispatch on its class, most derived first).
-
-    A kind missing from the table, if it has a source, is read from it again (it can't have
-    changed: that would have broken).
-    """
-    for kind in type(v).__mro__:
-        rebuild = REBUILD.get(kind)
-        if rebuild is not None:
-            rebuild(cg, v)
-            return
-    if simple_source(getattr(v, "source", None)):
-        cg.load_source(v.source)
-    else:
-        raise CannotResume(f"can't rebuild {v.describe()} ({type(v).__name__}) as a Python value")
 
 
 def simple_source(source: str | None) -> bool:
@@ -394,56 +398,21 @@ def _object(cg: Codegen, v: ObjectVariable) -> None:
 
 
 def _tuple(cg: Codegen, v: TupleVariable) -> None:
-    if simple_source(v.source):
-        cg.load_source(v.source)  # a tuple can't have changed: read it where it came from
-        return
-    for item in v.items:
-        cg.reconstruct(item)
-    cg.emit("BUILD_TUPLE", len(v.items))
+    cg.build("BUILD_TUPLE", v.items)
 
 
 def _named_tuple(cg: Codegen, v: NamedTupleVariable) -> None:
     """``torch.return_types.topk((values, indices))`` (a structseq), or ``Point._make((x, y))``."""
-    if simple_source(v.source):
-        cg.load_source(v.source)
-        return
     cls = type(v.example)
     cg.call_function(getattr(cls, "_make", cls), [TupleVariable(list(v.items))])
 
 
 def _list(cg: Codegen, v: ListVariable) -> None:
-    if simple_source(v.source):
-        cg.load_source(v.source)  # the caller's list, unchanged: the translator refuses to change it
-        return
-    _not_a_copy(v)
-
-    def build() -> None:
-        for item in v.items:
-            cg.reconstruct(item)
-        cg.emit("BUILD_LIST", len(v.items))
-
-    cg.build_once(v, build)
+    cg.build_once(v, lambda: cg.build("BUILD_LIST", v.items))
 
 
 def _dict(cg: Codegen, v: DictVariable) -> None:
-    if simple_source(v.source):
-        cg.load_source(v.source)
-        return
-    _not_a_copy(v)
-
-    def build() -> None:
-        for key, value in v.items.items():
-            cg.load_const(key)
-            cg.reconstruct(value)
-        cg.emit("BUILD_MAP", len(v.items))
-
-    cg.build_once(v, build)
-
-
-def _not_a_copy(v: Variable) -> None:
-    """A caller's list or dict that can't be read again must not be replaced by a copy."""
-    if v.source is not None:
-        raise CannotResume(f"{v.source} is the caller's {v.python_type().__name__}, and can't be read again")
+    cg.build_once(v, lambda: cg.build_map(v.items))
 
 
 def _set(cg: Codegen, v: SetVariable) -> None:
@@ -491,7 +460,7 @@ def _bound_method(cg: Codegen, v: BoundMethodVariable) -> None:
 
 def _partial(cg: Codegen, v: PartialVariable) -> None:
     """``functools.partial(function, *args, **kwargs)``."""
-    cg.call_function_ex(functools.partial, [v.function, *v.args], v.kwargs)
+    cg.call_function(functools.partial, [v.function, *v.args], v.kwargs)
 
 
 # -- kinds that are refused -------------------------------------------------------------
