@@ -89,9 +89,9 @@ def build_transformed(fn: types.FunctionType, plan: TransformPlan, input_sources
         cg.reconstruct(plan.operands[0])
         cg.emit("RETURN_VALUE")
     elif plan.kind == "jump":
-        _emit_branch(cg, plan, instruction_at(code, plan.offset), resume_names)
+        _branch(cg, plan, instruction_at(code, plan.offset), resume_names)
     else:
-        _emit_call_then_resume(cg, plan, instruction_at(code, plan.offset), resume_names[0])
+        _return_resume(cg, plan, plan.resumes[0], resume_names[0], instruction_at(code, plan.offset))
     transformed = _assemble(original, cg.instrs, code)
     func = types.FunctionType(transformed, namespace, code.co_name, fn.__defaults__)
     func.__kwdefaults__ = fn.__kwdefaults__
@@ -142,49 +142,42 @@ def resume_code(code: types.CodeType, point: ResumePoint) -> types.CodeType:
     return new
 
 
-def _emit_call_then_resume(cg: Codegen, plan: TransformPlan, the_inst: pybc.Instr, resume_name: str) -> None:
-    """``return resume(*stack_below, <the instruction run for real>, *live_locals)``."""
-    cg.load_global(resume_name, push_null=True)
+def _return_resume(cg: Codegen, plan: TransformPlan, point: ResumePoint, name: str,
+                   the_inst: pybc.Instr | None = None) -> None:
+    """``return resume(*stack_below, <the instruction run for real>, *live_locals)`` (no instruction
+    for a branch: the jump already ran)."""
+    cg.load_global(name, push_null=True)
     for v in plan.below:
         if not isinstance(v, NullVariable):  # re-pushed by the resume function's prologue
             cg.reconstruct(v)
-    for v in plan.operands:
-        cg.reconstruct(v)
-    if plan.kind == "call":
-        if plan.kw_names:
-            cg.emit("KW_NAMES", plan.kw_names, the_inst.location)
-        cg.call(len(plan.operands) - 2, the_inst.location)
-    else:
-        cg.instrs.append(pybc.Instr(the_inst.name, the_inst.arg, location=the_inst.location))
-    point = plan.resumes[0]
-    for name in point.locals:
-        if name in plan.written:
-            cg.emit("LOAD_FAST", name)  # stored by the instruction that just ran
+    if the_inst is not None:
+        for v in plan.operands:
+            cg.reconstruct(v)
+        if plan.kind == "call":
+            if plan.kw_names:
+                cg.emit("KW_NAMES", plan.kw_names, the_inst.location)
+            cg.call(len(plan.operands) - 2, the_inst.location)
         else:
-            cg.reconstruct_local(name, plan.locals[name])
+            cg.instrs.append(pybc.Instr(the_inst.name, the_inst.arg, location=the_inst.location))
+    for local in point.locals:
+        if local in plan.written:
+            cg.emit("LOAD_FAST", local)  # stored by the instruction that just ran
+        else:
+            cg.reconstruct_local(local, plan.locals[local])
     cg.call(sum(not null for null in point.stack_nulls) + len(point.locals))
     cg.emit("RETURN_VALUE")
 
 
-def _emit_branch(cg: Codegen, plan: TransformPlan, the_inst: pybc.Instr, resume_names: list[str]) -> None:
+def _branch(cg: Codegen, plan: TransformPlan, the_inst: pybc.Instr, resume_names: list[str]) -> None:
     """``if <tensor>: return resume_fallthrough(...) else: return resume_target(...)`` (same jump opcode)."""
     cg.reconstruct(plan.operands[0])
     taken = pybc.Label()
-    opname = the_inst.name.replace("_FORWARD", "").replace("_BACKWARD", "")
-    cg.emit(EMIT[opname], taken, the_inst.location)
+    cg.emit(EMIT[the_inst.name.replace("_FORWARD", "").replace("_BACKWARD", "")], taken, the_inst.location)
     built = dict(cg.built)  # containers built before the jump; each branch builds its own after it
-    for k, (point, name) in enumerate(zip(plan.resumes, resume_names)):
-        if k == 1:
-            cg.instrs.append(taken)
-        cg.built = dict(built)
-        cg.load_global(name, push_null=True)
-        for v in plan.below:
-            if not isinstance(v, NullVariable):
-                cg.reconstruct(v)
-        for local in point.locals:
-            cg.reconstruct_local(local, plan.locals[local])
-        cg.call(sum(not null for null in point.stack_nulls) + len(point.locals))
-        cg.emit("RETURN_VALUE")
+    _return_resume(cg, plan, plan.resumes[0], resume_names[0])
+    cg.instrs.append(taken)
+    cg.built = built
+    _return_resume(cg, plan, plan.resumes[1], resume_names[1])
 
 
 def _assemble(original: pybc.Bytecode, instrs: list, code: types.CodeType) -> types.CodeType:
