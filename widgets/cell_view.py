@@ -34,6 +34,11 @@ class FunctionResult:
     explorer: Explorer | None = None  # with --explain: can re-run the function after an edit
 
 
+NOTHING = ("%%compile: nothing to compile: the cell defines no function and assigns no nn.Module to a name. "
+           "Define one (def f(x): ...), or create the module with a name (net = Net()) and call it, "
+           "or compile it yourself: net = toycompiler.compile(net).")
+
+
 class CellView(View):
     kind = "cell"
 
@@ -48,8 +53,9 @@ class CellView(View):
                 report = rec.report if rec.compiled is not None else None
                 timing = matrix = None
                 if rec.failure is None and rec.calls and report is not None and report.frames:
-                    if len(rec.compiled.cache.entries) > 1:
-                        matrix = guard_matrix(rec.compiled, rec.calls)
+                    if len(rec.target.cache.entries) > 1:
+                        calls = rec.calls if rec.target is rec.compiled else [((rec.fn, *a), k) for a, k in rec.calls]
+                        matrix = guard_matrix(rec.target, calls)  # a module's forward takes the module first
                     if session.options.timing:
                         progress.update(f"toycompiler: timing {name} (eager vs compiled)...")
                         args, kwargs = rec.calls[-1]
@@ -60,7 +66,8 @@ class CellView(View):
                 explorer = None
                 if session.options.explain and report is not None and report.frames and rec.calls:
                     options = {"backend": session.options.backend, "mode": session.options.mode}
-                    explorer = Explorer(report, rec.fn, *rec.calls[0], compile_options=options)
+                    fn = rec.fn if rec.target is rec.compiled else None  # a module re-runs from its class cell
+                    explorer = Explorer(report, fn, *rec.calls[0], compile_options=options)
                 results.append(FunctionResult(name, report, timing, matrix, rec.failure, explorer))
         return cls(results, session.options.explain)
 
@@ -111,7 +118,7 @@ class CellView(View):
 
     def text(self) -> str:
         if not self.results:
-            return "%%compile: the cell defines no function"
+            return NOTHING
         out = []
         for r in self.results:
             out.append(self.headline(r))
@@ -120,7 +127,7 @@ class CellView(View):
 
     def html(self) -> str:
         if not self.results:
-            return root("<i>%%compile: the cell defines no function</i>")
+            return root(f"<i>{esc(NOTHING)}</i>")
         body, lines = [], set()
         for r in self.results:
             colour = "#cf222e" if r.failure else "inherit"

@@ -130,3 +130,69 @@ def test_explain_cell_view_can_rerun_an_edited_function(ip, capsys):
     again = view.rerun(view.source_text().replace('    print("k")\n', ""))
     assert "graph breaks: 0" in again.summary()
     assert "graph breaks: 0" in again.text()
+
+
+MODULE_CELL = '''\
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 3)
+
+    def forward(self, x):
+        return torch.relu(self.fc(x))
+
+net = Net()
+y = net(torch.randn(2, 4))
+'''
+
+
+def test_module_the_cell_creates_is_compiled(ip, capsys):
+    ip.run_cell_magic("compile", "--backend cpp --no-timing", MODULE_CELL)
+    text = capsys.readouterr().out
+    assert "net: 1 compilation(s), graphs: 1" in text and "== Kernels" in text
+    net = ip.user_ns["net"]
+    assert net.fc.out_features == 3 and type(net).__name__ == "Net"  # after the cell: the module itself
+    assert ip.user_ns["y"].shape == (2, 3)
+
+
+def test_module_called_without_a_name_says_how_to_compile_it(ip, capsys):
+    ip.run_cell_magic("compile", "--backend cpp --no-timing", "torch.nn.Linear(2, 2)(torch.ones(2))\n")
+    assert "net = toycompiler.compile(net)" in capsys.readouterr().out
+
+
+def test_explain_runs_the_function_only_as_the_cell_calls_it(ip, capsys):
+    cell = 'def p(x):\n    print("p ran")\n    return x.sin()\np(torch.randn(3))\n'
+    ip.run_cell_magic("compile", "--backend cpp --explain", cell)  # timing not turned off by hand
+    text = capsys.readouterr().out
+    assert text.splitlines().count("p ran") == 1 and "timing of p" not in text
+
+
+def test_syntax_error_is_one_short_message_at_the_cell_line(ip, capsys):
+    result = ip.run_cell("%%compile --backend cpp\ndef f(x)\n    return x\n")
+    err = result.error_in_exec
+    assert type(err).__name__ == "CellSyntaxError"
+    lines = err._render_traceback_()
+    n = result.execution_count
+    assert re.fullmatch(rf"  Cell In\[{n}\](#\d+)?, line 1", lines[0]) and lines[-1].startswith("SyntaxError: ")
+    assert len(lines) == 4 and "def f(x)" in lines[1]
+    assert "Traceback" not in capsys.readouterr().out
+
+
+def test_cell_file_takes_the_number_the_cell_shows(ip):
+    result = ip.run_cell("%%compile --backend cpp --no-timing\ndef q(x):\n    return x + 1\nq(torch.ones(1));\n")
+    assert ip.user_ns["q"].fn.__code__.co_filename.startswith(f"<cell In[{result.execution_count}]")
+
+
+def test_trailing_semicolon_hides_the_value(ip, capsys):
+    ip.run_cell_magic("compile", "--backend cpp --no-timing", "def s(x):\n    return x * 3\ns(torch.arange(4.0));\n")
+    shown = capsys.readouterr().out
+    assert "tensor([" not in shown and "s: 1 compilation" in shown
+    ip.run_cell_magic("compile", "--backend cpp --no-timing", "def s(x):\n    return x * 3\ns(torch.arange(4.0))\n")
+    assert "tensor([0., 3., 6., 9.])" in capsys.readouterr().out
+
+
+def test_help_works_with_no_cell_body(ip, capsys):
+    result = ip.run_cell("%%compile --help")
+    assert result.error_in_exec is None and result.error_before_exec is None
+    out = capsys.readouterr().out
+    assert "usage: %%compile" in out and "cell body is empty" not in out
