@@ -64,12 +64,8 @@ def _wrap(tx: Tx, value: Any, source: str | None, identity: bool) -> Variable:
             )
         for other_source, other in zip(tx.output.input_sources, tx.output.example_inputs):
             if other is value:  # the same tensor reached twice (f(x, x)): one variable, as in eager
-                tx.guards.add(
-                    f"{source} is {other_source}",
-                    "DUPLICATE_INPUT",
-                    f"{source} was the same tensor as {other_source}",
-                    line,
-                )
+                why = f"{source} was the same tensor as {other_source}"
+                tx.guards.add(f"{source} is {other_source}", "DUPLICATE_INPUT", why, line)
                 return tx.output.inputs_by_source[other_source]
         var = tx.output.add_input(source, value)  # first: it decides the symbolic dims
         tx.guards.tensor(source, value, line, tx.output.shapes.dims.get(source, frozenset()))
@@ -98,14 +94,8 @@ def constant_guard(tx: Tx, source: str, value: Any, line: int | None) -> None:
         tx.guards.add(f"type({source}) is float", "TYPE_MATCH", why, line)
         tx.guards.add(f"str({source}) == {str(value)!r}", "CONSTANT_MATCH", why, line, source, repr(value))
     elif isinstance(value, torch.device):
-        tx.guards.add(
-            f"{source} == torch.device({str(value)!r})",
-            "CONSTANT_MATCH",
-            f"{source} was read as a constant",
-            line,
-            source,
-            repr(value),
-        )
+        why = f"{source} was read as a constant"
+        tx.guards.add(f"{source} == torch.device({str(value)!r})", "CONSTANT_MATCH", why, line, source, repr(value))
     else:
         tx.guards.constant(source, value, line)
 
@@ -117,9 +107,8 @@ def _wrap_mutable_container(tx: Tx, value: Any, source: str, line: int | None) -
     if known is not None and known[0] is value:
         _, other_source, var = known
         kind = type(value).__name__
-        tx.guards.add(
-            f"{source} is {other_source}", "DUPLICATE_INPUT", f"{source} was the same {kind} as {other_source}", line
-        )
+        why = f"{source} was the same {kind} as {other_source}"
+        tx.guards.add(f"{source} is {other_source}", "DUPLICATE_INPUT", why, line)
         return var
     if _plain_keys(value):
         var = _wrap_container(tx, value, source, line)

@@ -47,7 +47,8 @@ class GuardBuilder:
         self.guards.append(Guard(expr, kind, reason, line, actual, expected))
         return True
 
-    def tensor(self, source: str, t: torch.Tensor, line: int | None, dynamic_dims: frozenset[int] = frozenset()) -> None:
+    def tensor(self, source: str, t: torch.Tensor, line: int | None,
+               dynamic_dims: frozenset[int] = frozenset()) -> None:
         """TENSOR_MATCH: type, dtype, device, sizes, strides, requires_grad."""
         why = f"{source} is a graph input"
         self.add(f"isinstance({source}, Tensor)", "TYPE_MATCH", why, line, f"type({source}).__name__", "Tensor")

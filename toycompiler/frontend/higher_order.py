@@ -16,14 +16,12 @@ nested breaks inside branches.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable
 from typing import Any
 
 import torch
 from torch.fx.experimental.proxy_tensor import make_fx
 
-from .containers import TupleVariable
 from .variables import TensorVariable, Unsupported, Variable
 
 
@@ -48,13 +46,9 @@ def trace_cond(tx, args: list[Variable], kwargs: dict[str, Variable]) -> Variabl
     names_ = f"cond_true_{index}", f"cond_false_{index}"
     tx.output.submodules.update(zip(names_, (true_gm, false_gm)))
     getattrs = [tx.output.create_node("get_attr", n, (), {}, None) for n in names_]
-    hop = torch.ops.higher_order.cond
-    node = tx.output.create_node("call_function", hop, (pred.node, *getattrs, tuple(o.node for o in ops)), {}, true_out)
-    items = [
-        TensorVariable(tx.output.create_node("call_function", operator.getitem, (node, i), {}, t), t)
-        for i, t in enumerate(true_out)
-    ]
-    return items[0] if single else TupleVariable(items)
+    args = (pred.node, *getattrs, tuple(o.node for o in ops))
+    result = tx.output.wrap_result("call_function", torch.ops.higher_order.cond, args, {}, true_out)  # + getitems
+    return result.items[0] if single else result
 
 
 def _trace_branch(tx, fn: Variable, fakes: list, what: str) -> tuple[torch.fx.GraphModule, tuple, bool]:

@@ -74,10 +74,6 @@ def _all_constant(vs: list[Variable]) -> bool:
     return all(v.is_python_constant() and not isinstance(v, TensorVariable) for v in vs)
 
 
-def _items(tx, v: Variable) -> list[Variable]:
-    return v.unpack(tx)
-
-
 # -- sizes and types ------------------------------------------------------------
 
 
@@ -169,14 +165,14 @@ def _abs(tx, args, kwargs):
 
 @handles(list)
 def _list(tx, args, kwargs):
-    return ListVariable(_items(tx, args[0]) if args else [])
+    return ListVariable(args[0].unpack(tx) if args else [])
 
 
 @handles(tuple)
 def _tuple(tx, args, kwargs):
     if args and isinstance(args[0], ConstantVariable):
         return NotImplemented  # keeps torch.Size -> tuple exact
-    return TupleVariable(_items(tx, args[0]) if args else [])
+    return TupleVariable(args[0].unpack(tx) if args else [])
 
 
 @handles(dict)
@@ -190,14 +186,14 @@ def _dict(tx, args, kwargs):
 
 @handles(set)
 def _set(tx, args, kwargs):
-    items = _items(tx, args[0]) if args else []
+    items = args[0].unpack(tx) if args else []
     return SetVariable({identity_key(v): v for v in items})
 
 
 @handles(iter)
 def _iter(tx, args, kwargs):
     (obj,) = args
-    return obj if isinstance(obj, IteratorVariable) else IteratorVariable(_items(tx, obj))
+    return obj if isinstance(obj, IteratorVariable) else IteratorVariable(obj.unpack(tx))
 
 
 @handles(next)
@@ -217,13 +213,13 @@ def _next(tx, args, kwargs):
 def _enumerate(tx, args, kwargs):
     start = (args[1] if len(args) > 1 else kwargs.get("start", ConstantVariable(0))).as_python()
     return IteratorVariable(
-        [TupleVariable([ConstantVariable(start + i), v]) for i, v in enumerate(_items(tx, args[0]))]
+        [TupleVariable([ConstantVariable(start + i), v]) for i, v in enumerate(args[0].unpack(tx))]
     )
 
 
 @handles(zip)
 def _zip(tx, args, kwargs):
-    columns = [_items(tx, a) for a in args]
+    columns = [a.unpack(tx) for a in args]
     if kwargs.get("strict") is not None and kwargs["strict"].as_python() and len({len(c) for c in columns}) > 1:
         raise Unsupported("zip(strict=True) got iterables of different lengths", "exception")
     return IteratorVariable([TupleVariable(list(row)) for row in zip(*columns)])
@@ -231,18 +227,18 @@ def _zip(tx, args, kwargs):
 
 @handles(reversed)
 def _reversed(tx, args, kwargs):
-    return IteratorVariable(list(reversed(_items(tx, args[0]))))
+    return IteratorVariable(list(reversed(args[0].unpack(tx))))
 
 
 @handles(map)
 def _map(tx, args, kwargs):
-    fn, columns = args[0], [_items(tx, a) for a in args[1:]]
+    fn, columns = args[0], [a.unpack(tx) for a in args[1:]]
     return IteratorVariable([fn.call(tx, list(row), {}) for row in zip(*columns)])
 
 
 @handles(filter)
 def _filter(tx, args, kwargs):
-    fn, items = args[0], _items(tx, args[1])
+    fn, items = args[0], args[1].unpack(tx)
     if isinstance(fn, ConstantVariable) and fn.value is None:
         return IteratorVariable([v for v in items if v.truth()])
     return IteratorVariable([v for v in items if fn.call(tx, [v], {}).truth()])
@@ -252,7 +248,7 @@ def _fold_over_items(fn: Any, why: str) -> Handler:
     """``sorted(xs)``, ``min(xs)``, ``max(a, b)``: folded when every item is a constant."""
 
     def handler(tx, args, kwargs):
-        items = _items(tx, args[0]) if len(args) == 1 else list(args)
+        items = args[0].unpack(tx) if len(args) == 1 else list(args)
         if not (_all_constant(items) and _all_constant(list(kwargs.values()))):
             raise Unsupported(why, "data-dependent-branch")
         values = [i.as_python() for i in items]
@@ -273,7 +269,7 @@ for _fn in (min, max):
 
 @handles(sum)
 def _sum(tx, args, kwargs):
-    items = _items(tx, args[0])
+    items = args[0].unpack(tx)
     acc = args[1] if len(args) > 1 else kwargs.get("start", ConstantVariable(0))
     if _all_constant(items + [acc]):
         return ConstantVariable(sum((i.as_python() for i in items), acc.as_python()))
@@ -284,17 +280,17 @@ def _sum(tx, args, kwargs):
 
 @handles(any)
 def _any(tx, args, kwargs):
-    return ConstantVariable(any(v.truth() for v in _items(tx, args[0])))
+    return ConstantVariable(any(v.truth() for v in args[0].unpack(tx)))
 
 
 @handles(all)
 def _all(tx, args, kwargs):
-    return ConstantVariable(all(v.truth() for v in _items(tx, args[0])))
+    return ConstantVariable(all(v.truth() for v in args[0].unpack(tx)))
 
 
 @handles(functools.reduce)
 def _reduce(tx, args, kwargs):
-    fn, items = args[0], _items(tx, args[1])
+    fn, items = args[0], args[1].unpack(tx)
     if len(args) > 2:
         acc = args[2]
     elif items:
@@ -313,13 +309,13 @@ def _partial(tx, args, kwargs):
 
 @handles(itertools.chain)
 def _chain(tx, args, kwargs):
-    return IteratorVariable([v for a in args for v in _items(tx, a)])
+    return IteratorVariable([v for a in args for v in a.unpack(tx)])
 
 
 @handles(itertools.product)
 def _product(tx, args, kwargs):
     repeat = kwargs["repeat"].as_python() if "repeat" in kwargs else 1
-    columns = [_items(tx, a) for a in args] * repeat
+    columns = [a.unpack(tx) for a in args] * repeat
     return IteratorVariable([TupleVariable(list(row)) for row in itertools.product(*columns)])
 
 
@@ -370,9 +366,8 @@ def _global_state(fn: Any, expr: str) -> Handler:
 
     def handler(tx, args, kwargs):
         value = fn()
-        tx.guards.add(
-            f"{expr} == {value}", "GLOBAL_STATE", f"{expr} was read", tx.output.current_line, expr, str(value)
-        )
+        line = tx.output.current_line
+        tx.guards.add(f"{expr} == {value}", "GLOBAL_STATE", f"{expr} was read", line, expr, str(value))
         return ConstantVariable(value)
 
     return handler

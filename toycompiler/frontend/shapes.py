@@ -78,7 +78,8 @@ class ShapePolicy:
             return {}
         if self.dynamic:
             return {d: "dynamic=True" for d in range(t.dim())}
-        out = {d: "mark_dynamic" for d in set(getattr(t, MARK_ATTRIBUTE, ())) | set(getattr(t, TORCH_MARK_ATTRIBUTE, ()))}
+        marked = set(getattr(t, MARK_ATTRIBUTE, ())) | set(getattr(t, TORCH_MARK_ATTRIBUTE, ()))
+        out = {d: "mark_dynamic" for d in marked}
         seen = self.previous.get(source)
         if self.automatic and seen is not None and len(seen) == t.dim():
             for d, (old, new) in enumerate(zip(seen, t.shape)):

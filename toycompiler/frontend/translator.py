@@ -132,26 +132,27 @@ class InstructionTranslator:
 
     def __init__(self, fn: types.FunctionType, args: tuple, kwargs: dict, source: SourceArtifact, config: Config,
                  shapes: ShapePolicy | None = None, label: str = ""):
-        self.fn, self.code, self.config, self.source, self.label = fn, fn.__code__, config, source, label
-        self.depth = 0
-        self.set_globals(fn.__globals__)
-        self.instructions, self.index_of = bc.instructions_of(self.code)
+        self.fn, self.config, self.source, self.label, self.depth = fn, config, source, label, 0
+        # shared with inlined calls: one graph, one set of guards, the objects they name
         self.output = OutputGraph(source, shapes)
         self.guards = GuardBuilder()
         self.guard_objects: dict[str, Any] = {"G": fn.__globals__}
         self.wrapped: dict[str, Variable] = {}  # source -> variable, so a value is wrapped (and guarded) once
-        cells = zip(fn.__closure__ or (), self.code.co_freevars)
-        self.closure = [builder.wrap_cell(self, c, name) for c, name in cells]
-        self.state = FrameState(locals={k: _Unread(v) for k, v in _bind(fn, args, kwargs).items()})
+        closure = [builder.wrap_cell(self, c, name) for c, name in zip(fn.__closure__ or (), fn.__code__.co_freevars)]
+        arguments = {k: _Unread(v) for k, v in _bind(fn, args, kwargs).items()}
+        self.enter_frame(fn.__code__, fn.__globals__, arguments, closure)
+
+    def enter_frame(self, code: types.CodeType, globals_: dict, locals_: dict, closure: list[Variable]) -> None:
+        """The state of this frame alone: its code, globals, stack and locals, log, and how it ended."""
+        self.code, self.globals, self.closure = code, globals_, closure
+        builtins_ = globals_.get("__builtins__", __builtins__)
+        self.builtins = vars(builtins_) if isinstance(builtins_, types.ModuleType) else builtins_
+        self.instructions, self.index_of = bc.instructions_of(code)
+        self.state = FrameState(locals=dict(locals_))
         self.steps: list[TranslationStep] = []
         self.returned: Variable | None = None
         self.broke: _Break | None = None
-        self.yielded: list[Variable] | None = [] if self.code.co_flags & 0x20 else None  # CO_GENERATOR
-
-    def set_globals(self, globals_: dict) -> None:
-        self.globals = globals_
-        builtins_ = globals_.get("__builtins__", __builtins__)
-        self.builtins = vars(builtins_) if isinstance(builtins_, types.ModuleType) else builtins_
+        self.yielded: list[Variable] | None = [] if code.co_flags & 0x20 else None  # CO_GENERATOR
 
     # -- the main loop ------------------------------------------------------------
 
@@ -839,15 +840,11 @@ class InliningTranslator(InstructionTranslator):
         if self.depth > self.MAX_INLINE_DEPTH:
             raise Unsupported(f"inlining {code.co_qualname} goes {self.depth} calls deep (recursion?)",
                               "unsupported-call")
-        self.fn, self.code, self.config, self.source = None, code, parent.config, parent.source
-        self.set_globals(globals_)
-        self.instructions, self.index_of = bc.instructions_of(code)
+        self.fn, self.config, self.source = None, parent.config, parent.source
         # shared with the caller: one graph, one set of guards, one list of inputs
         self.output, self.guards, self.guard_objects = parent.output, parent.guards, parent.guard_objects
-        self.wrapped, self.closure = parent.wrapped, closure
-        self.state = FrameState(locals=dict(local_vars))
-        self.steps, self.returned, self.broke = [], None, None
-        self.yielded = [] if code.co_flags & 0x20 else None  # CO_GENERATOR
+        self.wrapped = parent.wrapped
+        self.enter_frame(code, globals_, local_vars, closure)
 
     def run_inline(self) -> Variable:
         """Run to ``RETURN_VALUE``; a break propagates to the caller with this frame's location."""
@@ -894,33 +891,24 @@ UNSUPPORTED: dict[str, str] = {
     "GET_AWAITABLE": "(await) is not traced: coroutines are out of scope",
     "LOAD_BUILD_CLASS": "(a class statement inside the function) is not traced",
     "IMPORT_STAR": "(from m import *) is not allowed inside functions",
-    "MATCH_CLASS": "(a match statement) is not traced",
-    "MATCH_MAPPING": "(a match statement) is not traced",
-    "MATCH_SEQUENCE": "(a match statement) is not traced",
-    "MATCH_KEYS": "(a match statement) is not traced",
-    "GET_LEN": "(a match statement) is not traced",
+    **dict.fromkeys(("MATCH_CLASS", "MATCH_MAPPING", "MATCH_SEQUENCE", "MATCH_KEYS", "GET_LEN"),
+                    "(a match statement) is not traced"),
     "STORE_GLOBAL": "(assigning a global) changes state outside the function; not traced",
     "DELETE_GLOBAL": "(deleting a global) changes state outside the function; not traced",
     "DELETE_ATTR": "(deleting an attribute) changes an object the caller can see; not traced",
     "SETUP_ANNOTATIONS": "(annotations at module level) is not traced",
-    "GET_AITER": "(async for) is not traced",
-    "GET_ANEXT": "(async for) is not traced",
+    **dict.fromkeys(("GET_AITER", "GET_ANEXT", "END_ASYNC_FOR"), "(async for) is not traced"),
     "BEFORE_ASYNC_WITH": "(async with) is not traced",
     "YIELD_FROM": "(yield from) is not traced",
     "WITH_EXCEPT_START": "(leaving a `with` block on an exception) is not traced",
-    "CHECK_EG_MATCH": "(except*) is not traced",
-    "PREP_RERAISE_STAR": "(except*) is not traced",
+    **dict.fromkeys(("CHECK_EG_MATCH", "PREP_RERAISE_STAR"), "(except*) is not traced"),
     "DELETE_DEREF": "(del of a closure variable) is not traced",
     "LOAD_NAME": "(module or class body code) is not traced: only functions are compiled",
-    "STORE_NAME": "(module or class body code) is not traced",
-    "DELETE_NAME": "(module or class body code) is not traced",
-    "LOAD_CLASSDEREF": "(class body code) is not traced",
-    "LOAD_LOCALS": "(class body code) is not traced",
-    "LOAD_FROM_DICT_OR_DEREF": "(class body code) is not traced",
-    "LOAD_FROM_DICT_OR_GLOBALS": "(class body code) is not traced",
+    **dict.fromkeys(("STORE_NAME", "DELETE_NAME"), "(module or class body code) is not traced"),
+    **dict.fromkeys(("LOAD_CLASSDEREF", "LOAD_LOCALS", "LOAD_FROM_DICT_OR_DEREF", "LOAD_FROM_DICT_OR_GLOBALS"),
+                    "(class body code) is not traced"),
     "PRINT_EXPR": "(interactive-mode expression printing) is not traced",
     "ASYNC_GEN_WRAP": "(async generators) is not traced",
-    "END_ASYNC_FOR": "(async for) is not traced",
     "CLEANUP_THROW": "(generator.throw) is not traced",
     "INTERPRETER_EXIT": "(the interpreter's own exit) never appears in a function",
 }

@@ -255,18 +255,15 @@ class TensorVariable(Variable):
         raise Unsupported(f"tensor attribute .{name}")
 
     def unpack(self, tx):
-        n = self.example.shape[0] if self.example.dim() else 0
         if not self.example.dim():
             raise Unsupported("iterating over a 0-d tensor", "exception")
-        return [tx.call_python(operator.getitem, [self, ConstantVariable(i)], {}) for i in range(n)]
+        return [tx.call_python(operator.getitem, [self, ConstantVariable(i)], {}) for i in range(self.example.shape[0])]
 
     def getitem(self, tx, index):
         return tx.output.record_call("call_function", operator.getitem, [self, index], {})
 
     def truth(self) -> bool:
-        raise Unsupported(
-            "branching on a tensor's value (data-dependent control flow)", "data-dependent-branch"
-        )
+        raise Unsupported("branching on a tensor's value (data-dependent control flow)", "data-dependent-branch")
 
 
 @dataclass(eq=False)
