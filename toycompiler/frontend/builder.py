@@ -58,10 +58,8 @@ def _wrap(tx: Tx, value: Any, source: str | None, identity: bool) -> Variable:
     line = tx.output.current_line
     if isinstance(value, torch.Tensor):
         if source is None:
-            raise Unsupported(
-                "a tensor reached without a source the compiled code could read it from "
-                "(e.g. a module made inside the function, or a tensor default argument)"
-            )
+            raise Unsupported("a tensor reached without a source the compiled code could read it from "
+                              "(e.g. a module made inside the function, or a tensor default argument)")
         for other_source, other in zip(tx.output.input_sources, tx.output.example_inputs):
             if other is value:  # the same tensor reached twice (f(x, x)): one variable, as in eager
                 why = f"{source} was the same tensor as {other_source}"
@@ -142,9 +140,8 @@ def _wrap_dict_by_value(tx: Tx, value: dict, source: str, line: int | None) -> V
     """A caller's dict whose keys can't be written in a guard (``{torch.float32: 2.0}``): a
     constant, guarded equal to a copy of itself; like any caller's dict, it may not be changed."""
     if not all(isinstance(v, CONSTANT_TYPES) for v in value.values()):
-        raise Unsupported(
-            f"{source} is a dict whose keys can't be written in a guard and whose values are not constants; not traced"
-        )
+        raise Unsupported(f"{source} is a dict whose keys can't be written in a guard and whose values are not "
+                          "constants; not traced")
     copy = register_object(tx, dict(value))
     tx.guards.add(f"{source} == {copy}", "DICT_MATCH", f"{source} was read as a constant dict", line)
     var = wrap_constant_result(value)

@@ -55,9 +55,8 @@ def _trace_branch(tx, fn: Variable, fakes: list, what: str) -> tuple[torch.fx.Gr
     try:
         python_fn: Callable = fn.as_python()
     except Unsupported:
-        raise Unsupported(
-            f"torch.cond {what} captures values only known while tracing; pass them as operands", "unsupported-call"
-        ) from None
+        raise Unsupported(f"torch.cond {what} captures values only known while tracing; pass them as operands",
+                          "unsupported-call") from None
     single = []
 
     def as_tuple(*xs: Any) -> tuple:
@@ -72,10 +71,8 @@ def _trace_branch(tx, fn: Variable, fakes: list, what: str) -> tuple[torch.fx.Gr
     except Exception as e:
         raise Unsupported(f"torch.cond {what} could not be traced: {type(e).__name__}: {e}", "unsupported-call") from e
     if any(n.op == "get_attr" for n in gm.graph.nodes):
-        raise Unsupported(
-            f"torch.cond {what} reads a tensor that is not one of its operands; pass it in `operands`",
-            "unsupported-call",
-        )
+        raise Unsupported(f"torch.cond {what} reads a tensor that is not one of its operands; pass it in `operands`",
+                          "unsupported-call")
     return gm, tuple(outputs), single[0]
 
 

@@ -44,10 +44,8 @@ def fold(tx: Any, fn: Any, args: list[Variable], kwargs: dict[str, Variable]) ->
     try:
         result = fn(*values, **kw)
     except Exception as e:
-        raise Unsupported(
-            f"{callable_name(fn)}(...) raised {type(e).__name__}: {e} while tracing; exceptions are not traced",
-            "exception",
-        ) from e
+        raise Unsupported(f"{callable_name(fn)}(...) raised {type(e).__name__}: {e} while tracing; "
+                          "exceptions are not traced", "exception") from e
     tx.output.events.append(f"constant folded: {getattr(fn, '__name__', fn)}(...) = {result!r}")
     return wrap_constant_result(result)
 
@@ -212,9 +210,7 @@ def _next(tx, args, kwargs):
 @handles(enumerate)
 def _enumerate(tx, args, kwargs):
     start = (args[1] if len(args) > 1 else kwargs.get("start", ConstantVariable(0))).as_python()
-    return IteratorVariable(
-        [TupleVariable([ConstantVariable(start + i), v]) for i, v in enumerate(args[0].unpack(tx))]
-    )
+    return IteratorVariable([TupleVariable([ConstantVariable(start + i), v]) for i, v in enumerate(args[0].unpack(tx))])
 
 
 @handles(zip)

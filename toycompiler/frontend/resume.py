@@ -181,6 +181,7 @@ def _branch(cg: Codegen, plan: TransformPlan, the_inst: pybc.Instr, resume_names
 
 
 def _assemble(original: pybc.Bytecode, instrs: list, code: types.CodeType) -> types.CodeType:
+    """The transformed code object: ``instrs`` with ``code``'s signature, names and place."""
     out = pybc.Bytecode(instrs)
     out.argnames = list(original.argnames)
     out.argcount, out.posonlyargcount = original.argcount, original.posonlyargcount

@@ -70,9 +70,7 @@ class Variable:
     def getattr(self, tx: InstructionTranslator, name: str) -> Variable:
         raise Unsupported(f"attribute .{name} of {self.describe()}")
 
-    def call(
-        self, tx: InstructionTranslator, args: list[Variable], kwargs: dict[str, Variable]
-    ) -> Variable:
+    def call(self, tx: InstructionTranslator, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
         raise Unsupported(f"calling {self.describe()}", "unsupported-call")
 
     def unpack(self, tx: InstructionTranslator) -> list[Variable]:
@@ -169,11 +167,8 @@ class ObjectVariable(Variable):
             attr = getattr(self.value, name)
         except AttributeError as e:
             raise Unsupported(f"{self.describe()} has no attribute {name!r}", "exception") from e
-        if (
-            isinstance(attr, types.MethodType)
-            and attr.__self__ is self.value
-            and isinstance(attr.__func__, types.FunctionType)
-        ):
+        if isinstance(attr, types.MethodType) and attr.__self__ is self.value and isinstance(attr.__func__,
+                                                                                             types.FunctionType):
             # ``self.helper``: inline the function with this object as ``self``
             return BoundMethodVariable(ObjectVariable(attr.__func__), self)
         source = f"{self.source}.{name}" if self.source else None
@@ -183,13 +178,8 @@ class ObjectVariable(Variable):
         return tx.call_python(self.value, args, kwargs, self.source)
 
     def unpack(self, tx):
-        if isinstance(
-            self.value, torch.nn.Sequential | torch.nn.ModuleList | torch.nn.ParameterList
-        ):
-            return [
-                tx.wrap(m, f"{self.source}[{i}]" if self.source else None)
-                for i, m in enumerate(self.value)
-            ]
+        if isinstance(self.value, torch.nn.Sequential | torch.nn.ModuleList | torch.nn.ParameterList):
+            return [tx.wrap(m, f"{self.source}[{i}]" if self.source else None) for i, m in enumerate(self.value)]
         if isinstance(self.value, torch.nn.ModuleDict | torch.nn.ParameterDict):
             return [ConstantVariable(k) for k in self.value]
         return super().unpack(tx)
@@ -197,9 +187,7 @@ class ObjectVariable(Variable):
     def getitem(self, tx, index):
         if isinstance(self.value, torch.nn.Module):
             key = index.as_python()
-            source = (
-                f"{self.source}[{key!r}]" if self.source and not isinstance(key, slice) else None
-            )
+            source = f"{self.source}[{key!r}]" if self.source and not isinstance(key, slice) else None
             return tx.wrap(self.value[key], source)
         return super().getitem(tx, index)
 
