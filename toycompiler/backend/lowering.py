@@ -390,7 +390,11 @@ class GraphLowering:
         value = self.values[n]
         if value.ref is None:
             value = self.realize(value, n)
-        return value.ref
+        ref, val = value.ref, n.meta.get("val")
+        if isinstance(val, torch.Tensor) and val.dim() == len(ref.size):  # eager's stride for size-1 dims
+            stride = tuple(sym(s) if size == 1 else st for size, st, s in zip(ref.size, ref.stride, val.stride()))
+            ref = TensorRef(ref.buf, ref.size, stride, ref.offset)
+        return ref
 
 
 def is_cheap(value: TensorValue) -> bool:

@@ -12,6 +12,23 @@ Library calls appear as ``torch.mm(buf0, arg2, out=buf1)``; a view of a
 buffer (a transposed weight, say) is passed as ``torch.as_strided(...)``; a
 buffer that reuses a dead one's memory is ``buf4 = buf1.view(...)``.
 
+Outputs that alias an input or each other follow one rule, the one
+``torch.compile`` documents for its outputs: an output that eager returns as a
+view of an input is returned as a view of that same input, with eager's size,
+strides and storage offset, so writes through it reach the input as they would
+eagerly. Its offset is counted from the input's own storage offset, because a
+kernel indexes an input from its data pointer::
+
+    def f(a): return a[0, :2]          # a: [4, 8], maybe itself a slice of a bigger tensor
+    ...
+    return (torch.as_strided(arg0, (2,), (1,), arg0.storage_offset()),)
+
+``x.t()``, ``x.expand(...)``, ``x.view(...)`` and slices all come back this way
+(``expand`` keeps its zero strides). The same tensor returned twice is the same
+Python object twice, as in eager. An output that is a view of a computed buffer
+is a view of that buffer; every computed buffer is contiguous, so its strides
+can differ from eager's when eager would keep an input's layout (``x.t() + 1``).
+
 Mirrors: torch/_inductor/codegen/wrapper.py (PythonWrapperCodegen,
 ReinterpretView codegen, buffer reuse lines).
 Leaves out: the C++ wrapper (AOTInductor), and freeing buffers as soon as they die.
@@ -41,7 +58,8 @@ def tensor_arg(ir: GraphIR, ref: TensorRef) -> str:
     layout = ir.buffer(ref.buf).layout
     if ref.size == layout.size and ref.stride == layout.stride and ref.offset == 0:
         return ref.buf
-    if ref.offset == 0 and layout.is_contiguous and ref.stride == contiguous_strides(ref.size):
+    whole = sympy.expand(sympy.Mul(*ref.size) - layout.numel) == 0
+    if ref.offset == 0 and whole and layout.is_contiguous and ref.stride == contiguous_strides(ref.size):
         return f"{ref.buf}.view({shape(ref.size)})"
     base = f"{ref.buf}.storage_offset() + {pexpr(ref.offset)}" if ref.offset != 0 else f"{ref.buf}.storage_offset()"
     return f"torch.as_strided({ref.buf}, {shape(ref.size)}, {shape(ref.stride)}, {base})"
