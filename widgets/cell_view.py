@@ -15,6 +15,7 @@ from toycompiler.artifacts import Report
 
 from ._render import esc, hover_css, root
 from .base import View
+from .names import renumber
 from .explorer import Explorer
 from .guards_view import RecompileMatrix
 from .progress import Progress
@@ -50,7 +51,7 @@ class CellView(View):
         results = []
         with Progress() as progress:
             for name, rec in session.recorders.items():
-                report = rec.report if rec.compiled is not None else None
+                report = renumber(rec.report) if rec.compiled is not None else None
                 timing = matrix = None
                 if rec.failure is None and rec.calls and report is not None and report.frames:
                     if len(rec.target.cache.entries) > 1:

@@ -20,6 +20,7 @@ from toycompiler.artifacts import FrameCompilation, GraphBreak, Report
 
 from ._render import BORDER, FG_DIM, code_block, colour, esc, highlight_lines, pre, root, section
 from .base import View
+from .names import renumber, where
 from .resume_code import resume_html, transformed_html
 
 # One hint per kind of break (GraphBreak.kind); matched on the reason text for older kinds.
@@ -81,7 +82,7 @@ class BreakCard:
 
     kind: str
     reason: str
-    filename: str
+    at: str  # "cell In[5], line 3" or "file.py:3"
     line: int
     source: str
     resumes_at: str
@@ -92,7 +93,7 @@ class BreakCard:
 
     def __str__(self) -> str:
         times = f" (x{self.count})" if self.count > 1 else ""
-        return (f"[{self.kind}]{times} {self.filename}:{self.line}: {self.reason}\n"
+        return (f"[{self.kind}]{times} {self.at}: {self.reason}\n"
                 f"    {self.source}\n    resumes at: {self.resumes_at}\n    hint: {self.hint}")
 
 
@@ -152,7 +153,8 @@ def break_cards(report: Report) -> list[BreakCard]:
             c = cards[key]
             cards[key] = dataclasses.replace(c, count=c.count + 1, frames=c.frames + (f.label,))
         else:
-            cards[key] = BreakCard(key[0], brk.reason, brk.filename, brk.line, brk.source, resumes_at(report, brk),
+            cards[key] = BreakCard(key[0], brk.reason, where(brk.filename, brk.line), brk.line, brk.source,
+                                   resumes_at(report, brk),
                                    hint_for(brk), 1, (f.label,), resume_targets(report, f))
     return list(cards.values())
 
@@ -186,7 +188,7 @@ class Explorer(View):
 
     def __init__(self, report: Report, fn: Callable | None = None, args: tuple = (), kwargs: dict | None = None,
                  compile_options: dict | None = None):
-        self.report, self.fn, self.args, self.kwargs = report, fn, args, kwargs or {}
+        self.report, self.fn, self.args, self.kwargs = renumber(report), fn, args, kwargs or {}
         self.compile_options = compile_options or {}
         self.cards = break_cards(report)
 
@@ -199,7 +201,7 @@ class Explorer(View):
         out = [f"Graph-break explorer: {self.summary()}"]
         if self.cards:
             out.append("distinct breaks:")
-            out += [f"  {c.count}x [{c.kind}] {c.filename}:{c.line}: {c.reason}" for c in self.cards]
+            out += [f"  {c.count}x [{c.kind}] {c.at}: {c.reason}" for c in self.cards]
         out += [str(c) for c in self.cards]
         for label, lines in graph_lines(self.report):
             out.append(f"graph {label}: lines {', '.join(map(str, lines)) or '-'}")
@@ -256,7 +258,7 @@ class Explorer(View):
     def cards_html(self) -> str:
         if not self.cards:
             return '<div class="tc-note">No graph breaks: the function compiled as one graph.</div>'
-        dedup = "".join(f"<li><b>{c.count}x</b> [{esc(c.kind)}] {esc(c.filename)}:{c.line}: {esc(c.reason)}</li>"
+        dedup = "".join(f"<li><b>{c.count}x</b> [{esc(c.kind)}] {esc(c.at)}: {esc(c.reason)}</li>"
                         for c in self.cards)
         out = [f'<ul class="tc-dedup" style="margin:2px 0 8px 0">{dedup}</ul>']
         for c in self.cards:
@@ -268,7 +270,7 @@ class Explorer(View):
                 f"<div><b>{esc(c.kind)}</b>{' x' + str(c.count) if c.count > 1 else ''} "
                 f"in {esc(', '.join(c.frames))}</div>"
                 f"<div>{esc(c.reason)}</div>"
-                f'<div style="font-family:monospace">{esc(c.filename)}:{c.line}: <code>{esc(c.source)}</code></div>'
+                f'<div style="font-family:monospace">{esc(c.at)}: <code>{esc(c.source)}</code></div>'
                 f"{resumes}"
                 f'<div class="tc-hint">hint: {esc(c.hint)}</div></div>')
         return "".join(out)
@@ -289,7 +291,8 @@ class Explorer(View):
                 head += ", then " + " or ".join(t.name for t in targets)
         parts = []
         if f.graph is not None:
-            parts.append(section(f"graph {f.label} ({f.graph.op_count} ops)", code_block(f.graph.code, "python")))
+            ops = f"{f.graph.op_count} op" + ("" if f.graph.op_count == 1 else "s")
+            parts.append(section(f"graph {f.label} ({ops})", code_block(f.graph.code, "python")))
         if f.transformed_bytecode is not None:
 
             def describe(offset: int) -> str:

@@ -15,6 +15,7 @@ from toycompiler.artifacts import FrameCompilation, Report
 from . import graphs
 from ._render import FG_DIM, code_block, code_row, esc, highlight_lines, hover_css, picture, pre, root, section, table
 from .base import View, stable_paths
+from .names import renumber, renumber_frame, where
 from .provenance import Provenance
 
 STAGES = (("source", "Source"), ("bytecode", "Bytecode"), ("guards", "Guards"), ("fx", "FX graph"),
@@ -34,7 +35,7 @@ class StageView(View):
     def of(cls, report_or_frame: Report | FrameCompilation) -> StageView | ReportView:
         if isinstance(report_or_frame, Report):
             return ReportView(report_or_frame)
-        return cls(report_or_frame)
+        return cls(renumber_frame(report_or_frame))
 
     # -- model ------------------------------------------------------------------------
 
@@ -86,7 +87,7 @@ class StageView(View):
             out.append(f"a resume function: runs the rest of the function from offset {resume.group(1)} "
                        f"(line {line}), after a graph break there")
         if brk is not None:
-            out.append(f"graph break at {brk.filename}:{brk.line}: {brk.reason}")
+            out.append(f"graph break at {where(brk.filename, brk.line)}: {brk.reason}")
         if f.backend is not None and f.backend.fallback_reason:
             out.append(f"fell back to eager: {f.backend.fallback_reason}")
         return out
@@ -106,8 +107,8 @@ class StageView(View):
     def inner_html(self) -> str:
         head = f'<div class="tc-head" style="font-weight:600">{esc(self.headline())}</div>'
         notes = "".join(f'<div class="tc-note" style="color:#b35900">{esc(n)}</div>' for n in self.notes())
-        hint = (f'<div class="tc-hint" style="color:{FG_DIM};font-size:11px">Hover (or click, live) a line '
-                f"to light up everything compiled from it.</div>")
+        hint = (f'<div class="tc-hint" style="color:{FG_DIM};font-size:11px">Point at a source line (or click it, '
+                f"while the kernel runs) to light up everything compiled from it.</div>")
         panes = "".join(section(title, self.stage_html(s), s) for s, title in STAGES if s in self.available())
         grid = ('<div class="tc-grid" style="display:grid;grid-template-columns:repeat(auto-fit,minmax(380px,1fr));'
                 f'gap:10px;align-items:start">{panes}</div>')
@@ -148,7 +149,7 @@ class StageView(View):
         rows = []
         for b in self.frame.backend.ir.buffers:
             lines = self.prov.lines_of_buffer(b.name)
-            head = f"{b.name}: {b.kind} {b.dtype}{b.size}  # from {', '.join(b.origins) or '-'}"
+            head = f"{b.name}: {b.kind} {b.dtype}{b.size}" + (f"  # from {', '.join(b.origins)}" if b.origins else "")
             rows.append(code_row(esc(head), None, lines))
             rows += [code_row(esc("    " + ln), None, lines) for ln in b.body.splitlines()]
         rows.append(code_row(esc("outputs: " + ", ".join(self.frame.backend.ir.outputs)), None))
@@ -229,7 +230,7 @@ class ReportView(View):
     kind = "report"
 
     def __init__(self, report: Report, timings: tuple = ()):
-        self.report = report
+        self.report = report = renumber(report)
         self.views = [StageView(f) for f in report.frames]
         self.timings = timings
 

@@ -89,7 +89,7 @@ def test_graph_break_reason_points_at_the_cell_line(ip, capsys):
     ip.run_cell_magic("compile", "--backend cpp --explain --no-timing", cell)
     text = capsys.readouterr().out
     assert "Graph-break explorer" in text
-    assert re.search(r"\[print\] <cell In\[\d+\](#\d+)?>:3: ", text)  # the break kind at the cell's own file:line
+    assert re.search(r"\[print\] cell In\[\d+\](#\d+)?, line 3: ", text)  # the break at the cell's own line
     assert "resumes at: g.<resume at" in text  # the code after the print ran as its own graph
 
 
