@@ -21,7 +21,7 @@ import types
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.fx
@@ -32,6 +32,9 @@ from .backends import register_backend
 from .config import Config
 from .config import config as default_config
 from .graph_view import graph_artifact
+
+if TYPE_CHECKING:
+    from .frontend.translator import Translation
 
 
 class StageClock:
@@ -92,14 +95,14 @@ def compile_frame(fn: types.FunctionType, args: tuple, kwargs: dict, backend: Ca
     return FrameEntry(check, run, artifact, traced.guard_objects, _input_shapes(traced))
 
 
-def _input_shapes(traced: Any) -> dict[str, tuple]:
+def _input_shapes(traced: Translation) -> dict[str, tuple]:
     """Each graph input's size when traced, with symbolic dims as None (for automatic dynamic shapes)."""
     dims = traced.shapes.dims
     return {src: tuple(None if d in dims.get(src, ()) else int(s) for d, s in enumerate(t.shape))
             for src, t in zip(traced.input_sources, traced.example_inputs)}
 
 
-def call_backend(backend: Callable, name: str, traced: Any, source: A.SourceArtifact,
+def call_backend(backend: Callable, name: str, traced: Translation, source: A.SourceArtifact,
                  graph: A.GraphArtifact) -> tuple[Callable, A.BackendArtifacts]:
     """Hand the graph to the backend; if it fails, run the graph eagerly and say why."""
     gm, example_inputs = traced.graph_module, list(traced.example_inputs)
