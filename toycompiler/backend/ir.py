@@ -250,6 +250,7 @@ class ExternKernel:
     origins: tuple[str, ...] = ()
     lines: tuple[int, ...] = ()
     kind: str = "extern"
+    item: int | None = None  # the op returns several tensors: this buffer is ``result[item]``
 
     @property
     def inputs(self) -> tuple[str, ...]:

@@ -35,6 +35,7 @@ from .ir import (
     ComputedBuffer,
     Const,
     Expr,
+    ExternKernel,
     GraphIR,
     InputBuffer,
     Layout,
@@ -163,10 +164,6 @@ def make_pointwise(op: str, compute_from_inputs: bool = False, nargs: int | None
     """Lowering for an elementwise op: broadcast the inputs, cast them, apply ``op``."""
 
     def lower(node: torch.fx.Node, *args: Any, **kwargs: Any) -> TensorValue:
-        if kwargs.get("alpha", 1) != 1:
-            raise LoweringError(f"{node.target} with alpha={kwargs['alpha']} (decompose it first)")
-        if kwargs.get("rounding_mode") is not None:
-            raise LoweringError(f"{node.target} with rounding_mode={kwargs['rounding_mode']!r} is not supported")
         compute = _compute_dtype(node) if compute_from_inputs else None
         return pointwise(node, op, list(args[:nargs] if nargs else args), compute)
     return lower
@@ -281,6 +278,60 @@ def _copy_into_input(graph: GraphLowering, node: torch.fx.Node, dst: TensorValue
 
 _copy_into_input.needs_graph = True
 register_lowering(aten.copy_)(_copy_into_input)
+
+
+# -- fallback kernels: torch's own kernel, called from the output code ------------------
+
+INDIRECT = "it indexes with loaded values (indirect indexing); the loop IR's indices are affine in the loop variables"
+FALLBACKS = {
+    "aten.gather": INDIRECT, "aten.index": INDIRECT, "aten.index_put": INDIRECT, "aten.scatter": INDIRECT,
+    "aten.scatter_add": INDIRECT, "aten.scatter_reduce": INDIRECT,
+    "aten.cumsum": "a scan: the loop IR has pointwise and reduction bodies only (torch's decomposition, a masked "
+                   "sum over a triangle, costs the square of the length)",
+    "aten.cumprod": "a scan (see cumsum)",
+    "aten.sort": "sorting is no loop nest of this IR", "aten.topk": "sorting is no loop nest of this IR",
+    "aten.convolution_backward": "a library kernel, like convolution itself",
+}
+
+
+def fallback_kernel(graph: GraphLowering, node: torch.fx.Node, *args: Any, **kwargs: Any) -> Any:
+    """``buf3 = torch.ops.aten.gather.default(self=arg0, dim=1, index=arg1)``, every argument by name.
+
+    One call per tensor the op returns (``[i]`` picks it); an op with an ``output_mask`` (convolution_backward)
+    computes only the gradient each call keeps.
+    """
+    refs: list[TensorRef] = []
+
+    def text(a: Any) -> str:
+        if isinstance(a, TensorValue):
+            refs.append((a if a.ref is not None else graph.realize(a, node)).ref)
+            return f"{{{len(refs) - 1}}}"
+        if isinstance(a, (list, tuple)):
+            return "[" + ", ".join(map(text, a)) + "]"
+        return repr(str(a)) if isinstance(a, torch.device) else str(a) if isinstance(a, sympy.Expr) else repr(a)
+    schema = node.target._schema.arguments
+    named = {**{arg.name: a for arg, a in zip(schema, args)}, **kwargs}
+    texts = [(name, text(a)) for name, a in named.items()]
+    vals = node.meta["val"]
+    multiple = isinstance(vals, (tuple, list))
+    outs = []
+    for i, val in enumerate(vals if multiple else [vals]):
+        if val is None:
+            outs.append(None)
+            continue
+        mine = [(k, str([j == i for j in range(len(vals))]) if k == "output_mask" else v) for k, v in texts]
+        size, stride = tuple(sym(s) for s in val.shape), tuple(sym(s) for s in val.stride())
+        name = f"buf{len(graph.buffers)}"
+        graph.buffers.append(ExternKernel(name, Layout(size, stride, val.dtype, str(val.device)),
+                                          f"torch.ops.{node.target}", tuple(refs), tuple(mine), (node.name,),
+                                          provenance.lines_of(node), item=i if multiple else None))
+        outs.append(strided_value(TensorRef(name, size, stride), val.dtype, str(val.device)))
+    return outs if multiple else outs[0]
+
+
+fallback_kernel.needs_graph = True
+for _name in FALLBACKS:
+    register_lowering(getattr(aten, _name.split(".")[1]))(fallback_kernel)
 
 
 # -- the driver -----------------------------------------------------------------
@@ -430,7 +481,9 @@ def ir_artifact(ir: GraphIR) -> IRArtifact:
                 body += f"  (written into {b.store_into})"
         else:
             args = ", ".join(a.buf for a in b.args)
-            body = f"{b.name} = {b.op}({args})"
+            body = f"{b.name} = {b.op}({args})" + ("" if b.item is None else f"[{b.item}]")
+            why = FALLBACKS.get(b.op.removeprefix("torch.ops.").rsplit(".", 1)[0])
+            body += f"  (torch's kernel: {why})" if why else ""
         rows.append(BufferRow(b.name, b.kind, str(b.layout), str(b.layout.dtype).replace("torch.", ""),
                               body, b.origins, b.lines))
     return IRArtifact(tuple(rows), ir.outputs)

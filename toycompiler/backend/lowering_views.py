@@ -164,6 +164,22 @@ def squeeze(node, x, dims=None) -> TensorValue:
     return view_of(x, out_size(node), index_map)
 
 
+def as_strided(graph, node, x, size, stride, storage_offset=None) -> TensorValue:
+    """A view by explicit strides (decompositions such as group_norm's use it), over contiguous memory only:
+    of anything else, the strides would name eager's memory layout, not this IR's."""
+    base = node.args[0].meta["val"]
+    if not base.is_contiguous() or (x.ref is not None and not is_contiguous_ref(x.ref)):
+        raise LoweringError(f"{node.name}: as_strided of a non-contiguous tensor")
+    x = x if x.ref is not None else graph.realize(x, node)
+    offset = x.ref.offset + (0 if storage_offset is None else sym(storage_offset) - sym(base.storage_offset()))
+    ref = TensorRef(x.ref.buf, tuple(map(sym, size)), tuple(map(sym, stride)), offset)
+    return TensorValue(ref.size, x.dtype, x.device, ref_loader(ref), ref)
+
+
+as_strided.needs_graph = True
+register_lowering(aten.as_strided, view=True)(as_strided)
+
+
 @register_lowering(aten.alias, aten.lift_fresh, aten.detach, view=True)
 def alias(node, x) -> TensorValue:
     return x
@@ -210,6 +226,55 @@ def cat(node, tensors, dim=0) -> TensorValue:
             value = own
         return value
     return TensorValue(size, dtype, str(node.meta["val"].device), loader)
+
+
+def _within(i: sympy.Expr, lo: Any, hi: Any) -> Op:
+    """``lo <= i < hi`` as a bool value of the kernel (bounds may be size symbols)."""
+    i, lo, hi = (IndexValue(sympy.sympify(e), torch.int64) for e in (i, lo, hi))
+    return Op("logical_and", (Op("ge", (i, lo), torch.bool), Op("lt", (i, hi), torch.bool)), torch.bool)
+
+
+def _and(a: Op, b: Op | None) -> Op:
+    return a if b is None else Op("logical_and", (a, b), torch.bool)
+
+
+@register_lowering(aten.constant_pad_nd)
+def constant_pad_nd(node, x, pad, value=0) -> TensorValue:
+    """``F.pad(x, (left, right))``: ``out[..., i] = x[..., i - left]`` inside, ``value`` in the border.
+
+    ``pad`` lists (left, right) pairs from the last dimension backwards; a negative pad crops. The load
+    index is clamped, so the border reads a real element and then discards it.
+    """
+    val = node.meta["val"]
+    lows = {len(x.size) - 1 - k: sym(pad[2 * k]) for k in range(len(pad) // 2)}
+
+    def loader(idx: tuple):
+        inside, src = None, list(idx)
+        for d, lo in lows.items():
+            src[d] = sympy.Min(sympy.Max(idx[d] - lo, 0), x.size[d] - 1)
+            inside = _and(_within(idx[d], lo, lo + x.size[d]), inside)
+        return Op("where", (inside, x.loader(tuple(src)), Const(value, val.dtype)), val.dtype)
+    return TensorValue(out_size(node), val.dtype, str(val.device), loader)
+
+
+@register_lowering(aten.slice_scatter)
+def slice_scatter(node, x, src, dim=0, start=None, end=None, step=1) -> TensorValue:
+    """``x[:, 1:] = y`` once functionalized: ``out[.., i] = src[.., (i - start) // step]`` for ``i`` in the
+    slice, ``x[.., i]`` elsewhere. The slice's end follows from ``src``'s length."""
+    dim = _dim(dim, len(x.size))
+    start = 0 if start is None else start + int(x.size[dim]) if isinstance(start, int) and start < 0 else start
+    dtype = node.meta["val"].dtype
+
+    def loader(idx: tuple):
+        offset = sympy.Max(idx[dim] - start, 0)
+        j = sympy.Min(FloorDiv(offset, step), src.size[dim] - 1)
+        inside = _within(idx[dim], start, start + step * src.size[dim])
+        if step != 1:
+            on_step = IndexValue(ModularIndexing(offset, 1, step), torch.int64)
+            inside = _and(Op("eq", (on_step, Const(0, torch.int64)), torch.bool), inside)
+        own = cast(src.loader((*idx[:dim], j, *idx[dim + 1:])), src.dtype, dtype)
+        return Op("where", (inside, own, cast(x.loader(idx), x.dtype, dtype)), dtype)
+    return TensorValue(x.size, dtype, x.device, loader)
 
 
 # -- constants and ranges --------------------------------------------------------

@@ -139,12 +139,19 @@ def launch(ir: GraphIR, k: RenderedKernel, language: str) -> str:
 
 
 def extern_call(ir: GraphIR, node: ExternKernel) -> str:
+    """``torch.mm(buf0, arg2, out=buf1)``: tensor inputs first, then keywords.
+
+    A keyword's text may name the inputs as ``{0}``, ``{1}``, ...: a fallback op passes every argument
+    by name (``torch.ops.aten.gather.default(self={0}, dim=1, index={1})``), and its inputs then appear
+    only there. ``node.item`` picks one tensor of an op that returns several.
+    """
     args = [tensor_arg(ir, a) for a in node.args]
-    kwargs = [f"{k}={v}" for k, v in node.kwargs]
-    call = f"{node.op}({', '.join(args + kwargs)})"
+    kwargs = [f"{k}={v.format(*args)}" for k, v in node.kwargs]
+    named = any("{" in v for _, v in node.kwargs)
+    call = f"{node.op}({', '.join(([] if named else args) + kwargs)})"
     if any(k == "out" for k, _ in node.kwargs):
         return call
-    return f"{node.name} = {call}"
+    return f"{node.name} = {call}" + (f"[{node.item}]" if node.item is not None else "")
 
 
 def _where(lines: tuple[int, ...], source: SourceArtifact | None) -> str:

@@ -31,7 +31,9 @@ aten = torch.ops.aten
 # Composite ops torch's core table leaves whole; their torch._decomp entries are used.
 FROM_TORCH = [aten._softmax, aten._log_softmax, aten.native_layer_norm, aten.gelu, aten.silu, aten.native_dropout,
               aten.dropout, aten.hardtanh, aten.clamp_min, aten.clamp_max, aten.logsumexp, aten.addcmul,
-              aten.native_batch_norm, aten._native_batch_norm_legit_no_training, aten.leaky_relu]
+              aten.native_batch_norm, aten._native_batch_norm_legit_no_training, aten.leaky_relu,
+              aten._native_batch_norm_legit, aten._native_batch_norm_legit_functional, aten.native_group_norm,
+              aten.repeat, aten.any, aten.index_select, aten.embedding]
 # Kept as calls into torch's library kernels (extern kernels), as Inductor does.
 KEEP = [aten.mm.default, aten.addmm.default, aten.bmm.default, aten.convolution.default]
 
@@ -88,6 +90,53 @@ def rms_norm(x, normalized_shape, weight=None, eps=None):
     eps = torch.finfo(x.dtype).eps if eps is None else eps
     out = x * aten.rsqrt.default(aten.sum.dim_IntList(x * x, dims, True) / _reduced_numel(x, dims) + eps)
     return out * weight if weight is not None else out
+
+
+def _without_alpha(op):
+    """``add(x, y, alpha=2)`` is ``x + y * 2`` (``sub`` likewise); without ``alpha`` the op stays as it is."""
+    def decompose(x, y, *, alpha=1):
+        return NotImplemented if alpha == 1 else op(x, y * alpha)
+    return decompose
+
+
+register(aten.add.Tensor)(_without_alpha(aten.add.Tensor))
+register(aten.sub.Tensor)(_without_alpha(aten.sub.Tensor))
+
+
+@register(aten.div.Tensor_mode, aten.div.Scalar_mode)
+def div_mode(a, b, *, rounding_mode=None):
+    """``a // b`` (``rounding_mode='floor'``, Python's rounding toward minus infinity) and ``'trunc'``.
+
+    Integers divide in float64, exact while both are below 2**53. For floats, eager corrects
+    ``floor(a / b)`` with ``fmod`` when ``a / b`` rounds up to an integer (``1.0 // 0.1`` is 9.0); this
+    decomposition does not.
+    """
+    if rounding_mode is None:
+        return NotImplemented
+    dtype = torch.result_type(a, b)
+    if dtype.is_floating_point:
+        q = a / b
+    else:
+        q = a.to(torch.float64) / (b.to(torch.float64) if isinstance(b, torch.Tensor) else float(b))
+    q = aten.floor.default(q) if rounding_mode == "floor" else aten.trunc.default(q)
+    return q.to(dtype)
+
+
+@register(aten.remainder.Tensor, aten.remainder.Scalar)
+def remainder(a, b):
+    """``a % b`` with Python's sign rule (the divisor's sign): ``a - b * (a // b)``."""
+    return a - b * div_mode(a, b, rounding_mode="floor")
+
+
+@register(aten.scaled_dot_product_attention.default)
+def sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None, enable_gqa=False):
+    """Attention through its math form (matmul, softmax, matmul) on every device.
+
+    torch picks a fused kernel per device (flash or memory-efficient on CUDA, with no decomposition);
+    the math form makes one graph everywhere: two bmm library calls and a fused softmax kernel.
+    """
+    return aten._scaled_dot_product_attention_math.default(q, k, v, attn_mask, dropout_p, is_causal,
+                                                           scale=scale, enable_gqa=enable_gqa)[0]
 
 
 def decomposition_table() -> dict:

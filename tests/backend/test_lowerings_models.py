@@ -1,0 +1,120 @@
+"""The ops real models bring (issue 14), on both backends, against eager; no graph may fall back.
+
+Each op is reached the way a model reaches it: the captured graph holds the ATen op, the decompose pass
+turns it into primitives (torch's tables, or a few decompositions of our own), and lowering turns those
+into loops or, for indexing by loaded values, scans and sorting, into a call of torch's own kernel
+(``FALLBACKS`` in :mod:`toycompiler.backend.lowering`, each with its reason).
+Inputs: odd sizes, non-contiguous views, int64 and bool. Triton runs in its CPU interpreter: tiny sizes.
+"""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from _util import check
+
+aten = torch.ops.aten
+
+
+def odd(*shape):
+    """A non-contiguous float tensor of ``shape`` (every other column of a wider one)."""
+    return torch.randn(*shape[:-1], shape[-1] * 2)[..., ::2]
+
+
+def idx(high, *shape):
+    return torch.randint(0, high, shape)
+
+
+OPS = {
+    # indexing: torch's kernel (indirect loads)
+    "gather": (lambda x, i: x.gather(1, i) * 2, lambda: (odd(5, 7), idx(7, 5, 3))),
+    "index": (lambda x, i: x[i] + 1, lambda: (odd(5, 7), idx(5, 4))),
+    "index_2d": (lambda x, i, j: x[i, j], lambda: (odd(5, 7), idx(5, 3), idx(7, 3))),
+    "index_select": (lambda x, i: x.index_select(1, i).sin(), lambda: (odd(5, 7), idx(7, 4))),
+    "embedding": (lambda w, i: F.embedding(i, w) * 3, lambda: (torch.randn(9, 5), idx(9, 2, 3))),
+    "scatter": (lambda x, i: x.scatter(1, i, 0.5), lambda: (odd(5, 7), idx(7, 5, 2))),
+    "scatter_add": (lambda x, i, s: x.scatter_add(0, i, s), lambda: (torch.randn(5, 3), idx(5, 4, 3), torch.randn(4, 3))),
+    "index_put": (lambda x, i, v: x.index_put((i,), v), lambda: (torch.randn(5, 3), torch.tensor([4, 0, 2]), torch.randn(3, 3))),
+    "masked_fill": (lambda x: x.masked_fill(x > 0, -1.0), lambda: (odd(5, 7),)),
+    "where_scalars": (lambda x: torch.where(x > 0, 2.0, -3), lambda: (odd(5, 7),)),
+    # shape ops: views and index arithmetic
+    "repeat": (lambda x: x.repeat(2, 1, 3), lambda: (odd(3, 5),)),
+    "cat_stack": (lambda x: (torch.cat([x, x.t().t() * 2], 0), torch.stack([x, -x], 1)), lambda: (odd(3, 5),)),
+    "expand": (lambda x: x[:, :1].expand(3, 5) + x, lambda: (odd(3, 5),)),
+    "pad": (lambda x: (F.pad(x, (1, 2)), F.pad(x, (0, 0, 2, 1), value=0.5), F.pad(x, (-1, 1))), lambda: (odd(3, 5),)),
+    "slice_scatter": (lambda x, y: aten.slice_scatter(x, y, 1, 1, 7, 2), lambda: (odd(3, 7), torch.randn(3, 3))),
+    "setitem": (lambda x, y: x.clone().index_fill(0, torch.tensor([0]), 0.0) + _setitem(x, y), lambda: (odd(3, 5), torch.randn(3, 4))),
+    # arithmetic
+    "floordiv_mod": (lambda x: (x * 7 // 2, (x * 7) % 2, x // -0.75, torch.div(x, 0.3, rounding_mode="trunc")),
+                     lambda: (odd(5, 7),)),
+    "int_floordiv_mod": (lambda a, b: (a // b, a % b, a // 3, a % -3, torch.div(a, b, rounding_mode="trunc")),
+                         lambda: (torch.randint(-20, 20, (5, 7)), torch.randint(1, 6, (5, 7)) * (1 - 2 * idx(2, 5, 7)))),
+    "add_alpha": (lambda x, y: (torch.add(x, y, alpha=2), torch.sub(x, y, alpha=0.5)), lambda: (odd(5, 7), torch.randn(7))),
+    # reductions and scans
+    "any_all": (lambda b: (b.any(), b.any(1), b.all(0), (~b).all()), lambda: (torch.rand(5, 7) > 0.7,)),
+    "argmax_argmin": (lambda x: (x.argmax(), x.argmax(1, keepdim=True), x.argmin(0)), lambda: (odd(5, 7),)),
+    "cumsum": (lambda x: (x.cumsum(1), x.cumsum(0)), lambda: (odd(5, 7),)),
+    "int_cumsum_topk": (lambda a: (a.cumsum(0), a.float().topk(2, 1).values), lambda: (torch.randint(-5, 5, (5, 7)),)),
+    # normalization, forward (backward: test_backward_of_normalizations)
+    "batch_norm_train": (lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True),
+                         lambda: (odd(4, 3, 5), torch.randn(3), torch.randn(3))),
+    "group_norm": (lambda x, w, b: F.group_norm(x, 2, w, b), lambda: (odd(2, 4, 3), torch.randn(4), torch.randn(4))),
+    "layer_norm": (lambda x, w, b: F.layer_norm(x, (5,), w, b), lambda: (odd(3, 5), torch.randn(5), torch.randn(5))),
+    "sdpa": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v), lambda: (torch.randn(1, 2, 5, 4),) * 3),
+    "sdpa_mask_causal": (lambda q, m: (F.scaled_dot_product_attention(q, q, q, attn_mask=m),
+                                       F.scaled_dot_product_attention(q, q, q, is_causal=True)),
+                         lambda: (torch.randn(1, 2, 5, 4), torch.rand(5, 5) > 0.3)),
+}
+
+
+def _setitem(x, y):
+    z = x.clone()
+    z[:, 1:] = y
+    return z
+
+
+def _args(name):
+    torch.manual_seed(0)
+    return OPS[name][1]()
+
+
+@pytest.mark.parametrize("target", ["cpp", "triton"])
+@pytest.mark.parametrize("name", list(OPS))
+def test_op_matches_eager(name, target):
+    check(OPS[name][0], *_args(name), target=target, rtol=1e-4, atol=1e-4)
+
+
+def test_indirect_indexing_calls_torch_kernel_with_its_reason():
+    arts = check(OPS["gather"][0], *_args("gather"))
+    assert "torch.ops.aten.gather.default(self=" in arts.output_code.source
+    assert "indirect indexing" in str(arts.ir)
+
+
+def test_cumsum_is_one_linear_call_not_a_quadratic_kernel():
+    arts = check(lambda x: x.cumsum(1), torch.randn(3, 300))
+    assert "torch.ops.aten.cumsum.default(" in arts.output_code.source and not arts.kernels
+
+
+def test_sdpa_is_two_matmuls_around_a_fused_softmax():
+    arts = check(*[OPS["sdpa"][0]], *_args("sdpa"), rtol=1e-4)
+    assert arts.output_code.source.count("torch.bmm(") == 2
+
+
+@pytest.mark.parametrize("target", ["cpp", "triton"])
+def test_bool_and_int_inputs(target):
+    check(lambda b, i: (torch.where(b, i, -i).cumsum(0), F.pad(b, (1, 1)), b.repeat(2, 1), i.gather(0, i.abs() % 4)),
+          torch.rand(4, 3) > 0.5, torch.randint(-3, 3, (4, 3)), target=target)
+
+
+def test_backward_of_normalizations_and_conv():
+    """BatchNorm (training), GroupNorm, LayerNorm and convolution: forward and backward graphs both compile."""
+    from toycompiler.testing import assert_same
+
+    def f(x, w, g, b):
+        y = F.conv2d(x, w, padding=1)
+        y = F.batch_norm(y, None, None, g, b, training=True)
+        y = F.group_norm(y, 2, g, b) + F.layer_norm(y, y.shape[-1:])
+        return y.relu().sum()
+
+    args = (torch.randn(2, 3, 5, 5, requires_grad=True), torch.randn(4, 3, 3, 3, requires_grad=True),
+            torch.randn(4, requires_grad=True), torch.randn(4, requires_grad=True))
+    assert_same(f, *args, backward=True, rtol=1e-3, atol=1e-3)
