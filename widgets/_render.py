@@ -23,12 +23,12 @@ BG_ALT = "var(--jp-layout-color2, #f6f8fa)"
 BORDER = "var(--jp-border-color1, #d0d7de)"
 MONO = "var(--jp-code-font-family, ui-monospace, SFMono-Regular, Menlo, Consolas, monospace)"
 
-# One colour per kernel (and per graph in the explorer); pastel so black text stays readable.
-PALETTE = ("#8dd3c7", "#ffffb3", "#bebada", "#fb8072", "#80b1d3", "#fdb462", "#b3de69", "#fccde5",
-           "#d9d9d9", "#bc80bd", "#ccebc5", "#ffed6f")
+# One colour per kernel (and per graph in the explorer): light pastels (ColorBrewer Pastel2 and
+# Pastel1), so the dark text inside them keeps >= 4.5:1 contrast in every theme.
+PALETTE = ("#b3e2cd", "#fdcdac", "#cbd5e8", "#f4cae4", "#e6f5c9", "#fff2ae", "#f1e2cc", "#d9d9d9",
+           "#c6dbef", "#fddaec", "#ccebc5", "#decbe4")
 
-# Token colours as CSS variables with a light-theme fallback; the live widget's CSS
-# redefines them for dark themes.
+# Token colours as CSS variables with a light-theme fallback; THEME_CSS redefines them for dark themes.
 TOKEN_COLOURS = {
     "Keyword": "var(--tc-kw, #8250df)",
     "Name.Builtin": "var(--tc-builtin, #0550ae)",
@@ -36,12 +36,34 @@ TOKEN_COLOURS = {
     "Name.Class": "var(--tc-fn, #6639ba)",
     "Literal.String": "var(--tc-str, #0a3069)",
     "Literal.Number": "var(--tc-num, #0550ae)",
-    "Comment": "var(--tc-comment, #6e7781)",
+    "Comment": "var(--tc-comment, #57606a)",
     "Operator": "var(--tc-op, #cf222e)",
     "Name.Decorator": "var(--tc-fn, #6639ba)",
     "Comment.Preproc": "var(--tc-kw, #8250df)",
     "Keyword.Type": "var(--tc-builtin, #0550ae)",
 }
+
+
+# Colours that carry meaning, light value as the fallback, dark value in _DARK. Every pair of
+# text and background here has contrast >= 4.5:1 (WCAG AA); the browser test measures it.
+BAD = "var(--tc-bad, #cf222e)"  # graph breaks, failures
+WARN = "var(--tc-warn, #9a4d00)"  # notes: recompiles, fallbacks, resume functions
+SELECT_BG = "var(--tc-sel-bg, #fff1a8)"  # what a clicked (or pointed-at) source line lights up
+_ON_PASTEL = ("--tc-kw:#5a32a3;--tc-builtin:#0550ae;--tc-fn:#5a32a3;--tc-str:#0a3069;--tc-num:#0550ae;"
+              "--tc-comment:#424a53;--tc-op:#a40e26;--tc-bad:#a40e26;--jp-content-font-color2:#424a53;"
+              "--tc-sel-bg:#fff1a8")
+_DARK = ("--tc-kw:#d2a8ff;--tc-builtin:#79c0ff;--tc-fn:#d2a8ff;--tc-str:#a5d6ff;--tc-num:#79c0ff;"
+         "--tc-comment:#b1bac4;--tc-op:#ffa198;--tc-bad:#ffa198;--tc-warn:#ffa657;--tc-sel-bg:#3d3200")
+# JupyterLab says which theme it shows on <body>, VS Code with a class. Graph regions are
+# pastel in every theme, so inside them text keeps the light theme's dark colours.
+THEME_CSS = ("body[data-jp-theme-light='false'] .tc-root,body.vscode-dark .tc-root,html[theme='dark'] .tc-root"
+             f"{{{_DARK}}}.tc-root .tc-shade{{{_ON_PASTEL};color:#1f2328}}"
+             ".tc-root .tc-svg svg{max-width:100%;height:auto}")  # pictures fit their pane
+# A page of its own (save_html) has no JupyterLab variables: it follows the reader's system setting.
+DOCUMENT_CSS = ("@media (prefers-color-scheme: dark){body{background:#0d1117!important}"
+                ":root{--jp-layout-color0:#0d1117;--jp-layout-color1:#0d1117;--jp-layout-color2:#161b22;"
+                "--jp-content-font-color1:#e6edf3;--jp-content-font-color2:#9ea7b3;--jp-border-color1:#30363d}"
+                f".tc-root{{{_DARK}}}}}")
 
 
 def esc(text: object) -> str:
@@ -173,7 +195,8 @@ def dot_quote(text: object) -> str:
 def picture(dot_source: str, text_fallback: str) -> str:
     """The SVG, or a plain note and the text form when graphviz is missing."""
     try:
-        return f'<div class="tc-svg" style="overflow:auto;max-width:100%">{dot_to_svg(dot_source)}</div>'
+        return (f'<div class="tc-svg" style="overflow:auto;max-width:100%;background:#ffffff;color-scheme:light;'
+                f'border-radius:4px">{dot_to_svg(dot_source)}</div>')
     except RenderError as e:
         return (f'<div class="tc-note" style="color:{FG_DIM}">No picture: {esc(e)}. Text form:</div>'
                 + pre([code_row(esc(line), None) for line in text_fallback.splitlines()]))
@@ -191,7 +214,7 @@ def section(title: str, body: str, stage: str = "") -> str:
 
 def root(body: str, extra_css: str = "") -> str:
     """The outer box of every view; ``extra_css`` is a scriptless ``<style>`` for hover highlighting."""
-    style = f"<style>{extra_css}</style>" if extra_css else ""
+    style = f"<style>{THEME_CSS}{extra_css}</style>"
     return (f'<div class="tc-root" style="font-family:var(--jp-ui-font-family, system-ui, sans-serif);'
             f'font-size:13px;color:{FG};background:{BG};border:1px solid {BORDER};border-radius:6px;'
             f'padding:8px 10px;max-width:100%;overflow:auto">{style}{body}</div>')
@@ -202,7 +225,7 @@ def hover_css(lines: Iterable[int]) -> str:
     rules = []
     for n in sorted(set(lines)):
         c = f".tc-l{n}"
-        rules.append(f".tc-root:has({c}:hover) div{c}{{background:rgba(255,200,0,.35)!important}}"
+        rules.append(f".tc-root:has({c}:hover) div{c}{{background:{SELECT_BG}!important}}"
                      f".tc-root:has({c}:hover) g{c} polygon,.tc-root:has({c}:hover) g{c} ellipse,"
                      f".tc-root:has({c}:hover) g{c} path"
                      f"{{stroke:#e36209;stroke-width:3px}}")

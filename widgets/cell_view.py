@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from toycompiler.artifacts import Report
 
-from ._render import esc, hover_css, root
+from ._render import BAD, esc, hover_css, root
 from .base import View
 from .names import renumber
 from .explorer import Explorer
@@ -131,7 +131,7 @@ class CellView(View):
             return root(f"<i>{esc(NOTHING)}</i>")
         body, lines = [], set()
         for r in self.results:
-            colour = "#cf222e" if r.failure else "inherit"
+            colour = BAD if r.failure else "inherit"
             body.append(f'<div class="tc-head" style="font-weight:600;color:{colour};margin-top:4px">'
                         f"{esc(self.headline(r))}</div>")
             for v in self._views(r):

@@ -18,7 +18,7 @@ from typing import Any
 
 from toycompiler.artifacts import FrameCompilation, GraphBreak, Report
 
-from ._render import BORDER, FG_DIM, code_block, colour, esc, highlight_lines, pre, root, section
+from ._render import BAD, BORDER, FG_DIM, code_block, colour, esc, highlight_lines, pre, root, section
 from .base import View
 from .names import renumber, where
 from .resume_code import resume_html, transformed_html
@@ -232,13 +232,14 @@ class Explorer(View):
             n = src.firstlineno + i
             style, tip = "", ""
             if n in shade:
-                style, tip = f"background:{shade[n][0]};color:#1f2328", f"graph {shade[n][1]}"
+                style, tip = f"background:{shade[n][0]}", f"graph {shade[n][1]}"
             mark = ""
             if n in marks:
                 c = marks[n]
-                mark = (f'<div class="tc-breakmark" style="color:#cf222e;font-weight:600;white-space:pre-wrap">'
+                mark = (f'<div class="tc-breakmark" style="color:{BAD};font-weight:600;white-space:pre-wrap">'
                         f"      ^ graph break ({esc(c.kind)}): {esc(c.reason)}</div>")
-            rows.append(f'<div class="tc-row tc-l{n}" title="{esc(tip)}" style="white-space:pre;{style}">'
+            cls = " tc-shade" if n in shade else ""
+            rows.append(f'<div class="tc-row tc-l{n}{cls}" title="{esc(tip)}" style="white-space:pre;{style}">'
                         f'<span style="color:{FG_DIM}">{n:4d}  </span>{body}</div>{mark}')
         key = f'<div class="tc-legend" style="margin-top:4px">{" &nbsp; ".join(legend)}</div>' if legend else ""
         return pre(rows) + key
@@ -265,7 +266,7 @@ class Explorer(View):
             resumes = (f"<div>resumes at:</div>{self._resume_html(c.resumes)}" if c.resumes
                        else f"<div>resumes at: {esc(c.resumes_at)}</div>")
             out.append(
-                f'<div class="tc-card" data-tc-line="{c.line}" style="border-left:4px solid #cf222e;'
+                f'<div class="tc-card" data-tc-line="{c.line}" style="border-left:4px solid {BAD};'
                 f'padding:4px 8px;margin:6px 0;background:var(--jp-layout-color2,#f6f8fa)">'
                 f"<div><b>{esc(c.kind)}</b>{' x' + str(c.count) if c.count > 1 else ''} "
                 f"in {esc(', '.join(c.frames))}</div>"

@@ -10,6 +10,7 @@ import os
 
 from toycompiler.artifacts import FrameCompilation, Report
 
+from ._render import DOCUMENT_CSS
 from .base import View
 
 
@@ -28,7 +29,7 @@ def as_view(obj: object) -> View:
 def document(obj: object, title: str = "toycompiler report") -> str:
     view = as_view(obj)
     return ("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
-            f"<title>{html.escape(title)}</title></head>"
+            f"<title>{html.escape(title)}</title><style>{DOCUMENT_CSS}</style></head>"
             '<body style="margin:16px;background:#fff">'
             f"{view.html()}</body></html>\n")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from toycompiler.artifacts import Report
 
-from ._render import FG_DIM, code_block, esc, root, section, table
+from ._render import BAD, FG_DIM, code_block, esc, root, section, table
 from .base import View
 from .recompiles import GuardMatrix
 
@@ -37,7 +37,7 @@ class GuardsView(View):
             why = ""
             if f.recompile_reason is not None:
                 r = f.recompile_reason
-                why = (f'<div style="color:#cf222e">recompiled: {esc(r.entry)} failed <code>{esc(r.expr)}</code> '
+                why = (f'<div style="color:{BAD}">recompiled: {esc(r.entry)} failed <code>{esc(r.expr)}</code> '
                        f"(expected {esc(r.expected)}, got {esc(r.actual)})</div>")
             parts.append(section(f"{f.label} {f.source.name}", why + code_block(f.guards.code, "python")))
         return root("".join(parts))

@@ -13,7 +13,7 @@ import re
 from toycompiler.artifacts import FrameCompilation, Report
 
 from . import graphs
-from ._render import FG_DIM, code_block, code_row, esc, highlight_lines, hover_css, picture, pre, root, section, table
+from ._render import BAD, FG_DIM, WARN, code_block, code_row, esc, highlight_lines, hover_css, picture, pre, root, section, table
 from .base import View, stable_paths
 from .names import renumber, renumber_frame, where
 from .provenance import Provenance
@@ -106,7 +106,7 @@ class StageView(View):
 
     def inner_html(self) -> str:
         head = f'<div class="tc-head" style="font-weight:600">{esc(self.headline())}</div>'
-        notes = "".join(f'<div class="tc-note" style="color:#b35900">{esc(n)}</div>' for n in self.notes())
+        notes = "".join(f'<div class="tc-note" style="color:{WARN}">{esc(n)}</div>' for n in self.notes())
         hint = (f'<div class="tc-hint" style="color:{FG_DIM};font-size:11px">Point at a source line (or click it, '
                 f"while the kernel runs) to light up everything compiled from it.</div>")
         panes = "".join(section(title, self.stage_html(s), s) for s, title in STAGES if s in self.available())
@@ -165,7 +165,7 @@ class StageView(View):
                    f"{moved} bytes"
             rows.append(code_row(esc(text), None, self.prov.lines_of_group(g.name)))
         for d in sched.decisions:
-            style = "" if d.fused else ' style="color:#cf222e"'
+            style = "" if d.fused else f' style="color:{BAD}"'
             rows.append(code_row(f"<span{style}>{esc(str(d))}</span>", None))
         rows += [code_row(esc(m), None) for m in sched.memory_plan]
         rows.append(code_row(esc(f"memory traffic: {sched.fused_bytes} bytes fused vs {sched.unfused_bytes} "
@@ -250,7 +250,7 @@ class ReportView(View):
 
         lines = {ln for v in self.views for ln in v.prov.source_lines()}
         body = f'<div class="tc-head" style="font-weight:600">{esc(self.summary())}</div>'
-        body += "".join(f'<div style="color:#b35900">recompile: {esc(f)}</div>' for f in self.report.recompiles)
+        body += "".join(f'<div style="color:{WARN}">recompile: {esc(f)}</div>' for f in self.report.recompiles)
         body += "".join(v.inner_html() for v in self.views)
         body += "".join(TimingView(t).inner_html() for t in self.timings)
         return root(body, hover_css(lines))

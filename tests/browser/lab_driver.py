@@ -68,11 +68,20 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def jupyter_lab(root: Path, timeout: float = 60.0):
-    """Start JupyterLab on a free localhost port serving ``root``; yield its base URL."""
+def jupyter_lab(root: Path, timeout: float = 60.0, theme: str | None = None):
+    """Start JupyterLab on a free localhost port serving ``root``; yield its base URL.
+
+    ``theme="JupyterLab Dark"``: start with that theme (a user setting in a private settings dir).
+    """
     port = free_port()
     bindir = os.path.dirname(sys.executable)
     env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get("PATH", ""), JUPYTER_PLATFORM_DIRS="1")
+    if theme is not None:
+        settings = root / ".lab-settings"
+        (settings / "@jupyterlab" / "apputils-extension").mkdir(parents=True, exist_ok=True)
+        (settings / "@jupyterlab" / "apputils-extension" / "themes.jupyterlab-settings").write_text(
+            json.dumps({"theme": theme}), encoding="utf-8")
+        env["JUPYTERLAB_SETTINGS_DIR"] = str(settings)
     cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
            "--ServerApp.token=", "--ServerApp.password=", "--allow-root", f"--ServerApp.root_dir={root}",
            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
@@ -143,10 +152,7 @@ def docs_screenshots(out: Path) -> None:
             page = b.new_page(viewport={"width": 1500, "height": 1400})
             run_all(page, url, "stages.ipynb", ".tc-live .tc-stageview .tc-toolbar")
             view = page.locator(".tc-live .tc-stageview").first
-            view.locator(".tc-toolbar select").nth(0).select_option("two")
-            view.locator(".tc-toolbar select").nth(1).select_option("fx")
-            view.locator(".tc-toolbar select").nth(2).select_option("kernels")
-            view.locator("[data-tc-stage='fx'] .tc-row", has_text="torch.cos").first.click()
+            view.locator("[data-tc-stage='source'] .tc-row", has_text="torch.cos").first.click()  # Source | Kernels
             page.wait_for_timeout(300)
             page.locator(".tc-live .tc-root").first.screenshot(path=str(out / "stage-view.png"))
             page = b.new_page(viewport={"width": 1700, "height": 2400})  # tall: the whole explorer in view

@@ -118,7 +118,7 @@ def test_explorer_shades_each_graph_and_shows_the_code_around_the_break():
     assert colours[before.label] != colours[after.label]
     html = ex.html()
     for label, line in ((before.label, first + 1), (after.label, first + 3)):  # each graph's line, its colour
-        row = f'class="tc-row tc-l{line}" title="graph {label}" style="white-space:pre;background:{colours[label]}'
+        row = f'class="tc-row tc-l{line} tc-shade" title="graph {label}" style="white-space:pre;background:{colours[label]}'
         assert row in html
     (resume,) = ex.cards[0].resumes
     assert resume.frames == (after.label,) and resume.graph_lines == (first + 3, first + 4)

@@ -19,7 +19,7 @@ function select(el, lines) {
 
 function setupSelection(el) {
   el.addEventListener("click", (event) => {
-    if (event.target.closest("button, select, textarea")) return;
+    if (event.target.closest("button, select, textarea, input, label, .tc-splitter")) return;
     let node = event.target;
     while (node && node !== el) {
       const lines = linesOf(node);
@@ -30,15 +30,17 @@ function setupSelection(el) {
   });
 }
 
+// Compiler Explorer's layout: Source on the left (sticky while the right pane scrolls),
+// Kernels (or the output code) on the right, a splitter between them to drag; each pane
+// picks any stage; "all stages" shows every pane in a grid.
 function setupPanes(el) {
   el.querySelectorAll(".tc-stageview").forEach((view) => {
     const grid = view.querySelector(".tc-grid");
     const panes = Array.from(grid.children).filter((c) => c.dataset.tcStage);
+    const has = (s) => panes.some((p) => p.dataset.tcStage === s);
     const bar = document.createElement("div");
     bar.className = "tc-toolbar";
-    const mode = document.createElement("select");
-    mode.innerHTML = '<option value="all">all stages</option><option value="two">two side by side</option>';
-    const pick = () => {
+    const pick = (value) => {
       const s = document.createElement("select");
       panes.forEach((p) => {
         const o = document.createElement("option");
@@ -46,23 +48,47 @@ function setupPanes(el) {
         o.textContent = p.querySelector(".tc-title").textContent;
         s.appendChild(o);
       });
+      s.value = value;
       return s;
     };
-    const left = pick(), right = pick();
-    if (panes.length > 1) right.value = panes[panes.length > 6 ? 6 : 1].dataset.tcStage;
+    const left = pick(has("source") ? "source" : panes[0].dataset.tcStage);
+    const right = pick(["kernels", "output", "fx", "bytecode"].find(has) || panes[panes.length - 1].dataset.tcStage);
+    const all = document.createElement("input");
+    all.type = "checkbox";
+    const allLabel = document.createElement("label");
+    allLabel.append(all, " all stages");
+    const splitter = document.createElement("div");
+    splitter.className = "tc-splitter";
+    splitter.title = "drag to resize the panes";
+    splitter.addEventListener("mousedown", (down) => {
+      down.preventDefault();
+      const box = grid.getBoundingClientRect();
+      const move = (e) => {
+        const pct = Math.min(85, Math.max(15, ((e.clientX - box.left) / box.width) * 100));
+        grid.style.setProperty("--tc-left", pct + "%");
+      };
+      const up = () => { window.removeEventListener("mousemove", move); window.removeEventListener("mouseup", up); };
+      window.addEventListener("mousemove", move);
+      window.addEventListener("mouseup", up);
+    });
     const apply = () => {
-      const two = mode.value === "two";
+      const two = !all.checked;
       left.style.display = right.style.display = two ? "" : "none";
       grid.classList.toggle("tc-two", two);
+      splitter.style.display = two ? "" : "none";
       panes.forEach((p) => {
         const stage = p.dataset.tcStage;
-        p.style.display = !two || stage === left.value || stage === right.value ? "" : "none";
-        p.style.order = two && stage === right.value && stage !== left.value ? 2 : 1;
+        const isLeft = stage === left.value, isRight = stage === right.value && !isLeft;
+        p.style.display = !two || isLeft || isRight ? "" : "none";
+        p.classList.toggle("tc-left", two && isLeft);
+        p.style.order = two ? (isLeft ? 1 : 3) : "";
       });
+      splitter.style.order = 2;
     };
-    [mode, left, right].forEach((s) => s.addEventListener("change", apply));
-    bar.append("Show ", mode, " ", left, " ", right);
+    [left, right, all].forEach((s) => s.addEventListener("change", apply));
+    bar.append("Left ", left, " Right ", right, " ", allLabel);
     view.insertBefore(bar, grid);
+    grid.appendChild(splitter);
     apply();
   });
 }
