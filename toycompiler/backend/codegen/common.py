@@ -44,6 +44,7 @@ from ..ir import (
     IndexValue,
     Load,
     ModularIndexing,
+    Op,
     contiguous_strides,
     index_vars,
     loads,
@@ -152,6 +153,7 @@ class KernelRenderer:
         self.scopes: list[dict[str, str]] = [{}]
         self.ntmp = 0
         self.row_values: dict[str, str] = {}
+        self.used_ops: set[str] = set()  # which ops the kernel renders, and how (the C++ kernel comment says)
         self.setup()
         body = self.body_pointwise() if kernel.kind == "pointwise" else self.body_reduction()
         sizes, values = self.size_args()
@@ -202,12 +204,19 @@ class KernelRenderer:
                     elements.append(n)
                 continue
             mapping = node_vars(n, self.kernel)
+            if where == "row" and not self.rows_in_registers:  # recomputed where it is used, stored in its own loop
+                if n.name in self.kernel.stores:
+                    self.emit(*self.row_loop_open())
+                    self.store_element(n)
+                    self.emit(*self.row_loop_close())
+                continue
             with self.owning(n):
                 value = self.reduction(n, mapping) if where == "reduction" else self.expr(n.body, mapping, n)
                 self.comment(n, value)
                 self.row_values[n.name] = value
                 if n.name in self.kernel.stores:
-                    self.emit(self.store(n.name, self.store_index(n), value, "row"))
+                    self.emit(*self.row_loop_open(), self.store(n.name, self.store_index(n), value, "row"),
+                              *self.row_loop_close())
         if elements:
             self.emit(*self.r_loop_open("store"))
             for n in elements:
@@ -309,6 +318,10 @@ class KernelRenderer:
             return self.constant(e.value, e.dtype)
         if isinstance(e, IndexValue):
             return self.tmp(self.index_value(sympy.expand(e.index.xreplace(mapping)), e.dtype), e.dtype)
+        if e.op == "pow" and isinstance(e.args[1], Const) and float(e.args[1].value) in POW_AS_MUL \
+                and self.expr_dtype(e.args[0]) == e.dtype:
+            self.used_ops.add(f"pow as {abs(int(e.args[1].value))} multiplications")
+            return self.expr(pow_as_mul(e.args[0], int(e.args[1].value), e.dtype), mapping, node)
         args = [self.expr(a, mapping, node) for a in e.args]
         if e.op == "to_dtype":
             return self.tmp(self.cast(args[0], e.dtype), self.compute_dtype(e.dtype))
@@ -316,6 +329,7 @@ class KernelRenderer:
             return args[0]
         if e.op not in self.ops:
             raise NotImplementedError(f"{self.language} codegen has no rendering for op {e.op!r}")
+        self.used_ops.add(e.op)
         text = self.ops[e.op].format(*args, dtype=self.type_name(self.compute_dtype(e.dtype)))
         return self.tmp(text, self.compute_dtype(e.dtype))
 
@@ -341,7 +355,12 @@ class KernelRenderer:
 
     # -- hooks a target fills in ---------------------------------------------------
     comment_mark = "#"
+    rows_in_registers = True  # False: a row's values exist only inside a loop over x (C++ column reductions)
     def setup(self) -> None: ...
+    def row_loop_open(self) -> list[str]:
+        return []
+    def row_loop_close(self) -> list[str]:
+        return []
     def header(self) -> list[str]: ...
     def footer(self) -> list[str]:
         return []
@@ -358,6 +377,31 @@ class KernelRenderer:
     def constant(self, value: object, dtype: torch.dtype) -> str: ...
     def cast(self, value: str, dtype: torch.dtype) -> str: ...
     def index_value(self, index: sympy.Expr, dtype: torch.dtype) -> str: ...
+
+
+def reads_columns(kernel: Kernel) -> bool:
+    """Whether a reduction kernel reads memory along x rather than along r (``x.sum(0)`` of a matrix).
+
+    True when no load is contiguous in the innermost reduced index but some load is in the innermost
+    kept one: then the loops must run over r outside and over a block of x inside to read contiguously.
+    """
+    if kernel.kind != "reduction" or not kernel.xranges or not kernel.rranges:
+        return False
+    x, r = index_vars(len(kernel.xranges), "x")[-1], index_vars(len(kernel.rranges), "r")[-1]
+    indices = [sympy.expand(ld.index.xreplace(node_vars(n, kernel))) for n in kernel.nodes for ld in loads(n.body)]
+    return all(i.coeff(r) != 1 for i in indices) and any(i.coeff(x) == 1 for i in indices)
+
+
+POW_AS_MUL = (-4, -3, -2, -1, 1, 2, 3, 4)  # constant exponents written as multiplications
+
+
+def pow_as_mul(base: Expr, n: int, dtype: torch.dtype) -> Expr:
+    """``x ** 3`` as ``x * x * x`` and ``x ** -2`` as ``1 / (x * x)``: exact for integers, within an ulp
+    or two of ``pow`` for floats, and several times faster (``pow`` has slow paths for negative bases)."""
+    product = base
+    for _ in range(abs(n) - 1):
+        product = Op("mul", (product, base), dtype)
+    return product if n > 0 else Op("reciprocal", (product,), dtype)
 
 
 # Well-known op groups a kernel is named after (``triton_softmax_0`` rather than ``triton_max_sub_exp_sum_div_0``).

@@ -29,7 +29,8 @@ import math
 import torch
 
 from ..lowering_reductions import IDENTITY
-from .common import IndexPrinter, KernelRenderer
+from ..ir import contiguous_strides, index_vars, linear_index
+from .common import IndexPrinter, KernelRenderer, reads_columns
 
 CTYPES = {
     torch.float32: "float", torch.float64: "double", torch.int64: "int64_t", torch.int32: "int32_t",
@@ -47,6 +48,10 @@ template <typename T> static inline T toy_minimum(T a, T b) { return a != a ? a 
 template <typename T> static inline T toy_relu(T a) { return a != a ? a : (a > T(0) ? a : T(0)); }
 template <typename T> static inline T toy_sigmoid(T a) { return T(1) / (T(1) + std::exp(-a)); }
 template <typename T> static inline T toy_sign(T a) { return T((a > T(0)) - (a < T(0))); }
+#pragma omp declare reduction(toy_max : float, double, int64_t, int32_t, int16_t, int8_t, uint8_t, bool : \
+    omp_out = toy_maximum(omp_out, omp_in)) initializer(omp_priv = omp_orig)
+#pragma omp declare reduction(toy_min : float, double, int64_t, int32_t, int16_t, int8_t, uint8_t, bool : \
+    omp_out = toy_minimum(omp_out, omp_in)) initializer(omp_priv = omp_orig)
 """
 
 # How each reduction folds one more value into its accumulator.
@@ -55,9 +60,14 @@ COMBINE = {
     "prod": "{acc} = {acc} * {v};",
     "max": "{acc} = toy_maximum({acc}, {v});",
     "min": "{acc} = toy_minimum({acc}, {v});",
-    "argmax": "if ({v} > {acc} || ({v} != {v} && {acc} == {acc})) {{ {acc} = {v}; {acc}_index = rindex; }}",
-    "argmin": "if ({v} < {acc} || ({v} != {v} && {acc} == {acc})) {{ {acc} = {v}; {acc}_index = rindex; }}",
+    "argmax": "if ({v} > {acc} || ({v} != {v} && {acc} == {acc})) {{ {acc} = {v}; {index} = {r}; }}",
+    "argmin": "if ({v} < {acc} || ({v} != {v} && {acc} == {acc})) {{ {acc} = {v}; {index} = {r}; }}",
 }
+# The OpenMP reduction clause that lets a row loop vectorise; max and min are declared in PRELUDE so that
+# NaN propagates (OpenMP's own max would drop it). argmax/argmin rows stay scalar loops.
+REDUCE_CLAUSE = {"sum": "+", "prod": "*", "max": "toy_max", "min": "toy_min"}
+LIBMVEC = {"sin", "cos", "tan", "exp", "expm1", "log", "log1p", "pow", "tanh", "erf", "sigmoid"}  # see VECTOR_MATH
+XBLOCK = 256  # columns per block of a column reduction: its accumulators stay in L1, its reads are 1 KiB runs
 
 
 class CppIndexPrinter(IndexPrinter):
@@ -87,7 +97,7 @@ VECTOR_MATH = "\n".join([
     'extern "C" {',
     *_simd_declarations(("sin", "cos", "exp", "log", "pow")),
     "#if __GLIBC_PREREQ(2, 35)",
-    *_simd_declarations(("tanh", "erf", "log1p")),
+    *_simd_declarations(("tanh", "erf", "log1p", "tan", "expm1")),
     "#endif",
     "}",
     "#endif",
@@ -127,44 +137,122 @@ class CppRenderer(KernelRenderer):
         params = [f"const {self.type_name(self.dtypes[b])}* {self.ptr[b]}" for b in self.inputs]
         params += [f"{self.type_name(self.dtypes[b])}* {self.ptr[b]}" for b in self.outputs]
         params += [f"int64_t {s}" for s in sizes]
-        return [f'extern "C" void {self.name}({", ".join(params)}) {{']
+        return [f'extern "C" void {self.name}({", ".join(params)}) {{', self.vector_note()]
+
+    def vector_note(self) -> str:
+        """Which vector path each op took: glibc's libmvec, multiplications, or plain vector instructions."""
+        libm = sorted(op for op in self.used_ops if op in LIBMVEC)
+        other = sorted(op for op in self.used_ops if op not in LIBMVEC)
+        reductions = sorted({n.reduction.op for n in self.kernel.nodes if n.reduction})
+        scalar = [op for op in reductions if op in ("argmax", "argmin")]
+        parts = [f"libmvec: {', '.join(libm)}" if libm else "", f"instructions: {', '.join(other)}" if other else "",
+                 f"simd reductions: {', '.join(op for op in reductions if op not in scalar)}" if reductions else "",
+                 f"scalar loops: {', '.join(scalar)}" if scalar else "",
+                 "column order: r outside, a block of x inside" if self.column else ""]
+        return "    // vector paths: " + "; ".join(p for p in parts if p)
 
     def footer(self):
         return ["}"]
 
+    # -- loops ----------------------------------------------------------------------
+    def setup(self):
+        self.column = reads_columns(self.kernel)
+        self.rows_in_registers = not self.column
+        self.open_loops: list[int] = []  # how many loops each *_loop_open opened
+
+    def loops(self, prefix: str, ranges: tuple, pragmas: list[str]) -> list[str]:
+        """One ``for`` per dimension, named like the index variables (``x0``, ``x1``...): no div/mod per element.
+
+        ``pragmas[k]`` goes before loop k (empty: none)."""
+        lines = []
+        for k, (v, size) in enumerate(zip(index_vars(len(ranges), prefix), ranges)):
+            lines += [pragmas[k]] if pragmas[k] else []
+            lines += [f"for (int64_t {v} = 0; {v} < {self.printer(size)}; ++{v}) {{", "@INDENT@"]
+        self.open_loops.append(len(ranges))
+        return lines
+
     def x_loop_open(self):
+        """Pointwise: ``parallel for`` over the outer dims, ``simd`` over the innermost. Reductions: parallel
+        over rows; a column reduction (:func:`reads_columns`) over blocks of XBLOCK columns instead."""
+        xr = self.kernel.xranges or (1,)
+        n = len(xr)
         if self.kernel.kind == "pointwise":
-            pragma = "#pragma omp parallel for simd if(parallel: xnumel > 16384)"
-        else:
-            pragma = "#pragma omp parallel for if(xnumel * rnumel > 16384)"
-        return [pragma, "for (int64_t xindex = 0; xindex < xnumel; ++xindex) {", "@INDENT@"]
+            if n == 1:
+                return self.loops("x", xr, ["#pragma omp parallel for simd if(parallel: xnumel > 16384)"])
+            return self.loops("x", xr, [f"#pragma omp parallel for collapse({n - 1}) if(xnumel > 16384)",
+                                        *[""] * (n - 2), "#pragma omp simd"])
+        parallel = [f"#pragma omp parallel for collapse({n}) if(xnumel * rnumel > 16384)", *[""] * (n - 1)]
+        if not self.column:
+            return self.loops("x", xr, parallel)
+        self.xlast = f"x{n - 1}"
+        lines = self.loops("x", xr[:-1], parallel[:-1]) + parallel[-1:]  # the block loop is collapsed too
+        self.open_loops[-1] += 1
+        size = self.printer(xr[-1])
+        return lines + [f"for (int64_t xb = 0; xb < {size}; xb += {XBLOCK}) {{", "@INDENT@",
+                        f"const int64_t xe = std::min<int64_t>(xb + {XBLOCK}, {size});"]
 
     def x_loop_close(self):
-        return ["@DEDENT@", "}"]
+        return self.close(self.open_loops.pop())
+
+    def close(self, n: int) -> list[str]:
+        return ["@DEDENT@", "}"] * n
+
+    def row_loop_open(self):
+        """Column reductions: the innermost loop, over the block of columns (vectorised)."""
+        if not self.column:
+            return []
+        self.push()
+        self.open_loops.append(1)
+        return ["#pragma omp simd", f"for (int64_t {self.xlast} = xb; {self.xlast} < xe; ++{self.xlast}) {{",
+                "@INDENT@"]
 
     def r_loop_open(self, purpose):
+        """Row reductions: one loop per reduced dimension, the innermost a ``simd`` reduction into the
+        accumulator. Column reductions: the same loops, then the loop over the block of columns."""
         self.push()
-        pragma = {"store": ["#pragma omp simd"], "sum": [f"#pragma omp simd reduction(+:{self._acc})"]}.get(purpose, [])
-        return pragma + ["for (int64_t rindex = 0; rindex < rnumel; ++rindex) {", "@INDENT@", "@RVARS@"]
+        rr = self.kernel.rranges or (1,)
+        clause = REDUCE_CLAUSE.get(purpose)
+        inner = "" if self.column or purpose in ("argmax", "argmin") else \
+            "#pragma omp simd" + (f" reduction({clause}:{self._acc})" if clause else "")
+        lines = self.loops("r", rr, [""] * (len(rr) - 1) + [inner])
+        if self.column:
+            count = self.open_loops.pop()
+            lines += self.row_loop_open()
+            self.pop()
+            self.open_loops[-1] += count
+        return lines
 
     def r_loop_close(self):
         self.pop()
-        return ["@DEDENT@", "}"]
+        return self.close(self.open_loops.pop())
+
+    def row_loop_close(self):
+        return self.r_loop_close() if self.column else []
+
+    def var_defs(self, prefix, ranges, flat, text):
+        return []  # the index variables are the loop variables
 
     def reduction(self, n, mapping):
-        """``acc = init; for (r) acc = combine(acc, body)``; the row's value is the accumulator."""
+        """``acc = init; for (r) acc = combine(acc, body)``; the row's value is the accumulator
+        (in a column reduction, one accumulator per column of the block: ``acc0[x1 - xb]``)."""
         op = n.reduction.op
         dtype = self.expr_dtype(n.body)
         acc = self._acc = self.fresh("acc")
-        t = self.type_name(dtype)
-        self.emit(f"{t} {acc} = {self.init(op, dtype)};")
+        t, init = self.type_name(dtype), self.init(op, dtype)
+        where = f"[{self.xlast} - xb]" if self.column else ""
+        if self.column:
+            self.emit(f"{t} {acc}[{XBLOCK}];", f"std::fill_n({acc}, {XBLOCK}, {init});")
+        else:
+            self.emit(f"{t} {acc} = {init};")
         if op in ("argmax", "argmin"):
-            self.emit(f"int64_t {acc}_index = 0;")
+            self.emit(f"int64_t {acc}_index{f'[{XBLOCK}] = {{}}' if self.column else ' = 0'};")
         self.emit(*self.r_loop_open(op))
         value = self.expr(n.body, mapping, n)
-        self.emit(COMBINE[op].format(acc=acc, v=value))
+        rr = self.kernel.rranges or (1,)
+        flat = self.printer(linear_index(index_vars(len(rr), "r"), contiguous_strides(rr)))
+        self.emit(COMBINE[op].format(acc=acc + where, index=f"{acc}_index{where}", v=value, r=flat))
         self.emit(*self.r_loop_close())
-        return f"{acc}_index" if op in ("argmax", "argmin") else acc
+        return f"{acc}_index{where}" if op in ("argmax", "argmin") else acc + where
 
     def init(self, op: str, dtype: torch.dtype) -> str:
         value = IDENTITY[op]
