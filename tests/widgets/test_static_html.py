@@ -26,7 +26,7 @@ def test_fx_picture_colours_nodes_by_kernel_and_says_why_on_hover(frame):
     html = stage_view(frame).stage_html("fx")
     node = re.search(r'<g id="fx(?:&#45;|-)sin" class="node[^"]*">.*?</g>\s*</g>', html, re.S).group(0)
     assert "computed in kernel0" in node  # tooltip
-    assert 'fill="#8dd3c7"' in node  # the first kernel's colour
+    assert f'fill="{_render.PALETTE[0]}"' in node  # the first kernel's colour
     fusion = stage_view(frame).stage_html("fusion")
     assert "fused buf0 with buf1" in fusion
 
