@@ -79,7 +79,8 @@ def compile_frame(fn: types.FunctionType, args: tuple, kwargs: dict, backend: Ca
     source = clock("source", read_source, fn)
     code_art = clock("bytecode", bytecode.disassemble, fn.__code__)
     traced = clock("translate", translator.translate, fn, args, kwargs, source, config, shapes, label)
-    guards_art = clock("guards", guards.guards_artifact, traced.guards, guards.signature_params(fn.__code__))
+    guards_art = clock("guards", guards.guards_artifact, traced.guards, guards.signature_params(fn.__code__),
+                       traced.tensor_check)
     graph = graph_artifact(traced.graph_module, f"{fn.__code__.co_qualname} graph") if traced.ops else None
     run, compiled, backend_art, transformed_art, resumes = fn, None, None, None, ()
     if traced.plan is not None:  # else: a break the frame can't be split at, and the whole frame runs eagerly

@@ -81,7 +81,9 @@ def _wrap(tx: Tx, value: Any, source: str | None, identity: bool) -> Variable:
     if source is not None and identity and not isinstance(value, types.ModuleType):
         tx.guards.identity(source, value, line, register_object(tx, value))
         if isinstance(value, torch.nn.Module):
-            tx.guards.constant(f"{source}.training", value.training, line)
+            training = f"{source}.training"  # ``is True``: one guard for the value and its type
+            tx.guards.add(f"{training} is {value.training}", "CONSTANT_MATCH", f"{training} was read as a constant",
+                          line, training, repr(value.training))
     return ObjectVariable(value, source)
 
 

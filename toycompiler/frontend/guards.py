@@ -7,13 +7,25 @@ arguments. The expressions are joined into one generated function with the
 *same signature as the user's function*, so CPython binds the arguments for
 free and the check costs one call.
 
+A model brings hundreds of tensors (every parameter is a graph input), each
+with six TENSOR_MATCH guards. Evaluated as Python, they would cost more than
+the model: so the check function hands every tensor of static size to one C++
+call, ``___check_tensors(x, ...)`` (torch's ``TensorGuards``, what TorchDynamo's
+generated ``___check`` used before its guard manager). It checks what the
+guards listed for each tensor say (type, dtype, device, sizes, strides,
+requires_grad; the exact type and dispatch keys too), and the list still says
+it guard by guard: :func:`first_failure` reads the list to explain a miss.
+The paths themselves are cheap: ``self._modules['0']._parameters['weight']``,
+dict lookups (see ``variables.attribute_source``).
+
 This is the one place the frontend compiles generated *source* (``exec``): a
 guard is an expression a reader can check by eye, and the check function is
 that expression joined with ``and``. The code that replaces the user's
 function is never generated as source: :mod:`.resume` assembles bytecode.
 
 Mirrors: torch/_dynamo/guards.py (GuardBuilder, the generated ``___check``
-function). Leaves out: the C++ guard manager tree and weakref-based ID guards.
+function). Leaves out: the C++ guard manager tree (only tensors are checked in C++),
+dict-version tags, and weakref-based ID guards.
 """
 
 from __future__ import annotations
@@ -25,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from torch._C._dynamo.guards import TensorGuards
 
 from ..artifacts import Guard, GuardFailure, GuardsArtifact
 
@@ -38,6 +51,8 @@ class GuardBuilder:
 
     guards: list[Guard] = field(default_factory=list)
     seen: set[str] = field(default_factory=set)
+    checked: dict[str, torch.Tensor] = field(default_factory=dict)  # static tensors: source -> value
+    covered: set[str] = field(default_factory=set)  # the guards ``___check_tensors`` stands for
 
     def add(self, expr: str, kind: str, reason: str, line: int | None = None,
             actual: str | None = None, expected: str | None = None) -> bool:
@@ -63,10 +78,15 @@ class GuardBuilder:
                     self.add(f"{source}.shape[{d}] == {size}", "TENSOR_MATCH", why, line,
                              f"{source}.shape[{d}]", str(size))
         else:
+            self.checked[source] = t
+            self.covered.update((f"isinstance({source}, Tensor)", f"{source}.dtype == {t.dtype}",
+                                 device_guard(source, t.device)))
             shape = tuple(int(s) for s in t.shape)
             self.add(f"{source}.shape == {shape}", "TENSOR_MATCH", why, line, f"tuple({source}.shape)", str(shape))
             stride = tuple(int(s) for s in t.stride())
             self.add(f"{source}.stride() == {stride}", "TENSOR_MATCH", why, line, f"{source}.stride()", str(stride))
+            self.covered.update((f"{source}.shape == {shape}", f"{source}.stride() == {stride}",
+                                 f"{source}.requires_grad" if t.requires_grad else f"not {source}.requires_grad"))
         rg = bool(t.requires_grad)
         self.add(f"{source}.requires_grad" if rg else f"not {source}.requires_grad", "TENSOR_MATCH", why, line,
                  f"{source}.requires_grad", str(rg))
@@ -100,11 +120,26 @@ class GuardBuilder:
         self.add(f"{source} is {name}", "ID_MATCH", f"{source} was called or read as an object", line,
                  source, name)
 
+    def tensor_check(self, objects: dict[str, Any]) -> TensorCheck:
+        """The static tensors' guards as one C++ check, registered as ``___check_tensors``."""
+        if self.checked:
+            objects["___check_tensors"] = TensorGuards(*self.checked.values(), dynamic_dims_sizes=None,
+                                                       dynamic_dims_strides=None).check
+        return TensorCheck(tuple(self.checked), frozenset(self.covered))
+
     def shapes(self, policy: Any) -> None:
         """SHAPE_ENV: what the trace assumed about symbolic sizes (see shapes.py)."""
         for expr, reason, actual, expected in policy.guards():
             self.add(expr, "SHAPE_ENV", reason, None, actual, expected)
 
+
+
+@dataclass(frozen=True)
+class TensorCheck:
+    """Which tensors ``___check_tensors`` checks, and which guards of the list it stands for."""
+
+    sources: tuple[str, ...] = ()
+    covers: frozenset[str] = frozenset()
 
 
 def device_guard(source: str, device: torch.device) -> str:
@@ -135,9 +170,16 @@ def signature_params(code: types.CodeType) -> str:
     return ", ".join(parts)
 
 
-def guards_artifact(guards: tuple[Guard, ...], params: str) -> GuardsArtifact:
-    """The guards and the source of the check function: ``def check(<params>): return (g1 and g2 ...)``."""
-    body = "\n        and ".join(g.expr for g in guards) or "True"
+def guards_artifact(guards: tuple[Guard, ...], params: str, tensors: TensorCheck = TensorCheck()) -> GuardsArtifact:
+    """The guards and the source of the check function: ``def check(<params>): return (g1 and g2 ...)``.
+
+    The tensor check comes last: the guards before it (``self._modules['0'] is ___obj_1``) make sure
+    the paths it reads lead somewhere.
+    """
+    exprs = [g.expr for g in guards if g.expr not in tensors.covers]
+    if tensors.sources:
+        exprs.append(f"___check_tensors({', '.join(tensors.sources)})")
+    body = "\n        and ".join(exprs) or "True"
     return GuardsArtifact(guards, f"def check({params}):\n    return (\n        {body}\n    )\n")
 
 

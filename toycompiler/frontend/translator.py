@@ -48,7 +48,7 @@ from ..config import Config
 from . import builder, calls
 from . import bytecode as bc
 from .containers import DictVariable, IteratorVariable, ListVariable, SetVariable, TupleVariable, wrap_constant_result
-from .guards import GuardBuilder
+from .guards import GuardBuilder, TensorCheck
 from .output_graph import OutputGraph
 from .reconstruct import CannotResume, TransformPlan, plan_break, plan_return
 from .shapes import ShapePolicy
@@ -109,6 +109,7 @@ class Translation:
     ops: int  # call nodes recorded
     plan: TransformPlan | None  # what the transformed code rebuilds; None: the whole frame runs eagerly
     shapes: ShapePolicy  # symbolic sizes and their guards
+    tensor_check: TensorCheck  # the tensors the check function checks in one C++ call
 
 
 @dataclass(frozen=True)
@@ -238,7 +239,8 @@ class InstructionTranslator:
                              inst.opname, self.broke.kind, self.label, resumes_at, no_resume)
         artifact = TranslationArtifact(self.code.co_qualname, tuple(self.steps), brk)
         return Translation(gm, tuple(self.output.example_inputs), tuple(self.output.input_sources),
-                           tuple(self.guards.guards), self.guard_objects, artifact, ops, plan, self.output.shapes)
+                           tuple(self.guards.guards), self.guard_objects, artifact, ops, plan, self.output.shapes,
+                           self.guards.tensor_check(self.guard_objects))
 
     def guard_no_aliasing(self) -> None:
         """The tensor inputs (and the caller's lists and dicts) were distinct objects: ``a is b``,

@@ -171,14 +171,17 @@ class ObjectVariable(Variable):
                                                                                              types.FunctionType):
             # ``self.helper``: inline the function with this object as ``self``
             return BoundMethodVariable(ObjectVariable(attr.__func__), self)
-        source = f"{self.source}.{name}" if self.source else None
+        source = attribute_source(self.value, self.source, name) if self.source else None
         return tx.wrap(attr, source, identity=not isinstance(self.value, types.ModuleType))
 
     def call(self, tx, args, kwargs):
         return tx.call_python(self.value, args, kwargs, self.source)
 
     def unpack(self, tx):
-        if isinstance(self.value, torch.nn.Sequential | torch.nn.ModuleList | torch.nn.ParameterList):
+        if isinstance(self.value, torch.nn.Sequential | torch.nn.ModuleList):  # ``for layer in self.layers``
+            return [tx.wrap(m, f"{self.source}._modules[{k!r}]" if self.source else None)
+                    for k, m in self.value._modules.items()]
+        if isinstance(self.value, torch.nn.ParameterList):
             return [tx.wrap(m, f"{self.source}[{i}]" if self.source else None) for i, m in enumerate(self.value)]
         if isinstance(self.value, torch.nn.ModuleDict | torch.nn.ParameterDict):
             return [ConstantVariable(k) for k in self.value]
@@ -188,11 +191,29 @@ class ObjectVariable(Variable):
         if isinstance(self.value, torch.nn.Module):
             key = index.as_python()
             source = f"{self.source}[{key!r}]" if self.source and not isinstance(key, slice) else None
+            if source and isinstance(self.value, torch.nn.Sequential | torch.nn.ModuleList | torch.nn.ModuleDict):
+                name = list(self.value._modules)[key] if isinstance(key, int) else key  # -1 too
+                source = f"{self.source}._modules[{name!r}]"
             return tx.wrap(self.value[key], source)
         return super().getitem(tx, index)
 
     def truth(self) -> bool:
         return bool(self.value)
+
+
+def attribute_source(obj: Any, source: str, name: str) -> str:
+    """How compiled code reads ``obj.name`` again, cheaply.
+
+    A module's submodules, parameters and buffers are not in its ``__dict__``: ``net.fc`` runs
+    ``Module.__getattr__`` (a Python call), and ``seq[3]`` runs ``Sequential.__getitem__``, which walks
+    the list. Guards and the transformed code run on every call, so they read the dict the value
+    lives in, as TorchDynamo's sources do: ``net._modules['fc']``, ``fc._parameters['weight']``.
+    """
+    if isinstance(obj, torch.nn.Module) and name not in vars(obj) and not hasattr(type(obj), name):
+        for table in ("_parameters", "_buffers", "_modules"):  # Module.__getattr__'s order
+            if name in vars(obj)[table]:
+                return f"{source}.{table}[{name!r}]"
+    return f"{source}.{name}"
 
 
 @dataclass(eq=False)
