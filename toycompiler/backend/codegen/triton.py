@@ -11,8 +11,8 @@ What a pointwise kernel looks like::
         ...
         tl.store(out_ptr0 + (xindex), tmp5, xmask)
 
-A reduction kernel works on a ``[XBLOCK, RBLOCK]`` tile: one program per row
-(XBLOCK = 1). When the whole row fits in one block (rnumel <= config.max_block)
+A reduction kernel works on a ``[XBLOCK, RBLOCK]`` tile of XBLOCK rows
+(see :meth:`TritonRenderer.setup` for how the tile is chosen). When the whole row fits in one block (rnumel <= config.max_block)
 it is *persistent*: the row is loaded once and ``tl.sum(tile, 1)`` reduces it.
 Longer rows are *looped*: ``for roffset in range(0, rnumel, RBLOCK)`` folds
 each block into an accumulator tile, reduced at the end. float16/bfloat16 are
@@ -20,8 +20,8 @@ computed in float32, as Inductor does.
 
 Mirrors: torch/_inductor/codegen/triton.py (TritonKernel, TritonOverrides,
 persistent_reduction) and torch/_inductor/runtime/triton_heuristics.py.
-Leaves out: 2-D tiling of pointwise kernels, split reductions, and
-autotuning a reduction's RBLOCK.
+Leaves out: 2-D tiling of pointwise kernels, split reductions (one long
+reduction over several programs), and autotuning a reduction's RBLOCK.
 """
 
 from __future__ import annotations
@@ -33,17 +33,19 @@ import sympy
 import torch
 
 from ..lowering_reductions import IDENTITY
-from .common import HALF, IndexPrinter, KernelRenderer
+from .common import HALF, IndexPrinter, KernelRenderer, reads_columns
 
 TL_TYPES = {
     torch.float32: "tl.float32", torch.float64: "tl.float64", torch.float16: "tl.float16",
     torch.bfloat16: "tl.bfloat16", torch.int64: "tl.int64", torch.int32: "tl.int32", torch.int16: "tl.int16",
     torch.int8: "tl.int8", torch.uint8: "tl.uint8", torch.bool: "tl.int1",
 }
-REDUCE = {"sum": "tl.sum({0}, 1)", "max": "tl.max({0}, 1)", "min": "tl.min({0}, 1)",
+# max/min through combine functions that propagate NaN as torch does (tl.max drops it)
+REDUCE = {"sum": "tl.sum({0}, 1)", "max": "tl.reduce({0}, 1, max_combine)", "min": "tl.reduce({0}, 1, min_combine)",
           "prod": "tl.reduce({0}, 1, prod_combine)",
           "argmax": "tl.argmax({0}, 1).to(tl.int64)", "argmin": "tl.argmin({0}, 1).to(tl.int64)"}
-COMBINE = {"sum": "{acc} + {v}", "prod": "{acc} * {v}", "max": "tl.maximum({acc}, {v})", "min": "tl.minimum({acc}, {v})"}
+COMBINE = {"sum": "{acc} + {v}", "prod": "{acc} * {v}", "max": "max_combine({acc}, {v})",
+           "min": "min_combine({acc}, {v})"}
 
 
 def next_power_of_2(n: int) -> int:
@@ -89,22 +91,36 @@ class TritonRenderer(KernelRenderer):
 
     # -- block sizes ---------------------------------------------------------------
     def setup(self):
+        """The reduction tile ``[XBLOCK, RBLOCK]``, chosen from the strides and the sizes.
+
+        A row reduction (reads contiguous along r) takes whole rows, one row per program when rows are
+        long, several short rows per program otherwise. A column reduction (``x.sum(0)``: contiguous
+        along x, see :func:`reads_columns`) takes 64 columns per program, so each load reads 64
+        neighbouring elements of a row (coalesced) and the tile is reduced across its rows.
+        """
+        self.column = reads_columns(self.kernel)
+        rows = next_power_of_2(max(int(self.rnumel), 1)) if self.rnumel.is_Integer else None
+        x = pointwise_block(self.xnumel) // 16  # 1 .. 64, fewer for small xnumel
         self.persistent = self.kernel.kind == "pointwise" or (
-            self.rnumel.is_Integer and next_power_of_2(max(int(self.rnumel), 1)) <= self.config.max_block)
+            rows is not None and rows * (x if self.column else 1) <= self.config.max_block)
+        if self.kernel.kind == "pointwise":
+            self.blocks = (("XBLOCK", pointwise_block(self.xnumel)),)
+        elif self.column:
+            self.blocks = (("XBLOCK", x), ("RBLOCK", rows if self.persistent else self.config.max_block // 64))
+        elif self.persistent:
+            self.blocks = (("XBLOCK", max(1, min(x, 1024 // rows))), ("RBLOCK", rows))
+        else:
+            self.blocks = (("XBLOCK", 1), ("RBLOCK", min(next_power_of_2(self.config.max_block), 1024)))
 
     def meta(self):
-        if self.kernel.kind == "pointwise":
-            return (("XBLOCK", pointwise_block(self.xnumel)),)
-        if self.persistent:
-            return (("XBLOCK", 1), ("RBLOCK", next_power_of_2(max(int(self.rnumel), 1))))
-        return (("XBLOCK", 1), ("RBLOCK", min(next_power_of_2(self.config.max_block), 1024)))
+        return self.blocks
 
     # -- structure -----------------------------------------------------------------
     def header(self):
         return [
             "import triton",
             "import triton.language as tl",
-            "from toycompiler.backend.codegen.triton_libdevice import libdevice, prod_combine",
+            "from toycompiler.backend.codegen.triton_libdevice import libdevice, max_combine, min_combine, prod_combine",
             "",
             "",
             "@triton.jit",

@@ -3,7 +3,8 @@
 On a GPU this is Triton's own ``libdevice`` (CUDA's math library). Triton's
 CPU interpreter does not implement libdevice, so there the few functions our
 kernels use are written with ``tl`` operations, carefully enough to match
-torch in float32. ``prod_combine`` is the combine function ``tl.reduce`` uses for products.
+torch in float32. ``prod_combine``, ``max_combine`` and ``min_combine`` are the combine functions of ``tl.reduce``
+(max and min propagate NaN, as torch does).
 """
 
 from __future__ import annotations
@@ -18,6 +19,16 @@ import triton.language as tl
 @triton.jit
 def prod_combine(a, b):
     return a * b
+
+
+@triton.jit
+def max_combine(a, b):
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+
+
+@triton.jit
+def min_combine(a, b):
+    return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
 
 
 if os.environ.get("TRITON_INTERPRET", "0") != "1":
@@ -56,7 +67,8 @@ else:
 
     @triton.jit
     def pow(x, y):
-        # x ** y for x >= 0, and for x < 0 with integer y (as torch.pow does)
+        # x ** y for x >= 0, and for x < 0 with integer y (as torch.pow does); y may be a constant
+        y = y + tl.zeros_like(x)
         mag = tl.exp(y * tl.log(tl.abs(x)))
         y_int = y == tl.floor(y)
         odd = y_int & ((tl.abs(y) % 2.0) == 1.0)
