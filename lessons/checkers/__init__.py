@@ -776,3 +776,23 @@ def check_lesson12_training_backend(backend: Any, graphs_seen: Any) -> Verdict:
         return _wrong(f"the node counts should be positive ints; got {counts}.")
     return _ok(f"one forward graph ({counts['forward']} ops) and one backward graph ({counts['backward']} ops), "
                "and the gradient matches eager.")
+
+
+# -- build-it exercises (lessons 4, 5, 7, 8, 9, 10): the learner writes a piece of the compiler ----------
+
+from .build import (  # noqa: E402  (they use the verdict helpers above)
+    BUILD_CHECKERS,
+    HINTS,
+    Candidate,
+    KernelSoFar,
+    check_lesson04_calls,
+    check_lesson04_jumps,
+    check_lesson05_guard_builder,
+    check_lesson07_cse,
+    check_lesson08_where,
+    check_lesson09_can_fuse,
+    check_lesson10_copy,
+    check_lesson10_matmul,
+    check_lesson10_softmax,
+    hint,
+)
