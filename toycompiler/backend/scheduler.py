@@ -46,6 +46,7 @@ class Kernel:
     stores: list[str] = field(default_factory=list)  # buffers written to memory
     xranges: tuple = ()  # one program / outer iteration per element of these (1s squeezed out)
     rranges: tuple = ()  # the reduced range, empty for a pointwise kernel
+    walk: dict[str, int] = field(default_factory=dict)  # buffer -> nodes codegen walks to write its value
 
     @property
     def kind(self) -> str:
@@ -132,6 +133,9 @@ def can_fuse(kernel: Kernel, node: Node, config: Config) -> tuple[bool, str]:
         return False, "they share no data, and sibling fusion is off (config.sibling_fusion=False)"
     if kernel.kind == "reduction" and not node.reduction and not config.epilogue_fusion:
         return False, "pointwise work after a reduction stays separate (config.epilogue_fusion=False)"
+    if inline_walk(kernel, node) > MAX_INLINE_WALK:
+        return False, (f"{node.name} would inline a chain of {inline_walk(kernel, node)} ops into one expression "
+                       f"(more than {MAX_INLINE_WALK}): it starts a new kernel, its input stored")
     probe = Kernel(kernel.nodes + [node], xranges=xr, rranges=rr)
     mine = node_vars(node, probe)
     producers = {n.name: n for n in kernel.nodes}
@@ -142,6 +146,17 @@ def can_fuse(kernel: Kernel, node: Node, config: Config) -> tuple[bool, str]:
             if sympy.expand(ld.index.xreplace(mine) - stored) != 0:
                 return False, f"{node.name} reads {ld.buf} at a different index ({ld.index}), so it would need other elements"
     return True, _why_fused(kernel, node, where, sorted(producers.keys() & node.reads))
+
+
+# Codegen writes a fused value by walking the expressions it inlines, recursively and once per use (a
+# diamond is walked twice). Past this many ops a buffer is stored and a new kernel begins: cost stays linear
+# in the graph and the recursion bounded. Inductor realizes a buffer past ``realize_opcount_threshold``.
+MAX_INLINE_WALK = 100
+
+
+def inline_walk(kernel: Kernel, node: Node) -> int:
+    """How many ops codegen walks to write ``node`` inside ``kernel`` (a reduction's value is kept, not re-walked)."""
+    return 1 + sum(kernel.walk.get(ld.buf, 0) for ld in loads(node.body))
 
 
 def _why_fused(kernel: Kernel, node: Node, where: str, producers: list[str]) -> str:
@@ -177,6 +192,8 @@ def schedule(ir: GraphIR, config: Config) -> StageResult[Schedule]:
             if node.reduction and kernel.kind == "pointwise":
                 kernel.xranges, kernel.rranges = squeeze(node.layout.size), squeeze(node.reduction.ranges)
             kernel.nodes.append(node)
+        if isinstance(node, ComputedBuffer):
+            kernels[chosen].walk[node.name] = 1 if node.reduction else inline_walk(kernels[chosen], node)
         home[node.name] = chosen
         if getattr(node, "store_into", None):  # later readers of that input must run after this write
             home[node.store_into] = chosen
