@@ -43,6 +43,15 @@ def median_seconds(fn: Callable[[], object], device: str, budget: float = 0.3, b
     return statistics.median(times)
 
 
+def gpu_seconds(fn: Callable[[], object]) -> float:
+    """GPU time of one call: ``triton.testing.do_bench`` (CUDA events, the L2 cache flushed before each
+    call), median. Unlike :func:`median_seconds` it leaves out the host's time per call, which a GPU can
+    hide when calls are queued back to back."""
+    from triton.testing import do_bench
+
+    return do_bench(fn, warmup=25, rep=200, return_mode="median") * 1e-3
+
+
 def copy_bandwidth(device: str, quick: bool) -> float:
     """Bytes per second of a large tensor copy (read + write), the machine's practical ceiling."""
     numel = (1 << 26 if device == "cuda" else 1 << 24) >> (2 if quick else 0)

@@ -38,6 +38,22 @@ def gelu_tanh(x):
     return 0.5 * x * (1.0 + torch.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
 
 
+def gelu_builtin(x):
+    """The same function through the built-in op: eager runs it as one kernel (the honest eager baseline)."""
+    return F.gelu(x, approximate="tanh")
+
+
+def gelu_cube(x):
+    """tanh-GELU as a learner writes it, with ``x ** 3``."""
+    return 0.5 * x * (1.0 + torch.tanh(0.7978845608028654 * (x + 0.044715 * x**3)))
+
+
+def transcendental_chain(x, y):
+    """sigmoid, abs, pow (constant and tensor exponents), erf, where: one of each vector path."""
+    a = torch.sigmoid(x * y) - torch.abs(y) ** 1.5
+    return torch.where(a > 0, torch.erf(a) * x**3, torch.rsqrt(torch.abs(a) + 1.0) ** y)
+
+
 def chain8(x, y):
     a = x * y
     b = a + 1.5
@@ -69,6 +85,29 @@ def layer_norm(x, w, b):
 
 def row_sum(x):
     return x.sum(dim=-1)
+
+
+def softmax_manual(x):
+    """softmax written with amax/exp/sum (the built-in is ``softmax``)."""
+    e = torch.exp(x - x.amax(-1, keepdim=True))
+    return e / e.sum(-1, keepdim=True)
+
+
+def col_sum(x):
+    """A reduction along the non-contiguous axis: a column sum."""
+    return x.sum(dim=0)
+
+
+def mean_023(x):
+    """Several reduced axes: the per-channel mean of an NCHW activation."""
+    return x.mean((0, 2, 3))
+
+
+def batch_norm_stats(x):
+    """Batch-norm statistics then normalise: mean and variance over N, H, W of NCHW."""
+    mean = x.mean((0, 2, 3), keepdim=True)
+    var = x.var((0, 2, 3), keepdim=True, unbiased=False)
+    return (x - mean) * torch.rsqrt(var + 1e-5)
 
 
 # -- models -------------------------------------------------------------------------------
@@ -104,6 +143,10 @@ def transformer_block(x, ln1_w, ln1_b, w_qkv, w_out, ln2_w, ln2_b, w_up, w_down)
     return x + F.gelu(F.layer_norm(x, (dim,), ln2_w, ln2_b) @ w_up, approximate="tanh") @ w_down
 
 
+def block_loss(*inputs):
+    return transformer_block(*inputs).square().mean()
+
+
 # -- inputs -------------------------------------------------------------------------------
 
 
@@ -136,6 +179,28 @@ def _layer_norm_inputs(device: str, quick: bool) -> tuple:
             torch.randn(cols, device=device))
 
 
+def _odd_matrix(device: str, quick: bool) -> tuple:
+    """Sizes that are not powers of two (odd tails everywhere)."""
+    rows, cols = _rows(device, quick)
+    return (torch.randn(rows - 3, cols + 13, device=device),)
+
+
+def _nchw(device: str, quick: bool) -> tuple:
+    shape = (32, 64, 56, 56) if device == "cuda" and not quick else (8, 48, 29, 29) if quick else (16, 64, 29, 29)
+    return (torch.randn(*shape, device=device),)
+
+
+def _half(make: Callable, dtype: torch.dtype) -> Callable[[str, bool], tuple]:
+    return lambda device, quick: tuple(t.to(dtype) for t in make(device, quick))
+
+
+def _odd_vectors(n: int) -> Callable[[str, bool], tuple]:
+    def make(device: str, quick: bool) -> tuple:
+        size = _numel(device, quick) + 37
+        return tuple(torch.randn(size, device=device) for _ in range(n))
+    return make
+
+
 def _mlp_inputs(requires_grad: bool) -> Callable[[str, bool], tuple]:
     def make(device: str, quick: bool) -> tuple:
         batch, dim, hidden = (256, 512, 1024) if quick or device == "cpu" else (4096, 1024, 4096)
@@ -154,24 +219,47 @@ def _block_inputs(device: str, quick: bool) -> tuple:
             torch.zeros(dim, device=device), w(dim, 4 * dim), w(4 * dim, dim))
 
 
+def _block_inputs_grad(device: str, quick: bool) -> tuple:
+    x, *params = _block_inputs(device, quick)
+    return (x, *(p.requires_grad_(True) for p in params))
+
+
 WORKLOADS = [
     Workload("sin_cos", sin_cos, _vectors(2), True, describe="sin(x) + cos(y)"),
-    Workload("gelu_tanh", gelu_tanh, _vectors(1), True, describe="tanh-approximated GELU"),
+    Workload("gelu_tanh", gelu_builtin, _vectors(1), True, describe="F.gelu(approximate='tanh'), eager: one kernel"),
+    Workload("gelu_tanh_formula", gelu_tanh, _vectors(1), True, describe="tanh-GELU written as 8 ops (x * x * x)"),
+    Workload("gelu_cube", gelu_cube, _odd_vectors(1), True, describe="tanh-GELU written with x ** 3, odd size"),
+    Workload("transcendental", transcendental_chain, _odd_vectors(2), True,
+             describe="sigmoid/abs/pow/erf/rsqrt/where chain"),
     Workload("chain8", chain8, _vectors(2), True, describe="8 pointwise ops"),
-    Workload("softmax", softmax, _matrix, True, describe="softmax over rows"),
-    Workload("layer_norm", layer_norm, _layer_norm_inputs, True, describe="layer_norm over rows"),
+    Workload("softmax", softmax, _matrix, True, describe="F.softmax over rows"),
+    Workload("softmax_manual", softmax_manual, _odd_matrix, True, describe="softmax with amax/exp/sum, odd sizes"),
+    Workload("layer_norm", layer_norm, _layer_norm_inputs, True, describe="F.layer_norm over rows"),
     Workload("row_sum", row_sum, _matrix, True, describe="sum over rows"),
+    Workload("col_sum", col_sum, _odd_matrix, True, describe="sum over dim 0 (non-contiguous axis), odd sizes"),
+    Workload("mean_023", mean_023, _nchw, True, describe="mean over N, H, W of NCHW"),
+    Workload("batch_norm_stats", batch_norm_stats, _nchw, True, describe="batch-norm mean/var then normalise"),
     Workload("mlp", mlp, _mlp_inputs(False), False, describe="2-layer MLP (ReLU)"),
     Workload("transformer_block", transformer_block, _block_inputs, False, describe="pre-norm attention + MLP"),
     Workload("mlp_train_step", mlp_loss, _mlp_inputs(True), False, training=True,
              describe="MLP forward + backward"),
+    Workload("block_train_step", block_loss, _block_inputs_grad, False, training=True,
+             describe="GPT-2-style block forward + backward"),
+]
+# half precision: GPU only (the C++ backend computes float32/float64 and integers)
+GPU_WORKLOADS = [
+    Workload("gelu_cube_bf16", gelu_cube, _half(_odd_vectors(1), torch.bfloat16), True, describe="x ** 3 GELU, bf16"),
+    Workload("softmax_fp16", softmax, _half(_matrix, torch.float16), True, describe="softmax over rows, fp16"),
+    Workload("layer_norm_bf16", layer_norm, _half(_layer_norm_inputs, torch.bfloat16), True,
+             describe="layer_norm over rows, bf16"),
+    Workload("col_sum_fp16", col_sum, _half(_odd_matrix, torch.float16), True, describe="column sum, fp16"),
 ]
 
 COMPILE_WORKLOAD = Workload("ten_ops", ten_ops, _vectors(2), True, describe="10 pointwise ops")
 
 
 def by_name(name: str) -> Workload:
-    for w in (*WORKLOADS, COMPILE_WORKLOAD):
+    for w in (*WORKLOADS, *GPU_WORKLOADS, COMPILE_WORKLOAD):
         if w.name == name:
             return w
     raise KeyError(name)
