@@ -85,7 +85,8 @@ def compile_frame(fn: types.FunctionType, args: tuple, kwargs: dict, backend: Ca
     run, compiled, backend_art, transformed_art, resumes = fn, None, None, None, ()
     if traced.plan is not None:  # else: a break the frame can't be split at, and the whole frame runs eagerly
         if traced.ops:  # an empty graph is not compiled (nor counted), as in TorchDynamo
-            compiled, backend_art = clock("backend", call_backend, backend, backend_name, traced, source, graph)
+            compiled, backend_art = clock("backend", call_backend, backend, backend_name, traced, source, graph,
+                                            config)
         run, transformed_art, resumes = clock("resume", resume.build_transformed, fn, traced.plan,
                                               traced.input_sources, traced.guard_objects, compiled,
                                               wrap_resume or (lambda f: f))
@@ -104,7 +105,7 @@ def _input_shapes(traced: Translation) -> dict[str, tuple]:
 
 
 def call_backend(backend: Callable, name: str, traced: Translation, source: A.SourceArtifact,
-                 graph: A.GraphArtifact) -> tuple[Callable, A.BackendArtifacts]:
+                 graph: A.GraphArtifact, config: Config = default_config) -> tuple[Callable, A.BackendArtifacts]:
     """Hand the graph to the backend; if it fails, run the graph eagerly and say why."""
     gm, example_inputs = traced.graph_module, list(traced.example_inputs)
     symbolic = traced.shapes.symbolic_inputs()
@@ -113,7 +114,7 @@ def call_backend(backend: Callable, name: str, traced: Translation, source: A.So
                   "running this graph eagerly, which works for any size")
         return _eager_graph(gm), A.BackendArtifacts(name, graph, fallback_reason=reason)
     try:
-        compiled = backend(gm, example_inputs, source=source) if getattr(backend, "toy", False) \
+        compiled = backend(gm, example_inputs, config=config, source=source) if getattr(backend, "toy", False) \
             else backend(gm, example_inputs)
     except Exception as e:  # a backend failure must never be the user's problem
         reason = f"backend {name!r} failed: {type(e).__name__}: {e}"
@@ -183,7 +184,7 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, target: str, c
     try:
         codegen.check_target(target, example_inputs)
         key, bypass = clock("cache lookup", codecache.graph_key, gm, example_inputs, target, config, source)
-        hit = codecache.load_graph(key, config) if key and config.graph_cache else None
+        hit, note = codecache.load_graph(key, config) if key and config.graph_cache else (None, "")
         if hit is not None:
             return runtime_graph(*hit, example_inputs, config, clock, f"hit {key}")
         arts, constants, module = build_graph(gm, example_inputs, target, config, source, clock)
@@ -191,6 +192,7 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, target: str, c
         if key and config.graph_cache:
             stored, why_not = codecache.save_graph(key, arts, constants, config)
             cache = f"miss, stored as {key}" if stored else f"miss, not stored: {why_not}"
+        cache = f"{cache} ({note})" if note else cache
         return runtime_graph(arts, constants, module, example_inputs, config, clock, cache)
     except Exception as e:  # a backend failure must never be the user's problem
         reason = f"{target} backend failed: {type(e).__name__}: {e}"

@@ -20,6 +20,7 @@ import importlib.util
 import os
 import subprocess
 import sys
+import threading
 import types
 from typing import Any
 
@@ -34,9 +35,14 @@ def _hash(*parts: str) -> str:
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:20]
 
 
+def _tmp(path: str) -> str:
+    """A private name to write ``path`` under before renaming it into place (per process and thread)."""
+    return f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+
+
 def _write_once(path: str, text: str) -> None:
     if not os.path.exists(path):
-        tmp = f"{path}.{os.getpid()}.tmp"
+        tmp = _tmp(path)
         with open(tmp, "w") as f:
             f.write(text)
         os.replace(tmp, path)
@@ -53,7 +59,7 @@ def cpp_library(source: str, config: Config) -> tuple[str, bool]:
         return so, True
     cpp = os.path.join(folder, f"{key}.cpp")
     _write_once(cpp, source)
-    tmp = f"{so}.{os.getpid()}.tmp"
+    tmp = _tmp(so)
     cmd = [config.cxx, *flags, cpp, "-o", tmp]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -100,9 +106,8 @@ def python_module_at(path: str) -> types.ModuleType:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
     spec.loader.exec_module(module)
-    return module
+    return sys.modules.setdefault(name, module)  # registered once complete: another thread may import it too
 
 
 # -- the compiled-graph cache ---------------------------------------------------------
@@ -191,36 +196,66 @@ def _graph_path(key: str, config: Config) -> str:
 
 
 def save_graph(key: str, artifacts: Any, constants: list, config: Config) -> tuple[bool, str]:
-    """Store a compiled graph's artifacts (which name its output code and kernels on disk) and constants."""
+    """Store a compiled graph's artifacts (which name its output code and kernels on disk) and constants.
+
+    The entry starts with a checksum of itself and records one of each file it names, so that a
+    truncated or corrupted entry, or a file changed under it, is noticed at load time.
+    """
     import pickle
 
     size = sum(t.numel() * t.element_size() for t in constants)
     if size > _CONSTANT_HASH_LIMIT:
         return False, f"its constant tensors take {size} bytes (more than {_CONSTANT_HASH_LIMIT})"
+    files = {p: _file_digest(p) for p in _files_of(artifacts)}
+    payload = pickle.dumps((artifacts, [t.detach() for t in constants], files))
     path = _graph_path(key, config)
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.{os.getpid()}.tmp"
+    tmp = _tmp(path)
     with open(tmp, "wb") as f:
-        pickle.dump((artifacts, [t.detach() for t in constants]), f)
+        f.write(hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload)
     os.replace(tmp, path)
     return True, ""
 
 
-def load_graph(key: str, config: Config) -> tuple[Any, list, types.ModuleType] | None:
-    """The stored artifacts, constants and loaded output module; None when missing or unusable (compile again)."""
+def load_graph(key: str, config: Config) -> tuple[tuple[Any, list, types.ModuleType] | None, str]:
+    """The stored artifacts, constants and loaded output module, or None (compile again) and a note.
+
+    A missing entry gives no note. A corrupted one (its checksum, or a file it names, does not match)
+    is deleted, with the files that no longer match, so the compile that follows writes them afresh;
+    the note says what was found, for the report.
+    """
     import pickle
 
     path = _graph_path(key, config)
     try:
         with open(path, "rb") as f:
-            artifacts, constants = pickle.load(f)
-        files = [artifacts.output_code.path, *(k.path for k in artifacts.kernels)]
-        if not all(os.path.exists(p) for p in files):
-            return None  # someone cleaned part of the cache
-        # Importing loads the kernels too: a broken entry fails here, and is compiled again, not at the call.
-        return artifacts, constants, output_module(artifacts.output_code.path)
-    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, ValueError, TypeError):
-        return None
+            digest, _, payload = f.read().partition(b"\n")
+    except OSError:
+        return None, ""
+    if hashlib.sha256(payload).hexdigest().encode() != digest:
+        return _discard([path], f"cache entry {key} failed its checksum (truncated or corrupted)")
+    artifacts, constants, files = pickle.loads(payload)
+    changed = [p for p, d in files.items() if not os.path.exists(p) or _file_digest(p) != d]
+    if changed:
+        return _discard([path, *changed], f"cache entry {key}: {', '.join(map(os.path.basename, changed))} "
+                                          "missing or changed since it was stored")
+    return (artifacts, constants, output_module(artifacts.output_code.path)), ""
+
+
+def _files_of(artifacts: Any) -> list[str]:
+    return sorted({artifacts.output_code.path, *(k.path for k in artifacts.kernels)})
+
+
+def _file_digest(path: str) -> str:
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def _discard(paths: list[str], why: str) -> tuple[None, str]:
+    for p in paths:
+        if os.path.exists(p):
+            os.remove(p)
+    return None, f"{why}: discarded and compiled again"
 
 
 def output_module(path: str) -> types.ModuleType:

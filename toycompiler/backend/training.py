@@ -29,6 +29,7 @@ from typing import Any
 import torch
 import torch.fx
 
+from ..passes.decompose import TRACING
 from . import CompiledGraph
 
 CompileFn = Callable[[torch.fx.GraphModule, list], CompiledGraph]  # one graph -> kernels (never raises)
@@ -64,7 +65,7 @@ def compile_training(gm: torch.fx.GraphModule, example_inputs: list, compile_gra
     # Compile the backward now rather than at the first .backward(), so the report shows it.
     eager_backward = {"force_non_lazy_backward_lowering": True} \
         if hasattr(functorch_config, "force_non_lazy_backward_lowering") else {}
-    with functorch_config.patch(**eager_backward):
+    with functorch_config.patch(**eager_backward), TRACING:
         run = aot_autograd(fw_compiler=compiler("forward"), bw_compiler=compiler("backward"))(gm, example_inputs)
     forward = compiled["forward"].artifacts
     backward = compiled["backward"].artifacts if "backward" in compiled else None

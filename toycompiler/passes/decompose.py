@@ -18,6 +18,7 @@ decompositions chosen per device.
 from __future__ import annotations
 
 import math
+import threading
 
 import torch
 import torch.fx
@@ -38,6 +39,11 @@ FROM_TORCH = [aten._softmax, aten._log_softmax, aten.native_layer_norm, aten.gel
 KEEP = [aten.mm.default, aten.addmm.default, aten.bmm.default, aten.convolution.default]
 
 DECOMPOSITIONS: dict = {}
+
+# FX's tracer patches functions process-wide while it traces (torch.fx._symbolic_trace's patcher), so two
+# threads tracing at once undo each other's patches. One trace at a time; reentrant, because AOTAutograd
+# (backend/training.py, which takes this lock too) traces and then compiles each graph it made.
+TRACING = threading.RLock()
 
 
 def register(*ops):
@@ -154,7 +160,7 @@ def decompose(gm: torch.fx.GraphModule, example_inputs: list) -> tuple[torch.fx.
         # Running through an Interpreter lets FX copy each node's provenance onto the ATen nodes it becomes.
         interpret = torch.func.functionalize(torch.fx.Interpreter(gm).run, remove="mutations")
         fake_mode, fakes = fake_inputs(example_inputs, gm)
-        with fake_mode:
+        with fake_mode, TRACING:
             new = make_fx(interpret, decomposition_table=decomposition_table())(*fakes)
     after = [n for n in new.graph.nodes if n.op == "call_function"]
     changes = [f"{len(before)} graph op(s) became {len(after)} ATen op(s)"]
