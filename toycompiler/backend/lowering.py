@@ -12,9 +12,13 @@ what comes out (:class:`~toycompiler.backend.ir.GraphIR`) is plain data.
 
 Mirrors: torch/_inductor/lowering.py (``register_lowering``, ``make_pointwise``)
 and torch/_inductor/graph.py (GraphLowering.run_node).
-Leaves out: layouts other than contiguous (no channels-last), fallback
-kernels for unlowered ops (an unlowered op sends the graph to eager), and
-realizing a buffer when an expression grows too deep.
+Ops with no lowering here either decompose first (:mod:`toycompiler.passes.decompose`,
+torch's tables) or, when the loop IR cannot express them (indexing by loaded
+values, scans, sorting), run torch's own kernel: ``FALLBACKS`` lists them, each
+with its reason, as Inductor's ``make_fallback`` does.
+
+Leaves out: layouts other than contiguous (no channels-last), and fallback
+kernels for ops not listed in ``FALLBACKS`` (such an op sends the graph to eager).
 """
 
 from __future__ import annotations
@@ -185,17 +189,14 @@ POINTWISE_OPS = {
     aten.logical_or: "logical_or", aten.bitwise_and: "bitwise_and",
     aten.bitwise_or: "bitwise_or", aten.sign: "sign",
 }
-COMPARISON_OPS = {aten.gt: "gt", aten.lt: "lt", aten.ge: "ge", aten.le: "le", aten.eq: "eq", aten.ne: "ne"}
+# Computed in the inputs' dtype, whatever the result's (bool).
+COMPARISON_OPS = {aten.gt: "gt", aten.lt: "lt", aten.ge: "ge", aten.le: "le", aten.eq: "eq", aten.ne: "ne",
+                  aten.isnan: "isnan"}
 
 for _packet, _name in POINTWISE_OPS.items():
     register_lowering(_packet)(make_pointwise(_name))
 for _packet, _name in COMPARISON_OPS.items():
     register_lowering(_packet)(make_pointwise(_name, compute_from_inputs=True))
-
-
-@register_lowering(aten.isnan)
-def _isnan(node, x):
-    return pointwise(node, "isnan", [x], compute=x.dtype)
 
 
 @register_lowering(aten.where)
@@ -240,7 +241,7 @@ def _clamp(node, x, min=None, max=None):
     return value
 
 
-@register_lowering(aten.clone, aten.alias_copy, aten.lift_fresh_copy)
+@register_lowering(aten.clone, aten.lift_fresh_copy)
 def _clone(node, x, memory_format=None):
     return pointwise(node, "identity", [x])
 

@@ -8,8 +8,10 @@ strided buffer, the map is affine and the view is again a strided buffer
 
 Mirrors: torch/_inductor/lowering.py (view, permute, expand, slice_, select,
 cat, full, iota) and torch/_inductor/ir.py (View, ReinterpretView).
-Leaves out: ``as_strided`` and ``unfold`` (views that are not an index map
-of one input), and ``cat`` along a dimension of symbolic size.
+Also here: ``constant_pad_nd`` and ``slice_scatter``, a choice per element
+between two loads or a constant, like ``cat``.
+Leaves out: ``as_strided`` of anything but contiguous memory, ``unfold``, and
+``cat`` along a dimension of symbolic size.
 """
 
 from __future__ import annotations
@@ -103,19 +105,6 @@ def permute(node, x, dims) -> TensorValue:
     return view_of(x, tuple(x.size[d] for d in dims), lambda idx: tuple(idx[inverse[i]] for i in range(len(dims))))
 
 
-@register_lowering(aten.transpose, view=True)
-def transpose(node, x, a, b) -> TensorValue:
-    dims = list(range(len(x.size)))
-    a, b = _dim(a, len(dims)), _dim(b, len(dims))
-    dims[a], dims[b] = dims[b], dims[a]
-    return permute(node, x, dims)
-
-
-@register_lowering(aten.t, view=True)
-def t(node, x) -> TensorValue:
-    return permute(node, x, list(reversed(range(len(x.size)))))
-
-
 @register_lowering(aten.expand, view=True)
 def expand(node, x, *_: Any) -> TensorValue:
     """Broadcast to a bigger size: size-1 (and new leading) dims read index 0 (stride 0)."""
@@ -180,7 +169,7 @@ as_strided.needs_graph = True
 register_lowering(aten.as_strided, view=True)(as_strided)
 
 
-@register_lowering(aten.alias, aten.lift_fresh, aten.detach, view=True)
+@register_lowering(aten.alias, aten.lift_fresh, view=True)
 def alias(node, x) -> TensorValue:
     return x
 
@@ -292,14 +281,11 @@ def full(node, size_or_like, fill_value, **_: Any) -> TensorValue:
     return _constant(node, fill_value)
 
 
-@register_lowering(aten.scalar_tensor)
-def scalar_tensor(node, value, **_: Any) -> TensorValue:
-    return _constant(node, value)
+register_lowering(aten.scalar_tensor)(lambda node, value, **_: _constant(node, value))
 
 
-# zeros, ones and their _like/new_ forms (an empty tensor's values are unspecified: zeros will do).
-FILLS = {aten.zeros: 0, aten.empty: 0, aten.new_zeros: 0, aten.new_empty: 0, aten.zeros_like: 0,
-         aten.empty_like: 0, aten.ones: 1, aten.new_ones: 1, aten.ones_like: 1}
+# zeros and ones (an empty tensor's values are unspecified: zeros will do).
+FILLS = {aten.zeros: 0, aten.empty: 0, aten.ones: 1}  # torch's table turns the _like and new_ forms into these
 for _op, _value in FILLS.items():
     register_lowering(_op)(lambda node, *_, _value=_value, **__: _constant(node, _value))
 

@@ -165,7 +165,7 @@ def decompose(gm: torch.fx.GraphModule, example_inputs: list) -> tuple[torch.fx.
     after = [n for n in new.graph.nodes if n.op == "call_function"]
     changes = [f"{len(before)} graph op(s) became {len(after)} ATen op(s)"]
     for n in after:
-        changes.append(f"{n.name} = {_name(n.target)}")
+        changes.append(f"{n.name} = {n.target}")
     return new, changes
 
 
@@ -188,7 +188,3 @@ def _is_symbolic(value: object) -> bool:
     if isinstance(value, torch.SymInt):
         return True
     return isinstance(value, FakeTensor) and any(isinstance(s, torch.SymInt) for s in value.shape)
-
-
-def _name(target: object) -> str:
-    return str(target)
