@@ -50,7 +50,8 @@ OPS = {
     "floordiv_mod": (lambda x: (x * 7 // 2, (x * 7) % 2, x // -0.75, torch.div(x, 0.3, rounding_mode="trunc")),
                      lambda: (odd(5, 7),)),
     "int_floordiv_mod": (lambda a, b: (a // b, a % b, a // 3, a % -3, torch.div(a, b, rounding_mode="trunc")),
-                         lambda: (torch.randint(-20, 20, (5, 7)), torch.randint(1, 6, (5, 7)) * (1 - 2 * idx(2, 5, 7)))),
+                         lambda: (torch.randint(-20, 20, (5, 7)),
+                                  torch.randint(1, 6, (5, 7)) * (1 - 2 * idx(2, 5, 7)))),
     "add_alpha": (lambda x, y: (torch.add(x, y, alpha=2), torch.sub(x, y, alpha=0.5)),
                   lambda: (odd(5, 7), torch.randn(7))),
     # reductions and scans
