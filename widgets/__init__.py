@@ -53,9 +53,10 @@ def recompile_matrix(compiled, calls) -> RecompileMatrix:
 
 
 def _guards_html(g) -> str:
-    from ._render import code_block, root
+    from ._render import root
+    from .guards_view import guards_html
 
-    return root(code_block(g.code, "python"))
+    return root(guards_html(g))
 
 
 # artifact class -> its rich HTML; IPython prefers these to the artifact's own plain ``_repr_html_``

@@ -47,13 +47,15 @@ TOKEN_COLOURS = {
 # Colours that carry meaning, light value as the fallback, dark value in _DARK. Every pair of
 # text and background here has contrast >= 4.5:1 (WCAG AA); the browser test measures it.
 BAD = "var(--tc-bad, #cf222e)"  # graph breaks, failures
+GOOD = "var(--tc-good, #1a7f37)"  # a node added, a check that passed
 WARN = "var(--tc-warn, #9a4d00)"  # notes: recompiles, fallbacks, resume functions
 SELECT_BG = "var(--tc-sel-bg, #fff1a8)"  # what a clicked (or pointed-at) source line lights up
 _ON_PASTEL = ("--tc-kw:#5a32a3;--tc-builtin:#0550ae;--tc-fn:#5a32a3;--tc-str:#0a3069;--tc-num:#0550ae;"
-              "--tc-comment:#424a53;--tc-op:#a40e26;--tc-bad:#a40e26;--jp-content-font-color2:#424a53;"
+              "--tc-comment:#424a53;--tc-op:#a40e26;--tc-bad:#a40e26;--tc-good:#116329;--jp-content-font-color2:#424a53;"
               "--tc-sel-bg:#fff1a8")
 _DARK = ("--tc-kw:#d2a8ff;--tc-builtin:#79c0ff;--tc-fn:#d2a8ff;--tc-str:#a5d6ff;--tc-num:#79c0ff;"
-         "--tc-comment:#b1bac4;--tc-op:#ffa198;--tc-bad:#ffa198;--tc-warn:#ffa657;--tc-sel-bg:#3d3200")
+         "--tc-comment:#b1bac4;--tc-op:#ffa198;--tc-bad:#ffa198;--tc-good:#56d364;--tc-warn:#ffa657;--tc-sel-bg:#3d3200;"
+         "--tc-break-bg:rgba(255,129,130,.16);--tc-target-bg:rgba(63,185,80,.18)")
 # JupyterLab says which theme it shows on <body>, VS Code with a class. Graph regions are
 # pastel in every theme, so inside them text keeps the light theme's dark colours.
 THEME_CSS = ("body[data-jp-theme-light='false'] .tc-root,body.vscode-dark .tc-root,html[theme='dark'] .tc-root"
@@ -135,6 +137,15 @@ def code_block(code: str, language: str, line_info: dict[int, tuple[tuple[int, .
     return pre(rows)
 
 
+# Long lines wrap, never cut off: continuation lines hang under the code, past the line number.
+WRAP = "white-space:pre-wrap;overflow-wrap:anywhere"
+
+
+def hang(width: int) -> str:
+    """The style of a wrapping row whose continuation lines are indented ``width`` characters."""
+    return f"{WRAP};padding-left:{width}ch;text-indent:-{width}ch"
+
+
 def code_row(body_html: str, number: int | None, lines: Iterable[int] = (), title: str = "") -> str:
     lines = tuple(lines)
     cls = "tc-row " + line_classes(lines) if lines else "tc-row"
@@ -143,7 +154,8 @@ def code_row(body_html: str, number: int | None, lines: Iterable[int] = (), titl
     num = ""
     if number is not None:
         num = f'<span class="tc-num" style="color:{FG_DIM};user-select:none">{number:4d}  </span>'
-    return f'<div class="{cls}"{data}{tip} style="white-space:pre;min-height:1.3em">{num}{body_html or " "}</div>'
+    style = hang(6 if number is not None else 4)
+    return f'<div class="{cls}"{data}{tip} style="{style};min-height:1.3em">{num}{body_html or " "}</div>'
 
 
 def pre(rows: list[str]) -> str:
@@ -242,4 +254,46 @@ def table(header: list[str], rows: list[list[str]], row_attrs: list[str] | None 
         cell = f"text-align:left;padding:2px 8px;vertical-align:top;font-family:{MONO};font-size:12px"
         tds = "".join(f'<td style="{cell}">{c}</td>' for c in row)
         body.append(f"<tr {attrs}>{tds}</tr>")
-    return f'<table class="tc-table" style="border-collapse:collapse">{"<tr>" + th + "</tr>"}{"".join(body)}</table>'
+    return (f'<div style="overflow-x:auto"><table class="tc-table" style="border-collapse:collapse">'
+            f'<tr>{th}</tr>{"".join(body)}</table></div>')
+
+
+def fold(summary: str, body: str, cls: str = "tc-fold") -> str:
+    """A closed ``<details>``: ``summary`` (escaped HTML) shows, ``body`` opens on a click."""
+    return (f'<details class="{cls}"><summary style="color:{FG_DIM};cursor:pointer">{summary}</summary>'
+            f"{body}</details>")
+
+
+def shape_of(text: str) -> str:
+    """A line with its numbers blanked and counters dropped from names (``relu``, ``relu_1``, ``relu_2``,
+    as FX counts a name's uses): ``relu_3 = relu(linear_3)`` and ``relu = relu(linear)`` agree."""
+    return re.sub(r"\d+", "#", re.sub(r"_\d+\b", "", text))
+
+
+def fold_repeats(rows: list[str], keys: list[str], least: int = 3, longest: int = 8) -> list[str]:
+    """Fold repeated structure: a run of ``least`` or more copies of the same block of rows (same
+    ``keys``, e.g. :func:`shape_of` each line) keeps its first copy; the others fold into one line.
+
+    A 12-layer ``nn.Sequential`` of Linear and ReLU becomes the first layers and "10 more repeats".
+    """
+    out, i = [], 0
+    while i < len(rows):
+        best = (1, 1)  # (copies, period)
+        for period in range(1, longest + 1):
+            block, copies = keys[i:i + period], 1
+            while len(block) == period and keys[i + copies * period:i + (copies + 1) * period] == block:
+                copies += 1
+            worth = copies >= least and (copies - 1) * period >= 4 and any(k.strip() for k in block)
+            if worth and copies * period > best[0] * best[1]:
+                best = (copies, period)
+        copies, period = best
+        if copies == 1:
+            out.append(rows[i])
+            i += 1
+            continue
+        out += rows[i:i + period]
+        rest = rows[i + period:i + copies * period]
+        what = "line" if period == 1 else f"{period} lines"
+        out.append(fold(f"... {copies - 1} more repeats of the {what} above ({len(rest)} lines)", "".join(rest)))
+        i += copies * period
+    return out

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from toycompiler.artifacts import FrameCompilation, TranslationStep
 
-from ._render import FG_DIM, MONO, esc, hover_css, root
+from ._render import BAD, FG_DIM, GOOD, MONO, esc, hover_css, root
 from .base import View
 
 
@@ -44,7 +44,7 @@ class Stepper(View):
         stack = " | ".join(s.stack_after) or "(empty)"
         locs = ", ".join(f"{k}={v}" for k, v in s.locals_after) or "(none)"
         did = step_events(s)
-        colour = "#cf222e" if "break" in did else ("#1a7f37" if "node added" in did else FG_DIM)
+        colour = BAD if "break" in did else (GOOD if "node added" in did else FG_DIM)
         return (f'<div class="{cls}"{data} data-tc-step="{i}" '
                 f'style="border-bottom:1px solid var(--jp-border-color2,#eee);padding:3px 0;font-family:{MONO};'
                 f'font-size:12px">'

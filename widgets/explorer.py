@@ -18,8 +18,9 @@ from typing import Any
 
 from toycompiler.artifacts import FrameCompilation, GraphBreak, Report
 
-from ._render import BAD, BORDER, FG_DIM, code_block, colour, esc, highlight_lines, pre, root, section
+from ._render import BAD, BORDER, FG_DIM, code_block, colour, esc, hang, highlight_lines, pre, root, section
 from .base import View
+from .guards_view import guards_html
 from .names import renumber, where
 from .resume_code import resume_html, transformed_html
 
@@ -239,7 +240,7 @@ class Explorer(View):
                 mark = (f'<div class="tc-breakmark" style="color:{BAD};font-weight:600;white-space:pre-wrap">'
                         f"      ^ graph break ({esc(c.kind)}): {esc(c.reason)}</div>")
             cls = " tc-shade" if n in shade else ""
-            rows.append(f'<div class="tc-row tc-l{n}{cls}" title="{esc(tip)}" style="white-space:pre;{style}">'
+            rows.append(f'<div class="tc-row tc-l{n}{cls}" title="{esc(tip)}" style="{hang(6)};{style}">'
                         f'<span style="color:{FG_DIM}">{n:4d}  </span>{body}</div>{mark}')
         key = f'<div class="tc-legend" style="margin-top:4px">{" &nbsp; ".join(legend)}</div>' if legend else ""
         return pre(rows) + key
@@ -294,6 +295,7 @@ class Explorer(View):
         if f.graph is not None:
             ops = f"{f.graph.op_count} op" + ("" if f.graph.op_count == 1 else "s")
             parts.append(section(f"graph {f.label} ({ops})", code_block(f.graph.code, "python")))
+        parts.append(section(f"guards {f.label}", guards_html(f.guards)))
         if f.transformed_bytecode is not None:
 
             def describe(offset: int) -> str:

@@ -9,11 +9,84 @@ vs actual.
 
 from __future__ import annotations
 
-from toycompiler.artifacts import Report
+import re
+from collections import Counter
 
-from ._render import BAD, FG_DIM, code_block, esc, root, section, table
+from toycompiler.artifacts import Guard, GuardsArtifact, Report
+
+from ._render import BAD, FG_DIM, GOOD, MONO, WRAP, code_block, esc, fold, root, section, table
 from .base import View
 from .recompiles import GuardMatrix
+
+SHOWN_GUARDS = 3  # guards shown per input; the rest fold into "N more"
+SHOWN_INPUTS = 6  # inputs shown; the rest fold into "N more inputs"
+SHOWN_CODE = 12  # a longer check function folds
+_PATH = re.compile(r"^(?:not\s+)?(?:\w+\()*([A-Za-z_]\w*)(?![\w(])((?:\[[^\]]*\]|\.\w+)*)")
+_STEP = re.compile(r"\[[^\]]*\]|\.\w+")
+
+
+def guarded_input(expr: str) -> str:
+    """The input a guard checks: an argument (``x``, ``xs[0]``, ``d['a']``) or a submodule
+    (``self._modules['0']``, whose parameters' guards go with it); properties (``.dtype``,
+    ``.shape[0]``, ``.training``) are dropped. A guard over several inputs (aliasing) says so.
+    """
+    m = _PATH.match(expr)
+    if m is None:
+        return "several inputs"
+    path = m.group(1)
+    for step in _STEP.findall(m.group(2)):
+        if step.startswith("[") or step == "._modules":
+            path += step
+        else:
+            break
+    return path
+
+
+def group_guards(guards: tuple[Guard, ...]) -> dict[str, list[Guard]]:
+    """Guards by the input they check: plain arguments first, then submodules, each in first-seen order."""
+    groups: dict[str, list[Guard]] = {}
+    for g in guards:
+        groups.setdefault(guarded_input(g.expr), []).append(g)
+    return dict(sorted(groups.items(), key=lambda kv: "._modules" in kv[0]))
+
+
+def guard_rows(guards: list[Guard]) -> str:
+    out = []
+    for g in guards:
+        attrs = f' class="tc-row tc-l{g.line}" data-tc-lines="{g.line}"' if g.line else ""
+        out.append(f'<div{attrs} style="display:flex;gap:12px;padding:1px 0 1px 12px">'
+                   f'<code style="font-family:{MONO};white-space:pre;flex:0 0 auto">{esc(g.expr)}</code>'
+                   f'<span style="color:{FG_DIM};{WRAP};min-width:12em">{esc(g.kind)}: {esc(g.reason)}</span></div>')
+    return "".join(out)
+
+
+def input_html(name: str, guards: list[Guard]) -> str:
+    kinds = ", ".join(f"{k} x{n}" if n > 1 else k for k, n in Counter(g.kind for g in guards).items())
+    head = (f'<div style="margin-top:4px"><b><code style="font-family:{MONO}">{esc(name)}</code></b> '
+            f'<span style="color:{FG_DIM}">{len(guards)} guard{"s" * (len(guards) != 1)}: {esc(kinds)}</span></div>')
+    rest = guards[SHOWN_GUARDS:]
+    more = fold(f"{len(rest)} more", guard_rows(rest)) if rest else ""
+    shown = guard_rows(guards[:SHOWN_GUARDS])
+    return f'<div class="tc-guard-input" data-tc-input="{esc(name)}">{head}{shown}{more}</div>'
+
+
+def guards_html(artifact: GuardsArtifact) -> str:
+    """Guards grouped by the input they check, a few shown per input, and the check function (folded if long)."""
+    if not artifact.guards:
+        return "<i>no guards</i>"
+    groups = list(group_guards(artifact.guards).items())
+    shown = "".join(input_html(n, gs) for n, gs in groups[:SHOWN_INPUTS])
+    rest = groups[SHOWN_INPUTS:]
+    if rest:
+        count = sum(len(gs) for _, gs in rest)
+        shown += fold(f"{len(rest)} more inputs ({count} guards)", "".join(input_html(n, gs) for n, gs in rest))
+    head = (f'<div style="color:{FG_DIM}">{len(artifact.guards)} guards on {len(groups)} '
+            f'input{"s" * (len(groups) != 1)}</div>')
+    code = code_block(artifact.code, "python")
+    lines = artifact.code.count("\n") + 1
+    if lines > SHOWN_CODE:
+        code = fold(f"the check function ({lines} lines)", code)
+    return f'<div class="tc-guards" style="overflow-x:auto">{head}{shown}</div>{code}'
 
 
 class GuardsView(View):
@@ -39,7 +112,7 @@ class GuardsView(View):
                 r = f.recompile_reason
                 why = (f'<div style="color:{BAD}">recompiled: {esc(r.entry)} failed <code>{esc(r.expr)}</code> '
                        f"(expected {esc(r.expected)}, got {esc(r.actual)})</div>")
-            parts.append(section(f"{f.label} {f.source.name}", why + code_block(f.guards.code, "python")))
+            parts.append(section(f"{f.label} {f.source.name}", why + guards_html(f.guards)))
         return root("".join(parts))
 
 
@@ -62,7 +135,7 @@ class RecompileMatrix(View):
             for cell in row:
                 if cell.passed:
                     used = m.used[cell.call] == cell.entry
-                    cells.append(f"<span style='color:#1a7f37'>{'runs (ok)' if used else 'ok'}</span>")
+                    cells.append(f"<span style='color:{GOOD}'>{'runs (ok)' if used else 'ok'}</span>")
                 else:
                     f = cell.failure
                     cells.append(f"<code>{esc(f.expr)}</code><br>expected {esc(f.expected)}, got "

@@ -19,10 +19,11 @@ from collections.abc import Callable
 
 from toycompiler.artifacts import BytecodeArtifact, InstructionRow
 
-from ._render import FG_DIM, esc, pre
+from ._render import FG_DIM, esc, hang, pre
 
-BREAK_BG = "rgba(207,34,46,.14)"  # rows that run the untraceable instruction
-TARGET_BG = "rgba(31,136,61,.18)"  # where a resume function's jump lands
+# Translucent, so text keeps its theme colour; _render._DARK sets the dark theme's values.
+BREAK_BG = "var(--tc-break-bg, rgba(207,34,46,.14))"  # rows that run the untraceable instruction
+TARGET_BG = "var(--tc-target-bg, rgba(31,136,61,.18))"  # where a resume function's jump lands
 _RESUME_GLOBAL = re.compile(r"__resume_at_(\d+)_\d+")
 _JUMP_TO = re.compile(r"to (\d+)")
 
@@ -35,7 +36,7 @@ def _text(r: InstructionRow, width: int) -> str:
 
 def _row(r: InstructionRow, note: str = "", background: str = "", width: int = 24) -> str:
     """One instruction; a note goes on its own line below, so narrow columns never cut it off."""
-    style = f"white-space:pre;min-height:1.3em{';background:' + background if background else ''}"
+    style = f"{hang(13)};min-height:1.3em{';background:' + background if background else ''}"
     row = f'<div class="tc-row" style="{style}">{esc(_text(r, width))}</div>'
     if note:
         row += (f'<div class="tc-note" style="white-space:pre-wrap;padding-left:9ch;color:{FG_DIM};'

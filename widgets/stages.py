@@ -13,8 +13,25 @@ import re
 from toycompiler.artifacts import FrameCompilation, Report
 
 from . import graphs
-from ._render import BAD, FG_DIM, WARN, code_block, code_row, esc, highlight_lines, hover_css, picture, pre, root, section, table
+from ._render import (
+    BAD,
+    FG_DIM,
+    WARN,
+    code_block,
+    code_row,
+    esc,
+    fold,
+    fold_repeats,
+    highlight_lines,
+    hover_css,
+    picture,
+    pre,
+    root,
+    section,
+    shape_of,
+)
 from .base import View, stable_paths
+from .guards_view import guards_html
 from .names import renumber, renumber_frame, where
 from .provenance import Provenance
 
@@ -126,11 +143,7 @@ class StageView(View):
         return bytecode_html(self.frame.bytecode)
 
     def _html_guards(self) -> str:
-        g = self.frame.guards
-        rows = [[esc(x.expr), esc(x.kind), esc(x.reason)] for x in g.guards]
-        attrs = [_line_attrs((x.line,) if x.line else ()) for x in g.guards]
-        return (table(["guard", "kind", "why"], rows, attrs) if rows else "<i>no guards</i>") + \
-            code_block(g.code, "python")
+        return guards_html(self.frame.guards)
 
     def _html_fx(self) -> str:
         g = self.frame.graph
@@ -143,7 +156,7 @@ class StageView(View):
         pic = picture(graphs.fx_dot(self.frame, self.prov), str(graphs.drawn_graph(self.frame)))
         caption = (f'<div style="color:{FG_DIM};font-size:11px">After the passes; each node is coloured '
                    "by the kernel it ends up in.</div>")
-        return code_block(g.code, "python", info) + caption + pic
+        return folded_code(g.code, "python", info) + caption + pic
 
     def _html_ir(self) -> str:
         rows = []
@@ -153,7 +166,7 @@ class StageView(View):
             rows.append(code_row(esc(head), None, lines))
             rows += [code_row(esc("    " + ln), None, lines) for ln in b.body.splitlines()]
         rows.append(code_row(esc("outputs: " + ", ".join(self.frame.backend.ir.outputs)), None))
-        return pre(rows)
+        return pre(fold_repeats(rows, [shape_of(re.sub("<[^>]*>", "", r)) for r in rows]))
 
     def _html_fusion(self) -> str:
         sched = self.frame.backend.schedule
@@ -172,21 +185,34 @@ class StageView(View):
                                  "unfused"), None))
         return pic + pre(rows)
 
+    def _kernel_html(self, k) -> str:
+        owners = self.prov.kernel_line_buffers(k)
+        info = {n: (self.prov.lines_of_buffer(b), f"computes {b}") for n, b in owners.items()}
+        lang = "cpp" if k.language == "cpp" else "python"
+        return (f'<div class="tc-kernel" data-tc-kernel="{esc(k.name)}">'
+                f'<div style="color:{FG_DIM}">{esc(k.name)} ({esc(k.language)})</div>'
+                f"{kernel_block(k.source, lang, info)}</div>")
+
     def _html_kernels(self) -> str:
-        out = []
+        """Each kernel; kernels with the same code apart from the numbers in names (one per layer of a
+        deep model) fold under the first of them."""
+        alike: dict[str, list] = {}
         for k in self.frame.backend.kernels:
-            owners = self.prov.kernel_line_buffers(k)
-            info = {n: (self.prov.lines_of_buffer(b), f"computes {b}") for n, b in owners.items()}
-            lang = "cpp" if k.language == "cpp" else "python"
-            out.append(f'<div class="tc-kernel" data-tc-kernel="{esc(k.name)}">'
-                       f'<div style="color:{FG_DIM}">{esc(k.name)} ({esc(k.language)})</div>'
-                       f"{kernel_block(k.source, lang, info)}</div>")
+            alike.setdefault(shape_of(k.source), []).append(k)
+        out = []
+        for first, *rest in alike.values():
+            out.append(self._kernel_html(first))
+            if rest:
+                names = ", ".join(k.name for k in rest)
+                out.append(fold(f"{len(rest)} more kernel{'s' * (len(rest) != 1)} with the same code as "
+                                f"{esc(first.name)} apart from names: {esc(names)}",
+                                "".join(self._kernel_html(k) for k in rest), "tc-fold tc-alike"))
         return "".join(out)
 
     def _html_output(self) -> str:
         src = stable_paths(self.frame.backend.output_code.source)
         info = {n: (lines, "") for n, lines in self.prov.output_line_lines().items()}
-        return code_block(src, "python", info)
+        return folded_code(src, "python", info)
 
 
 _KERNEL_START = re.compile(r'^(extern "C" \w|@triton\.jit|def )')
@@ -209,19 +235,18 @@ def kernel_block(source: str, language: str, info: dict[int, tuple[tuple[int, ..
     return pre([fold] + rows[start:])
 
 
+def folded_code(code: str, language: str, info: dict[int, tuple[tuple[int, ...], str]]) -> str:
+    """A numbered listing with repeated structure folded (see ``fold_repeats``)."""
+    rows = [code_row(body, n, *info.get(n, ((), ""))) for n, body in enumerate(highlight_lines(code, language), 1)]
+    return pre(fold_repeats(rows, [shape_of(line) for line in code.splitlines()]))
+
+
 def bytecode_html(code, prov_lines: bool = True) -> str:
     rows = []
     for r in code.instructions:
         lines = (r.line,) if (r.line is not None and prov_lines) else ()
         rows.append(code_row(esc(str(r)), None, lines))
     return pre(rows)
-
-
-def _line_attrs(lines: tuple[int, ...]) -> str:
-    if not lines:
-        return ""
-    cls = " ".join(f"tc-l{n}" for n in lines)
-    return f'class="tc-row {cls}" data-tc-lines="{" ".join(map(str, lines))}"'
 
 
 class ReportView(View):

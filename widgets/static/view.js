@@ -86,11 +86,41 @@ function setupPanes(el) {
       splitter.style.order = 2;
     };
     [left, right, all].forEach((s) => s.addEventListener("change", apply));
-    bar.append("Left ", left, " Right ", right, " ", allLabel);
+    bar.append("Left ", left, " Right ", right, " ", allLabel, " ", filterBox(view));
     view.insertBefore(bar, grid);
     grid.appendChild(splitter);
     apply();
   });
+}
+
+// A filter by name over the kernel list, the FX graph (code and picture), the IR and the output
+// code: what does not match hides (graph nodes fade); folded parts holding a match open.
+function filterBox(view) {
+  const box = document.createElement("input");
+  box.type = "search";
+  box.className = "tc-filter";
+  box.placeholder = "filter by name (node, buffer, kernel)";
+  const count = document.createElement("span");
+  count.className = "tc-filter-count";
+  const has = (n, q) => n.textContent.toLowerCase().includes(q);
+  box.addEventListener("input", () => {
+    const q = box.value.trim().toLowerCase();
+    const kernels = Array.from(view.querySelectorAll(".tc-kernel"));
+    kernels.forEach((k) => (k.style.display = !q || has(k, q) ? "" : "none"));
+    view.querySelectorAll("[data-tc-stage='fx'] .tc-row, [data-tc-stage='ir'] .tc-row, [data-tc-stage='output'] .tc-row")
+      .forEach((r) => (r.style.display = !q || has(r, q) ? "" : "none"));
+    view.querySelectorAll("[data-tc-stage='fx'] g.node, [data-tc-stage='fusion'] g.node")
+      .forEach((g) => (g.style.opacity = !q || has(g, q) ? "" : "0.2"));
+    view.querySelectorAll("details.tc-fold").forEach((d) => {
+      if (!d.dataset.tcWasOpen) d.dataset.tcWasOpen = d.open ? "1" : "0";
+      d.open = q ? has(d, q) : d.dataset.tcWasOpen === "1";
+    });
+    const shown = kernels.filter((k) => k.style.display !== "none").length;
+    count.textContent = q ? ` ${shown} of ${kernels.length} kernels match` : "";
+  });
+  const wrap = document.createElement("span");
+  wrap.append(box, count);
+  return wrap;
 }
 
 function setupStepper(el) {
