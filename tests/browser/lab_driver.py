@@ -39,6 +39,31 @@ def g(x):
     return torch.cos(y) + 1
 g(torch.randn(1000))"""  # a graph before the break, one after it (in the resume function)
 
+BCAST = """%%compile --backend cpp --no-timing
+def bcast(x, y):
+    a = torch.sin(x) * 2  # loops over [8]
+    return a + y  # loops over [4, 8]
+bcast(torch.randn(8), torch.randn(4, 8))"""  # lesson 09: "cannot fuse buf0+buf1 with buf2: iteration spaces differ"
+DEEP = """%%compile --backend cpp --no-timing
+deep = torch.nn.Sequential(*[m for _ in range(12) for m in (torch.nn.Linear(16, 16), torch.nn.ReLU())])
+deep(torch.randn(4, 16));"""  # a 12-layer model: 12 kernels, 225 guards
+
+# Every visible box whose content is wider than it, and which cannot be scrolled sideways: cut off.
+CUT_OFF_JS = """(root) => {
+  const out = [];
+  document.querySelectorAll(root + " *").forEach((n) => {
+    if (!(n instanceof HTMLElement) || !n.getClientRects().length) return;
+    const s = getComputedStyle(n);
+    if (s.display === "inline" || n.scrollWidth <= n.clientWidth + 1) return;
+    if (s.overflowX === "auto" || s.overflowX === "scroll") {
+      // scrollable: the scrollbar must take room (a classic, visible scrollbar)
+      if (n.offsetHeight - n.clientHeight - parseFloat(s.borderTopWidth) - parseFloat(s.borderBottomWidth) > 0) return;
+    }
+    out.push([n.className || n.tagName, n.scrollWidth, n.clientWidth, (n.textContent || "").trim().slice(0, 60)]);
+  });
+  return out;
+}"""
+
 
 def notebook(cells: list[str]) -> dict:
     code = [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
@@ -71,17 +96,20 @@ def free_port() -> int:
 def jupyter_lab(root: Path, timeout: float = 60.0, theme: str | None = None):
     """Start JupyterLab on a free localhost port serving ``root``; yield its base URL.
 
-    ``theme="JupyterLab Dark"``: start with that theme (a user setting in a private settings dir).
+    ``theme="JupyterLab Dark"``: start with that theme. Settings live in a private settings dir.
     """
     port = free_port()
     bindir = os.path.dirname(sys.executable)
     env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get("PATH", ""), JUPYTER_PLATFORM_DIRS="1")
+    # Every cell attached to the page, in view or not (the default skips rendering cells out of view).
+    settings = {("notebook-extension", "tracker"): {"windowingMode": "none"}}
     if theme is not None:
-        settings = root / ".lab-settings"
-        (settings / "@jupyterlab" / "apputils-extension").mkdir(parents=True, exist_ok=True)
-        (settings / "@jupyterlab" / "apputils-extension" / "themes.jupyterlab-settings").write_text(
-            json.dumps({"theme": theme}), encoding="utf-8")
-        env["JUPYTERLAB_SETTINGS_DIR"] = str(settings)
+        settings[("apputils-extension", "themes")] = {"theme": theme}
+    for (extension, name), values in settings.items():
+        folder = root / ".lab-settings" / "@jupyterlab" / extension
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{name}.jupyterlab-settings").write_text(json.dumps(values), encoding="utf-8")
+    env["JUPYTERLAB_SETTINGS_DIR"] = str(root / ".lab-settings")
     cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
            "--ServerApp.token=", "--ServerApp.password=", "--allow-root", f"--ServerApp.root_dir={root}",
            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",

@@ -35,7 +35,7 @@ def test_compile_cell_views_render_and_link_in_jupyterlab():
     ARTIFACTS.mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
         root = Path(tmp)
-        name = lab.prepare_root(root, [lab.SETUP, lab.STAGES], "views.ipynb")
+        name = lab.prepare_root(root, [lab.SETUP, lab.STAGES, lab.BCAST, lab.DEEP], "views.ipynb")
         with lab.jupyter_lab(root) as url:
             b = lab.browser(p)
             page = b.new_page(viewport={"width": 1400, "height": 1000})
@@ -63,6 +63,26 @@ def test_compile_cell_views_render_and_link_in_jupyterlab():
                 assert view.locator(".tc-svg svg").count() >= 2  # FX graph and fusion groups
                 assert view.locator("[data-tc-stage='bytecode'] .tc-sel").count() > 0
                 assert view.locator("[data-tc-stage='ir'] .tc-sel").count() > 0
+
+                # lesson 09's long fusion decision, at 1400x1000 inside JupyterLab: wrapped or scrollable, never cut
+                page.wait_for_function("document.querySelectorAll('.tc-live .tc-stageview .tc-toolbar').length >= 3",
+                                       timeout=120_000)
+                bcast = page.locator(".tc-live .tc-stageview").nth(1)
+                bcast.locator(".tc-toolbar select").nth(1).select_option("fusion")
+                decision = bcast.locator("[data-tc-stage='fusion'] .tc-row", has_text="iteration spaces differ")
+                assert decision.inner_text().strip().endswith("vs [4, 8])")
+                bcast.locator(".tc-toolbar input[type=checkbox]").check()
+                cut = page.evaluate(lab.CUT_OFF_JS, ".jp-OutputArea")
+                assert not cut, cut
+                # a 12-layer model: the view stays shorter than the window, the kernel list folds and filters
+                deep = page.locator(".tc-live .tc-stageview").nth(2)
+                deep.scroll_into_view_if_needed()
+                assert deep.bounding_box()["height"] < 1000
+                assert deep.locator(".tc-kernel:visible").count() == 1
+                deep.locator(".tc-filter").fill("buf23")
+                assert deep.locator(".tc-kernel:visible").count() == 1
+                assert "1 of 12 kernels" in deep.locator(".tc-filter-count").inner_text()
+                deep.screenshot(path=str(ARTIFACTS / "lab-deep-model.png"))
             finally:
                 page.screenshot(path=str(ARTIFACTS / "lab.png"), full_page=True)
                 b.close()
@@ -81,14 +101,32 @@ class Net(torch.nn.Module):
 net = Net()
 net(torch.randn(2, 8));"""
 SYNTAX = "%%compile --backend cpp\ndef broken(x)\n    return x"
+STEPPER = """import toycompiler
+from toycompiler.widgets import stepper
+def h(x):
+    y = torch.sin(x) * 2
+    print("h: y is ready")
+    return y
+stepper(toycompiler.explain(h, backend="cpp")(torch.randn(8)))"""  # steps that add nodes, then a break
 
 # WCAG contrast of every text element under `selector` against the first opaque background behind it.
 CONTRAST_JS = """(selector) => {
   const rgb = (c) => (c.match(/[\\d.]+/g) || []).map(Number);
-  const lum = ([r, g, b]) => [r, g, b].map((v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; })
-                                      .reduce((a, v, i) => a + v * [0.2126, 0.7152, 0.0722][i], 0);
-  const bg = (n) => { for (; n; n = n.parentElement) { const c = rgb(getComputedStyle(n).backgroundColor);
-                        if (c.length === 3 || c[3] > 0.5) return c.slice(0, 3); } return [255, 255, 255]; };
+  const lum = ([r, g, b]) => [r, g, b]
+    .map((v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; })
+    .reduce((a, v, i) => a + v * [0.2126, 0.7152, 0.0722][i], 0);
+  // translucent backgrounds (the transformed bytecode's shading) are blended over what lies behind them
+  const bg = (n) => {
+    const layers = [];
+    let base = [255, 255, 255];
+    for (; n; n = n.parentElement) {
+      const c = rgb(getComputedStyle(n).backgroundColor);
+      if (c.length === 3 || c[3] >= 1) { base = c.slice(0, 3); break; }
+      if (c[3] > 0) layers.push(c);
+    }
+    for (const l of layers.reverse()) base = base.map((v, i) => l[3] * l[i] + (1 - l[3]) * v);
+    return base;
+  };
   const out = [];
   document.querySelectorAll(selector).forEach((n) => {
     if (![...n.childNodes].some((c) => c.nodeType === 3 && c.textContent.trim())) return;
@@ -103,7 +141,7 @@ def test_dark_theme_contrast_and_learner_error_paths():
     from playwright.sync_api import sync_playwright
 
     ARTIFACTS.mkdir(exist_ok=True)
-    cells = [lab.SETUP, lab.EXPLAIN.replace(" --no-timing", ""), MODULE, SYNTAX]
+    cells = [lab.SETUP, lab.EXPLAIN.replace(" --no-timing", ""), MODULE, STEPPER, SYNTAX]
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
         root = Path(tmp)
         (root / "dark.ipynb").write_text(__import__("json").dumps(lab.notebook(cells)), encoding="utf-8")
@@ -118,8 +156,8 @@ def test_dark_theme_contrast_and_learner_error_paths():
                 printed = [ln for ln in explain.splitlines() if ln.strip() == "y is ready"]  # the source shows it too
                 assert len(printed) == 1 and "timing of" not in explain  # ran once, as the cell called it
                 assert "net: 1 compilation" in outputs.nth(2).inner_text()  # the module, compiled
-                error = outputs.nth(3).inner_text()
-                assert "Cell In[4], line 1" in error and "SyntaxError" in error and "Traceback" not in error
+                error = outputs.nth(4).inner_text()
+                assert "Cell In[5], line 1" in error and "SyntaxError" in error and "Traceback" not in error
                 assert len(error.strip().splitlines()) <= 4
 
                 page.locator(".tc-live .tc-explorer [data-tc-stage='source'] .tc-row", has_text="torch.cos").click()
@@ -128,12 +166,19 @@ def test_dark_theme_contrast_and_learner_error_paths():
                     "graph regions": ".tc-live .tc-shade, .tc-live .tc-shade *",
                     "break marks": ".tc-live .tc-breakmark",
                     "selection": ".tc-live div.tc-sel, .tc-live div.tc-sel *",
-                    "notes": ".tc-live .tc-note"}.items()}
+                    "notes": ".tc-live .tc-note",
+                    "stepper": ".tc-live .tc-stepper, .tc-live .tc-stepper *",
+                    "transformed bytecode": ".tc-live .tc-frame .tc-code, .tc-live .tc-frame .tc-code *",
+                    "guards": ".tc-live .tc-guards, .tc-live .tc-guards *"}.items()}
                 lines = [f"{what}: min {min(r for r, _ in rs):.2f} over {len(rs)} elements"
                          for what, rs in ratios.items() if rs]
                 (ARTIFACTS / "dark-contrast.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
                 print("\n".join(lines))
-                assert ratios["graph regions"] and ratios["break marks"] and ratios["selection"]
+                assert all(ratios[k] for k in ("graph regions", "break marks", "selection", "stepper",
+                                                 "transformed bytecode", "guards"))
+                steps = page.locator(".tc-live .tc-stepper")
+                assert steps.locator(".tc-step span", has_text="did:").count() > 0
+                page.locator(".tc-live .tc-stepper").first.screenshot(path=str(ARTIFACTS / "dark-stepper.png"))
                 low = [(what, round(r, 2), t) for what, rs in ratios.items() for r, t in rs if r < 4.5]
                 assert not low, low
             finally:

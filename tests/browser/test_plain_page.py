@@ -67,23 +67,6 @@ for (const state of states) {
 window.mounted = true;
 </script></body></html>"""
 
-# Every visible box whose content is wider than it, and which cannot be scrolled sideways: cut off.
-CUT_OFF_JS = """(root) => {
-  const out = [];
-  document.querySelectorAll(root + " *").forEach((n) => {
-    if (!(n instanceof HTMLElement) || !n.getClientRects().length) return;
-    const s = getComputedStyle(n);
-    if (s.display === "inline" || n.scrollWidth <= n.clientWidth + 1) return;
-    if (s.overflowX === "auto" || s.overflowX === "scroll") {
-      // scrollable: the scrollbar must take room (a classic, visible scrollbar)
-      if (n.offsetHeight - n.clientHeight - parseFloat(s.borderTopWidth) - parseFloat(s.borderBottomWidth) > 0) return;
-    }
-    out.push([n.className || n.tagName, n.scrollWidth, n.clientWidth, (n.textContent || "").trim().slice(0, 60)]);
-  });
-  return out;
-}"""
-
-
 def bcast(x, y):
     a = torch.sin(x) * 2  # loops over [8]
     return a + y  # loops over [4, 8]
@@ -179,7 +162,7 @@ def test_long_lines_wrap_or_scroll_never_cut_off():
             for layout in ("two panes", "all stages"):
                 if layout == "all stages":
                     view.locator(".tc-toolbar input[type=checkbox]").check()
-                cut = page.evaluate(CUT_OFF_JS, ".tc-live")
+                cut = page.evaluate(lab.CUT_OFF_JS, ".tc-live")
                 assert not cut, (layout, cut)
             decision = view.locator("[data-tc-stage='fusion'] .tc-row", has_text="iteration spaces differ")
             assert decision.count() == 1 and decision.inner_text().strip().endswith("vs [4, 8])")
