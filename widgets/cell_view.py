@@ -15,9 +15,9 @@ from toycompiler.artifacts import Report
 
 from ._render import BAD, esc, hover_css, root
 from .base import View
-from .names import renumber
 from .explorer import Explorer
 from .guards_view import RecompileMatrix
+from .names import renumber
 from .progress import Progress
 from .recompiles import GuardMatrix, guard_matrix
 from .stages import StageView
