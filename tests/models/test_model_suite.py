@@ -167,7 +167,7 @@ def forward_loss(name: str, model, inputs, targets):
     if name == "gpt":
         return model(*inputs, targets)
     logits = model(*inputs)
-    return logits, F.cross_entropy(logits, targets)
+    return logits, None if targets is None else F.cross_entropy(logits, targets)
 
 
 # -- the checks -------------------------------------------------------------------------------

@@ -1,0 +1,123 @@
+"""DistributedDataParallel over two processes, each rank's model compiled by toycompiler.
+
+Two processes (``torch.multiprocessing`` spawn) join a ``gloo`` process group on 127.0.0.1 (a free
+port) and run two training steps on their half of a batch: forward, MSE loss, backward (DDP averages
+the gradients across ranks with all-reduce), SGD step. The result must equal one eager process on the
+whole batch: the mean loss over the batch is the mean of the two halves' mean losses, so its gradient
+is the average of the ranks' gradients, which is what DDP computes.
+
+Where DDP's hooks and buckets sit relative to the compiled graphs. DDP registers a hook on every
+parameter's gradient accumulator and groups parameters into buckets; when all gradients of a bucket
+are ready, that bucket's all-reduce starts, so communication overlaps the rest of the backward pass.
+toycompiler compiles the forward into one graph and AOTAutograd's backward into one graph, which
+autograd runs as a single node: every parameter's gradient comes out of it at once, at its end. So
+all of DDP's hooks fire after the whole compiled backward, and every bucket's all-reduce starts then:
+correct, but without overlap. TorchDynamo instead splits the graph at bucket boundaries (its
+DDPOptimizer) so that each bucket's gradients come out of their own backward graph; toycompiler does
+not (yet). The test records the buckets a step reduced (through a communication hook) to show it.
+
+Two ways to combine them are tested: ``DDP(toycompiler.compile(model))`` (compile the module inside,
+DDP's own Python stays eager) and ``toycompiler.compile(DDP(model))`` (the frontend traces DDP's
+``forward``, as ``torch.compile(ddp_model)`` does).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from datetime import timedelta
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn as nn
+import torch.nn.functional as F
+
+WORLD = 2
+BATCH = 8
+
+
+def make_model() -> nn.Module:
+    torch.manual_seed(0)  # the same initial weights on every rank and in the eager reference
+    return nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 4))
+
+
+def make_batch() -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(1)
+    return torch.randn(BATCH, 8, generator=g), torch.randn(BATCH, 4, generator=g)
+
+
+def train_step(model: nn.Module, step_model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
+    model.zero_grad(set_to_none=True)
+    loss = F.mse_loss(step_model(x), y)
+    loss.backward()
+    torch.optim.SGD(model.parameters(), lr=0.1).step()
+    return loss.item()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _record_buckets(state, bucket):  # no annotations: DDP checks them, and they are strings in this file
+    """A communication hook: note which bucket is reduced, then all-reduce and average it as DDP does."""
+    state.append(bucket.index())
+    buffer = bucket.buffer().div_(dist.get_world_size())
+    return dist.all_reduce(buffer, async_op=True).get_future().then(lambda fut: fut.value()[0])
+
+
+def _rank(rank: int, port: int, way: str, out_dir: str) -> None:
+    import toycompiler
+    from toycompiler.testing import fallback_reasons
+
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=WORLD,
+                            timeout=timedelta(seconds=60))
+    try:
+        model = make_model()
+        x, y = (t.chunk(WORLD)[rank] for t in make_batch())
+        if way == "compile_inside":
+            compiled = toycompiler.compile(model, backend="cpp")
+            ddp = nn.parallel.DistributedDataParallel(compiled, bucket_cap_mb=0.0005)  # small: several buckets
+            step_model, report_on = ddp, compiled
+        else:
+            ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.0005)
+            step_model = report_on = toycompiler.compile(ddp, backend="cpp")
+        buckets: list[int] = []
+        ddp.register_comm_hook(buckets, _record_buckets)
+        train_step(model, step_model, x, y)  # DDP's first step reduces all gradients in one bucket, then
+        buckets.clear()  # rebuilds the buckets in the order the gradients came: the second step shows them
+        loss = train_step(model, step_model, x, y)
+        frames = report_on._compiled_forward.compiled_frames
+        torch.save(dict(loss=loss, params={n: p.detach() for n, p in model.named_parameters()},
+                        grads={n: p.grad for n, p in model.named_parameters()}, buckets=buckets,
+                        fallbacks=fallback_reasons(report_on), graphs=sum(f.graph is not None for f in frames),
+                        breaks=[str(f.translation.graph_break) for f in frames if f.translation.graph_break]),
+                   os.path.join(out_dir, f"rank{rank}.pt"))
+    finally:
+        dist.destroy_process_group()
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("way", ["compile_inside", "compile_ddp"])
+def test_ddp_step_with_compiled_model_matches_single_process_eager(way, tmp_path):
+    mp.spawn(_rank, args=(_free_port(), way, str(tmp_path)), nprocs=WORLD, join=True)
+    results = [torch.load(tmp_path / f"rank{r}.pt") for r in range(WORLD)]
+
+    model = make_model()
+    x, y = make_batch()
+    train_step(model, model, x, y)
+    eager_loss = train_step(model, model, x, y)
+    for r in results:
+        assert not r["fallbacks"], f"ran eagerly: {r['fallbacks']}"
+        assert (r["graphs"], r["breaks"]) == (1, []), f"{r['graphs']} graphs, breaks: {r['breaks']}"
+        assert len(r["buckets"]) > 1, r["buckets"]  # the gradients went through DDP's buckets, not around them
+        torch.testing.assert_close(r["grads"], {n: p.grad for n, p in model.named_parameters()},
+                                   rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(r["params"], {n: p.detach() for n, p in model.named_parameters()},
+                                   rtol=1e-5, atol=1e-6)
+    # each rank's loss is its half's; their mean is the whole batch's
+    assert sum(r["loss"] for r in results) / WORLD == pytest.approx(eager_loss, rel=1e-5)
