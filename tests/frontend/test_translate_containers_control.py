@@ -192,6 +192,65 @@ def try_no_raise(x):
     return y
 
 
+def _relu_or_raise(x):
+    try:
+        return x.relu()
+    except (TypeError, ValueError) as e:
+        raise RuntimeError("bad input") from e
+
+
+def try_except_as_else(x):
+    """The happy path is traced whole, through an inlined helper's own ``try``; ``else`` runs too."""
+    try:
+        y = _relu_or_raise(x)
+    except Exception as e:
+        print(e)
+        y = x
+    else:
+        y = y * 2
+    return y
+
+
+def try_in_loop_nested(x):
+    for i in range(3):
+        try:
+            try:
+                x = x + i
+            except KeyError:
+                continue
+        finally:
+            x = x * 2
+    with torch.no_grad():
+        try:
+            x = x.sin()
+        except RuntimeError:
+            pass
+    return x
+
+
+def try_except_would_raise(x):
+    """Tracing would raise here (the dict has no key): a break, and the frame runs as Python."""
+    options = {}
+    try:
+        scale = options["scale"]
+    except KeyError:
+        scale = 2.0
+    return x * scale
+
+
+def itertools_more(x, y):
+    """As TorchDynamo's itertools polyfills: accumulate, zip_longest, islice, count in zip."""
+    out = sum(itertools.accumulate([x, y, x * y]))
+    out = sum(itertools.accumulate([x, y], torch.maximum, initial=out), out)
+    for a, b in itertools.zip_longest([x, y], [y], fillvalue=0.5):
+        out = out + a * b
+    it = iter([x, y, x + 1, y + 1])
+    out = out + sum(itertools.islice(it, 1, 3)) + next(it)  # islice takes only the items it reaches
+    for i, t in zip(itertools.count(1, 2), [x, y]):
+        out = out + i * t
+    return out
+
+
 def try_finally(x):
     try:
         y = x + 1
@@ -293,6 +352,11 @@ CASES = [
     Case(nested_loops, X),
     Case(try_no_raise, X),
     Case(try_finally, X),
+    Case(try_except_as_else, X),
+    Case(try_in_loop_nested, X),
+    Case(try_except_would_raise, X, graphs=0, breaks="exception",
+         allow_fallback="the KeyError's handler is not traced: the frame runs as Python"),
+    Case(itertools_more, XY),
     Case(early_return_in_loop, X),
     Case(and_or_constants, lambda n: (torch.randn(n, 4), True)),
     Case(is_none_branch, X, name="is_none_default", graphs=0),  # no tensor op: an empty graph is not compiled

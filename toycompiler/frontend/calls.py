@@ -126,6 +126,9 @@ def call_python_function(tx: Tx, fn: Any, source: str | None, args: list[Variabl
         bound = [tx.wrap(a, None) for a in fn.args]
         keywords = {k: tx.wrap(v, None) for k, v in fn.keywords.items()}
         return PartialVariable(inner, bound, keywords).call(tx, args, kwargs)
+    if isinstance(fn, type) and issubclass(fn, BaseException):
+        raise Unsupported(f"{_name(fn)}(...) makes an exception to raise: raising is not traced (the graph "
+                          "can't raise; the code around it runs as Python)", "exception")
     raise Unsupported(f"call to {_name(fn)} cannot be traced (not a torch function, a Python function, "
                       "or a builtin the translator models)", "unsupported-call")
 

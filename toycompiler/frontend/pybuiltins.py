@@ -215,7 +215,12 @@ def _enumerate(tx, args, kwargs):
 
 @handles(zip)
 def _zip(tx, args, kwargs):
-    columns = [a.unpack(tx) for a in args]
+    """``zip(xs, ys)``; with ``itertools.count()`` (endless) as long as the others."""
+    columns = [None if isinstance(a, CountVariable) else a.unpack(tx) for a in args]
+    if args and all(c is None for c in columns):
+        raise Unsupported("zip() of itertools.count() alone would never end", "unsupported-call")
+    n = min((len(c) for c in columns if c is not None), default=0)
+    columns = [[a.next(tx) for _ in range(n)] if c is None else c for a, c in zip(args, columns)]
     if kwargs.get("strict") is not None and kwargs["strict"].as_python() and len({len(c) for c in columns}) > 1:
         raise Unsupported("zip(strict=True) got iterables of different lengths", "exception")
     return IteratorVariable([TupleVariable(list(row)) for row in zip(*columns)])
@@ -313,6 +318,68 @@ def _product(tx, args, kwargs):
     repeat = kwargs["repeat"].as_python() if "repeat" in kwargs else 1
     columns = [a.unpack(tx) for a in args] * repeat
     return IteratorVariable([TupleVariable(list(row)) for row in itertools.product(*columns)])
+
+
+class CountVariable(IteratorVariable):
+    """``itertools.count(start, step)``: endless, so never listed; ``zip`` and ``islice`` take what they need."""
+
+    def __init__(self, start: Any, step: Any):
+        super().__init__([])
+        self.start, self.step = start, step
+
+    def describe(self) -> str:
+        return f"count({self.start + self.index * self.step}, {self.step})"
+
+    def unpack(self, tx):
+        raise Unsupported("listing itertools.count() would never end", "unsupported-call")
+
+    def next(self, tx) -> Variable:
+        tx.output.remember(self, "index")
+        self.index += 1
+        return ConstantVariable(self.start + (self.index - 1) * self.step)
+
+
+@handles(itertools.count)
+def _count(tx, args, kwargs):
+    start, step = [a.as_python() for a in args] + [0, 1][len(args):]
+    return CountVariable(kwargs["start"].as_python() if "start" in kwargs else start,
+                         kwargs["step"].as_python() if "step" in kwargs else step)
+
+
+@handles(itertools.islice)
+def _islice(tx, args, kwargs):
+    """``islice(it, [start,] stop[, step])``: an iterator gives up only the items the slice reaches."""
+    bounds = slice(*(a.as_python() for a in args[1:]))
+    it = args[0]
+    if isinstance(it, IteratorVariable) and bounds.stop is not None:
+        items = [item for item in (it.next(tx) for _ in range(bounds.stop)) if item is not None]
+    else:
+        items = it.unpack(tx)
+    return IteratorVariable(items[bounds])
+
+
+@handles(itertools.accumulate)
+def _accumulate(tx, args, kwargs):
+    """``accumulate(xs, func=add, initial=None)``: running results, each a graph node for tensors."""
+    fn = args[1] if len(args) > 1 else kwargs.get("func")
+    initial = kwargs.get("initial", ConstantVariable(None))
+    out = [] if initial.is_python_constant() and initial.as_python() is None else [initial]
+    for item in args[0].unpack(tx):
+        if not out:
+            out.append(item)
+        elif fn is None or (fn.is_python_constant() and fn.as_python() is None):
+            out.append(tx.call_python(operator.add, [out[-1], item], {}))
+        else:
+            out.append(fn.call(tx, [out[-1], item], {}))
+    return IteratorVariable(out)
+
+
+@handles(itertools.zip_longest)
+def _zip_longest(tx, args, kwargs):
+    columns = [a.unpack(tx) for a in args]
+    fill = kwargs.get("fillvalue", ConstantVariable(None))
+    rows = range(max((len(c) for c in columns), default=0))
+    return IteratorVariable([TupleVariable([c[i] if i < len(c) else fill for c in columns]) for i in rows])
 
 
 @handles(operator.getitem)
