@@ -64,6 +64,8 @@ REFUSED = {
     print: ("print", "print() writes output, which a graph of tensor operations cannot do"),
     breakpoint: ("explicit", "breakpoint() stops in a debugger"),
     input: ("unsupported-call", "input() reads from the user"),
+    setattr: ("mutation", "setattr() changes an object the caller can see; not traced"),
+    id: ("unsupported-call", "id() of a traced value has no meaning at run time"),
 }
 # Python functions that are pure on constant arguments, so a call can be folded.
 FOLDABLE_BUILTINS = (abs, len, min, max, int, float, bool, str, round, pow, tuple, list, dict, set, frozenset,

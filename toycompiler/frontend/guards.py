@@ -64,32 +64,32 @@ class GuardBuilder:
 
     def tensor(self, source: str, t: torch.Tensor, line: int | None,
                dynamic_dims: frozenset[int] = frozenset()) -> None:
-        """TENSOR_MATCH: type, dtype, device, sizes, strides, requires_grad."""
-        why = f"{source} is a graph input"
-        self.add(f"isinstance({source}, Tensor)", "TYPE_MATCH", why, line, f"type({source}).__name__", "Tensor")
-        self.add(f"{source}.dtype == {t.dtype}", "TENSOR_MATCH", why, line, f"{source}.dtype", str(t.dtype))
-        self.add(device_guard(source, t.device), "TENSOR_MATCH", why, line, f"{source}.device", repr(t.device))
-        if dynamic_dims:
-            self.add(f"{source}.dim() == {t.dim()}", "TENSOR_MATCH", why, line, f"{source}.dim()", str(t.dim()))
-            self.add(f"{source}.is_contiguous()", "TENSOR_MATCH", f"{why} with symbolic sizes (strides follow them)",
-                     line, f"{source}.is_contiguous()", "True")
-            for d, size in enumerate(t.shape):
-                if d not in dynamic_dims:
-                    self.add(f"{source}.shape[{d}] == {size}", "TENSOR_MATCH", why, line,
-                             f"{source}.shape[{d}]", str(size))
-        else:
-            self.checked[source] = t
-            self.covered.update((f"isinstance({source}, Tensor)", f"{source}.dtype == {t.dtype}",
-                                 device_guard(source, t.device)))
-            shape = tuple(int(s) for s in t.shape)
-            self.add(f"{source}.shape == {shape}", "TENSOR_MATCH", why, line, f"tuple({source}.shape)", str(shape))
-            stride = tuple(int(s) for s in t.stride())
-            self.add(f"{source}.stride() == {stride}", "TENSOR_MATCH", why, line, f"{source}.stride()", str(stride))
-            self.covered.update((f"{source}.shape == {shape}", f"{source}.stride() == {stride}",
-                                 f"{source}.requires_grad" if t.requires_grad else f"not {source}.requires_grad"))
+        """TENSOR_MATCH: type, dtype, device, sizes, strides, requires_grad.
+
+        With static sizes, the check function checks them all in one call (see the module docstring);
+        with symbolic sizes, each stays a Python expression: the dim, the static sizes, contiguity
+        (strides follow the sizes then)."""
         rg = bool(t.requires_grad)
-        self.add(f"{source}.requires_grad" if rg else f"not {source}.requires_grad", "TENSOR_MATCH", why, line,
-                 f"{source}.requires_grad", str(rg))
+        checks = [(f"isinstance({source}, Tensor)", f"type({source}).__name__", "Tensor"),
+                  (f"{source}.dtype == {t.dtype}", f"{source}.dtype", str(t.dtype)),
+                  (device_guard(source, t.device), f"{source}.device", repr(t.device))]
+        if dynamic_dims:
+            checks += [(f"{source}.dim() == {t.dim()}", f"{source}.dim()", str(t.dim())),
+                       (f"{source}.is_contiguous()", f"{source}.is_contiguous()", "True")]
+            checks += [(f"{source}.shape[{d}] == {size}", f"{source}.shape[{d}]", str(size))
+                       for d, size in enumerate(t.shape) if d not in dynamic_dims]
+        else:
+            shape, stride = tuple(int(s) for s in t.shape), tuple(int(s) for s in t.stride())
+            checks += [(f"{source}.shape == {shape}", f"tuple({source}.shape)", str(shape)),
+                       (f"{source}.stride() == {stride}", f"{source}.stride()", str(stride))]
+            self.checked[source] = t
+        checks.append((f"{source}.requires_grad" if rg else f"not {source}.requires_grad", f"{source}.requires_grad",
+                       str(rg)))
+        for expr, actual, expected in checks:
+            kind = "TYPE_MATCH" if expr.startswith("isinstance") else "TENSOR_MATCH"
+            self.add(expr, kind, f"{source} is a graph input", line, actual, expected)
+            if not dynamic_dims:
+                self.covered.add(expr)
 
     def constant(self, source: str, value: Any, line: int | None) -> None:
         """CONSTANT_MATCH: a Python value that was baked into the graph."""

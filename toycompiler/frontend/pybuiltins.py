@@ -131,16 +131,6 @@ def _hasattr(tx, args, kwargs):
     return ConstantVariable(hasattr(obj.python_type(), name))
 
 
-@handles(setattr)
-def _setattr(tx, args, kwargs):
-    raise Unsupported("setattr() changes an object the caller can see; not traced", "mutation")
-
-
-@handles(id)
-def _id(tx, args, kwargs):
-    raise Unsupported("id() of a traced value has no meaning at run time", "unsupported-call")
-
-
 # -- conversions that need a tensor's data ---------------------------------------
 
 
@@ -361,17 +351,16 @@ def _islice(tx, args, kwargs):
 @handles(itertools.accumulate)
 def _accumulate(tx, args, kwargs):
     """``accumulate(xs, func=add, initial=None)``: running results, each a graph node for tensors."""
-    fn = args[1] if len(args) > 1 else kwargs.get("func")
-    initial = kwargs.get("initial", ConstantVariable(None))
-    out = [] if initial.is_python_constant() and initial.as_python() is None else [initial]
+    fn = args[1] if len(args) > 1 else kwargs.get("func", ConstantVariable(None))
+    fn = ObjectVariable(operator.add) if _is_none(fn) else fn
+    out = [] if _is_none(kwargs.get("initial", ConstantVariable(None))) else [kwargs["initial"]]
     for item in args[0].unpack(tx):
-        if not out:
-            out.append(item)
-        elif fn is None or (fn.is_python_constant() and fn.as_python() is None):
-            out.append(tx.call_python(operator.add, [out[-1], item], {}))
-        else:
-            out.append(fn.call(tx, [out[-1], item], {}))
+        out.append(fn.call(tx, [out[-1], item], {}) if out else item)
     return IteratorVariable(out)
+
+
+def _is_none(v: Variable) -> bool:
+    return isinstance(v, ConstantVariable) and v.value is None
 
 
 @handles(itertools.zip_longest)
@@ -419,9 +408,7 @@ def _super(tx, args, kwargs):
     return SuperVariable(cls, tx.load_local_value(first, tx.code.co_varnames[0]))
 
 
-@handles(torch.is_tensor)
-def _is_tensor(tx, args, kwargs):
-    return ConstantVariable(isinstance(args[0], TensorVariable))
+HANDLERS[torch.is_tensor] = lambda tx, args, kwargs: ConstantVariable(isinstance(args[0], TensorVariable))
 
 
 def _global_state(fn: Any, expr: str) -> Handler:
@@ -440,14 +427,8 @@ HANDLERS[torch.is_grad_enabled] = _global_state(torch.is_grad_enabled, "torch.is
 HANDLERS[torch.get_default_dtype] = _global_state(torch.get_default_dtype, "torch.get_default_dtype()")
 
 
-@handles(torch.no_grad)
-def _no_grad(tx, args, kwargs):
-    return GradModeVariable(False)
-
-
-@handles(torch.enable_grad)
-def _enable_grad(tx, args, kwargs):
-    return GradModeVariable(True)
+HANDLERS[torch.no_grad] = lambda tx, args, kwargs: GradModeVariable(False)
+HANDLERS[torch.enable_grad] = lambda tx, args, kwargs: GradModeVariable(True)
 
 
 @handles(torch.set_grad_enabled)
