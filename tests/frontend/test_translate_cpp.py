@@ -28,7 +28,7 @@ CASES = [
     Case(module_call, X, backend="cpp"),
     Case(comprehension_sum, XY, backend="cpp"),
     Case(iadd_input, X, backend="cpp"),
-    Case(setitem_slice, X, backend="cpp", allow_fallback="no lowering for aten.slice_scatter"),
+    Case(setitem_slice, X, backend="cpp"),
 ]
 
 
