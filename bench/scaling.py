@@ -29,8 +29,9 @@ from collections.abc import Callable
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import toycompiler  # noqa: E402
 from toycompiler.bench.measure import median_seconds  # noqa: E402
+
+import toycompiler  # noqa: E402
 
 OPS = (10, 100, 400, 1000)
 LAYERS = (1, 10, 50, 100)
