@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from datetime import timedelta
 
 import pytest
@@ -101,10 +102,21 @@ def _rank(rank: int, port: int, way: str, out_dir: str) -> None:
         dist.destroy_process_group()
 
 
-@pytest.mark.timeout(300)
+def run_ranks(way: str, out_dir: str, deadline_s: float = 150.0) -> None:
+    """Spawn the ranks and wait for them, at most ``deadline_s``: a rank stuck in a collective that the
+    other never joins would otherwise hang the suite. Stuck ranks are killed and the test fails."""
+    context = mp.spawn(_rank, args=(_free_port(), way, out_dir), nprocs=WORLD, join=False)
+    start = time.monotonic()
+    while not context.join(timeout=5):  # raises if a rank failed
+        if time.monotonic() - start > deadline_s:
+            for p in context.processes:
+                p.kill()
+            pytest.fail(f"{way}: the ranks did not finish in {deadline_s:.0f} s (a rank waits in a collective)")
+
+
 @pytest.mark.parametrize("way", ["compile_inside", "compile_ddp"])
 def test_ddp_step_with_compiled_model_matches_single_process_eager(way, tmp_path):
-    mp.spawn(_rank, args=(_free_port(), way, str(tmp_path)), nprocs=WORLD, join=True)
+    run_ranks(way, str(tmp_path))
     results = [torch.load(tmp_path / f"rank{r}.pt") for r in range(WORLD)]
 
     model = make_model()
