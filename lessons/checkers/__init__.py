@@ -796,3 +796,11 @@ from .build import (  # noqa: E402  (they use the verdict helpers above)
     check_lesson10_softmax,
     hint,
 )
+
+from .debugging import (  # noqa: E402  (lessons 13 and 14)
+    check_lesson13_no_break,
+    check_lesson13_norm_matmul,
+    check_lesson14_graph_break,
+    check_lesson14_mutation,
+    check_lesson14_recompiles,
+)
