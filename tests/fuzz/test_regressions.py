@@ -5,6 +5,10 @@ the docstring says what went wrong when it was found. They run on both backends:
 backend is a case the other must get right too.
 """
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from fuzz_programs import InputSpec, Program, check_program
 
@@ -33,3 +37,31 @@ def test_squeeze_of_zero_dim_tensor(backend):
     """Found on cpp: ``x.squeeze(0)`` of a 0-d tensor made the backend fail with
     ``IndexError: tuple index out of range`` and run the graph eagerly."""
     check_program(SQUEEZE_OF_A_ZERO_DIM_TENSOR, backend)
+
+
+MEAN_OVER_DIM_0_OF_A_ZERO_DIM_TENSOR = program(
+    "def program(x0):\n    v1 = x0.mean(dim=0, keepdim=True)\n    return (v1,)\n",
+    InputSpec(shape=(), dtype="float32"))
+
+INPLACE_ON_AN_EMPTY_SLICE_OF_AN_INPUT = program(
+    "def program(x0):\n    v1 = x0[0:0]\n    v1.mul_(2)\n    return (v1,)\n",
+    InputSpec(shape=(1, 3), dtype="float32"))
+
+
+@pytest.mark.parametrize("backend", ["cpp", "triton"])
+def test_mean_over_dim_0_of_zero_dim_tensor(backend):
+    """Found on triton, fails on both: ``x.mean(dim=0)`` of a 0-d tensor (eager allows dim 0 or -1 there)
+    made the backend fail with ``IndexError: tuple index out of range`` and run the graph eagerly."""
+    check_program(MEAN_OVER_DIM_0_OF_A_ZERO_DIM_TENSOR, backend)
+
+
+@pytest.mark.parametrize("backend", ["cpp", "triton"])
+def test_inplace_on_empty_slice_of_input(backend):
+    """Found on triton: an in-place op on a 0-size slice of an input (``x[0:0].mul_(2)``, shrunk from
+    ``x[1:1:1]`` of an expanded float16 input) crashed the process with a segmentation fault. Run in a
+    child process, so that a crash fails this test instead of ending the whole test run."""
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from fuzz_programs import *; "
+            f"check_program({INPLACE_ON_AN_EMPTY_SLICE_OF_AN_INPUT!r}, {backend!r})")
+    done = subprocess.run([sys.executable, "-c", code, str(Path(__file__).parent)], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, f"exit code {done.returncode} (-11: segmentation fault)\n{done.stderr[-3000:]}"
