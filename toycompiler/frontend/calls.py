@@ -244,7 +244,8 @@ def is_torch_op(fn: Any) -> bool:
         return False
     if module.startswith(("torch.nn.modules", "torch.nn.utils")) and isinstance(fn, types.FunctionType):
         return False  # nn.Module methods (forward, _conv_forward...) are inlined, not recorded
-    if module.startswith("torch") and not module.startswith(("torch._dynamo", "torch.fx", "torch.compiler")):
+    in_torch = module == "torch" or module.startswith("torch.")  # not torchvision, torchaudio ... (user code)
+    if in_torch and not module.startswith(("torch._dynamo", "torch.fx", "torch.compiler")):
         return True
     return fn in OPERATOR_FUNCTIONS
 
