@@ -28,6 +28,9 @@ def main(argv: list[str] | None = None) -> None:
     warnings.filterwarnings("ignore", message="toycompiler:")  # fallbacks are reported in the table
     if args.child_compile:
         return measure.child_compile(args.child_compile, args.compiler, args.device)
+    if args.table:  # the README's tables are printed from the results files, never typed in
+        with open(args.table) as f:
+            return print(markdown(json.load(f)))
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     if args.threads:  # every contender, and the compile subprocesses, get the same CPU threads
         os.environ["OMP_NUM_THREADS"] = str(args.threads)
@@ -74,6 +77,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="toycompiler's mode for the workload timings (default: default)")
     p.add_argument("--threads", type=int, help="CPU threads for every contender (a shared machine: 1)")
     p.add_argument("--no-compile-time", action="store_true", help="skip cold/warm compile in subprocesses")
+    p.add_argument("--table", metavar="FILE.json", help="print the markdown table of a results file, run nothing")
     p.add_argument("--child-compile", help=argparse.SUPPRESS)
     p.add_argument("--compiler", help=argparse.SUPPRESS)
     return p.parse_args(argv)
@@ -232,7 +236,8 @@ def summarize(result: dict, device: str) -> dict:
 def markdown(result: dict) -> str:
     m = result["machine"]
     lines = [f"**{m['name']}** ({m['device']}, {m['threads']} thread(s)), torch {m['torch']}, triton {m['triton']}; "
-             f"copy bandwidth {m['copy_gbps']:.0f} GB/s; toycompiler mode {result['toy_mode']}. "
+             f"copy bandwidth {m['copy_gbps']:.0f} GB/s; toycompiler mode {result['toy_mode']}; "
+             f"measured {m.get('date', '(date not recorded)')}. "
              f"Times are medians in ms: wall time per call (host included); on a GPU also GPU time "
              f"(do_bench, L2 flushed). Ratios > 1 mean toycompiler is faster.", "",
              "| workload | input | eager | torch.compile | toycompiler | toy vs eager | toy vs torch.compile "
@@ -316,7 +321,7 @@ def machine_info(device: str, bandwidth: float) -> dict:
     return {"name": machine_name(device), "device": device, "cpus": os.cpu_count(), "threads": torch.get_num_threads(),
             "torch": torch.__version__,
             "triton": triton_version, "python": sys.version.split()[0], "copy_gbps": bandwidth / 1e9,
-            "toy_target": toy_target(device)}
+            "toy_target": toy_target(device), "date": time.strftime("%Y-%m-%d", time.gmtime())}
 
 
 def notes(device: str) -> list[str]:

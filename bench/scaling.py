@@ -94,10 +94,29 @@ HEADER = (f"{'size':<11} {'toy: compile':>9} {'guards':>6} {'checks':>6} {'check
           f"{'torch.compile':>9} {'per call':>12} | {'eager':>10}")
 
 
+def markdown(record: dict) -> str:
+    """The README's scaling table, printed from a results file."""
+    m = record["machine"]
+    out = [f"{m['name']}, {m['threads']} thread(s), torch {m['torch']}, Python {m['python']}; measured {record['date']}",
+           "", "| size | toy compile (s) | guards | checks | guard check (us) | toy per call (us) "
+           "| torch.compile compile (s) | torch.compile per call (us) | eager (us) |", "|---|" + "---:|" * 8]
+    for family in ("ops", "layers"):
+        for n, r in record["results"][family].items():
+            torch_part = f"{r['torch_compile_s']:.2f} | {r['torch_us']:.0f}" if "torch_us" in r else "- | -"
+            toy = f"{r['toy_us']:.0f}" + (" (fell back)" if r["toy_fallback"] else "")
+            out.append(f"| {n} {family} | {r['toy_compile_s']:.2f} | {r['guards']} | {r['checks']} "
+                       f"| {r['guard_check_us']:.1f} | {toy} | {torch_part} | {r['eager_us']:.0f} |")
+    return "\n".join(out)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="two sizes each, no torch.compile")
+    parser.add_argument("--table", metavar="FILE.json", help="print the markdown table of a results file, run nothing")
     args = parser.parse_args(argv)
+    if args.table:
+        with open(args.table) as fh:
+            return print(markdown(json.load(fh)))
     warnings.simplefilter("ignore")
     ops, layers = (OPS[:2], LAYERS[:2]) if args.quick else (OPS, LAYERS)
     results: dict = {"ops": {}, "layers": {}}
