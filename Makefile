@@ -74,8 +74,8 @@ test: $(STAMP)
 setup: $(STAMP)
 
 $(STAMP):
-	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
-	    echo "toycompiler needs Python 3.11 or newer; '$(PYTHON)' is older or missing."; \
+	@$(PYTHON) -c 'import sys; sys.exit(not (3, 11) <= sys.version_info[:2] <= (3, 12))' 2>/dev/null || { \
+	    echo "toycompiler runs on Python 3.11 and 3.12; '$(PYTHON)' is another version or missing."; \
 	    echo "Name another interpreter: make $(MAKECMDGOALS) PYTHON=python3.11"; exit 1; }
 	@echo "Setting up $(VENV)/ from requirements.lock and pyproject.toml (the first time takes a few minutes)"
 	@[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
@@ -100,6 +100,8 @@ lock:
 	   $(BIN)/python -m pip freeze --all --exclude-editable \
 	   | grep -v '^pip==' \
 	   | sed -e 's/^torch==\([^+]*\)+.*/torch==\1/' \
+	         -e 's/^torchvision==\([^+]*\)+.*/torchvision==\1/' \
+	         -e 's/^torchvision @ .*torchvision-\([0-9.]*\)-.*/torchvision==\1/' \
 	         -e 's/^triton==.*/& ; sys_platform == "linux"/'; \
 	 } > requirements.lock.new
 	@mv requirements.lock.new requirements.lock
