@@ -182,7 +182,7 @@ POINTWISE_OPS = {
     aten.sin: "sin", aten.cos: "cos", aten.tan: "tan", aten.exp: "exp", aten.log: "log",
     aten.tanh: "tanh", aten.sigmoid: "sigmoid", aten.neg: "neg", aten.abs: "abs",
     aten.sqrt: "sqrt", aten.rsqrt: "rsqrt", aten.relu: "relu", aten.erf: "erf",
-    aten.add: "add", aten.sub: "sub", aten.mul: "mul", aten.div: "div",
+    aten.add: "add", aten.sub: "sub", aten.mul: "mul", aten.fmod: "fmod",
     aten.maximum: "maximum", aten.minimum: "minimum", aten.pow: "pow", aten.reciprocal: "reciprocal",
     aten.floor: "floor", aten.ceil: "ceil", aten.trunc: "trunc", aten.log1p: "log1p", aten.expm1: "expm1",
     aten.logical_not: "logical_not", aten.logical_and: "logical_and",
@@ -213,6 +213,12 @@ def _where(node, cond, a, b):
     cload, aload, bload = broadcast_loader(cond, size), operand(a), operand(b)
     return TensorValue(size, out, str(node.meta["val"].device),
                        lambda idx: Op("where", (cast(cload(idx), cond.dtype, torch.bool), aload(idx), bload(idx)), out))
+
+
+@register_lowering(aten.div)
+def _div(node, a, b, rounding_mode=None):
+    """True division; ``rounding_mode='trunc'`` arrives only for integers (passes/decompose.py): C's ``/``."""
+    return pointwise(node, "truncdiv" if rounding_mode == "trunc" else "div", [a, b])
 
 
 @register_lowering(aten.bitwise_not)

@@ -142,6 +142,8 @@ def unsqueeze(node, x, dim) -> TensorValue:
 
 @register_lowering(aten.squeeze, view=True)
 def squeeze(node, x, dims=None) -> TensorValue:
+    if len(x.size) == 0:  # a 0-d tensor's dim 0 (or -1) is the tensor itself: nothing to drop
+        return x
     if dims is None:
         dims = [d for d, s in enumerate(x.size) if s == 1]
     dims = [_dim(d, len(x.size)) for d in ([dims] if isinstance(dims, int) else dims)]

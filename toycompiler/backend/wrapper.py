@@ -131,11 +131,18 @@ def launch(ir: GraphIR, k: RenderedKernel, language: str) -> str:
     sizes = [pexpr(v) for v in k.size_values]
     if language == "cpp":
         ptrs = [f"{b}.data_ptr()" for b in (*k.inputs, *k.outputs)]
-        return f"{k.name}({', '.join(ptrs + sizes)})"
+        return _if_nonempty(sizes, f"{k.name}({', '.join(ptrs + sizes)})")
     meta = dict(k.meta)
     grid = f"(max(1, triton.cdiv({sizes[0]}, {meta['XBLOCK']})),)"
     blocks = ", ".join(f"{n}={v}" for n, v in k.meta)
-    return f"{k.name}[{grid}]({', '.join([*k.inputs, *k.outputs, *sizes])}, {blocks})"
+    return _if_nonempty(sizes, f"{k.name}[{grid}]({', '.join([*k.inputs, *k.outputs, *sizes])}, {blocks})")
+
+
+def _if_nonempty(sizes: list[str], call: str) -> str:
+    """A kernel with no elements to write (``xnumel`` is 0) is not launched: its buffers may have no memory."""
+    if not sizes or (sizes[0].isdigit() and int(sizes[0]) > 0):
+        return call
+    return f"pass  # no elements: {call}" if sizes[0] == "0" else f"if {sizes[0]} > 0: {call}"
 
 
 def extern_call(ir: GraphIR, node: ExternKernel) -> str:

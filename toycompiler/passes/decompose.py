@@ -55,7 +55,7 @@ def register(*ops):
 
 
 def _reduced_numel(x: torch.Tensor, dims) -> int:
-    if dims is None or len(dims) == 0:
+    if dims is None or len(dims) == 0 or x.dim() == 0:  # a 0-d tensor's dim 0 (or -1) is the tensor itself
         return x.numel()
     return math.prod(x.shape[d] for d in dims)
 
@@ -99,9 +99,13 @@ def rms_norm(x, normalized_shape, weight=None, eps=None):
 
 
 def _without_alpha(op):
-    """``add(x, y, alpha=2)`` is ``x + y * 2`` (``sub`` likewise); without ``alpha`` the op stays as it is."""
+    """``add(x, y, alpha=2)`` is ``x + y * 2`` (``sub`` likewise); without ``alpha`` the op stays as it is.
+
+    In bool arithmetic ``alpha`` is a bool too (``y * 2`` would promote the result to int64)."""
     def decompose(x, y, *, alpha=1):
-        return NotImplemented if alpha == 1 else op(x, y * alpha)
+        if alpha == 1:
+            return NotImplemented
+        return op(x, y * (bool(alpha) if torch.result_type(x, y) == torch.bool else alpha))
     return decompose
 
 
@@ -109,29 +113,47 @@ register(aten.add.Tensor)(_without_alpha(aten.add.Tensor))
 register(aten.sub.Tensor)(_without_alpha(aten.sub.Tensor))
 
 
+def _sign_differs(r, b):
+    """A nonzero C remainder ``r`` (truncating, the dividend's sign) whose sign is not the divisor's."""
+    return (r != 0) & ((r < 0) != (b < 0))
+
+
 @register(aten.div.Tensor_mode, aten.div.Scalar_mode)
 def div_mode(a, b, *, rounding_mode=None):
     """``a // b`` (``rounding_mode='floor'``, Python's rounding toward minus infinity) and ``'trunc'``.
 
-    Integers divide in float64, exact while both are below 2**53. For floats, eager corrects
-    ``floor(a / b)`` with ``fmod`` when ``a / b`` rounds up to an integer (``1.0 // 0.1`` is 9.0); this
-    decomposition does not.
+    Integers use integer ops only (exact for all of int64): C's truncating division, stepped down by
+    one where the remainder's sign is not the divisor's. Integer ``'trunc'`` stays whole for the
+    backend (its lowering is C's ``/``). Floats follow ATen's ``div_floor_floating``: dividing
+    ``a - fmod(a, b)`` (so ``1.0 // 0.1`` is 9.0, as in eager, where ``floor(1.0 / 0.1)`` is 10.0).
     """
     if rounding_mode is None:
         return NotImplemented
     dtype = torch.result_type(a, b)
-    if dtype.is_floating_point:
-        q = a / b
-    else:
-        q = a.to(torch.float64) / (b.to(torch.float64) if isinstance(b, torch.Tensor) else float(b))
-    q = aten.floor.default(q) if rounding_mode == "floor" else aten.trunc.default(q)
-    return q.to(dtype)
+    a, b = (v.to(dtype) if isinstance(v, torch.Tensor) else v for v in (a, b))
+    if not dtype.is_floating_point:
+        if rounding_mode == "trunc":
+            return NotImplemented
+        q = aten.div.Tensor_mode(a, b, rounding_mode="trunc")
+        return torch.where(_sign_differs(a - q * b, b), q - 1, q)
+    if rounding_mode == "trunc":
+        return aten.trunc.default(a / b)
+    mod = torch.fmod(a, b)
+    div = (a - mod) / b
+    div = torch.where(_sign_differs(mod, b), div - 1, div)
+    floor = aten.floor.default(div)
+    floor = torch.where(div - floor > 0.5, floor + 1, floor)
+    # div == 0: a zero with the sign of a / b; b == 0: IEEE's a / b (inf or nan)
+    q = torch.where(div == 0, (a / b) * 0, floor)
+    return torch.where(b == 0, a / b, q) if isinstance(b, torch.Tensor) else a / b if b == 0 else q
 
 
 @register(aten.remainder.Tensor, aten.remainder.Scalar)
 def remainder(a, b):
-    """``a % b`` with Python's sign rule (the divisor's sign): ``a - b * (a // b)``."""
-    return a - b * div_mode(a, b, rounding_mode="floor")
+    """``a % b`` with Python's sign rule (the divisor's sign): C's ``fmod``, plus ``b`` where the signs differ
+    (ATen's own rule, exact for integers and floats alike)."""
+    mod = torch.fmod(a, b)
+    return torch.where(_sign_differs(mod, b), mod + b, mod)
 
 
 @register(aten.scaled_dot_product_attention.default)

@@ -311,6 +311,8 @@ class KernelRenderer:
                         self.scopes[-1][producer.name] = value
                         self.comment(producer, value)
                 return value
+            if self.ir.buffer(e.buf).layout.numel == 0:  # never read (masked off), may have no memory
+                return "0"
             index = sympy.expand(e.index.xreplace(mapping))
             dtype = self.dtypes[e.buf]
             return self.tmp(self.load(self.ptr[e.buf], index, dtype), self.compute_dtype(dtype))
