@@ -10,7 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 from fuzz_programs import InputSpec, Program, check_program
+
+from toycompiler.testing import assert_same
 
 
 def program(source: str, *specs: InputSpec) -> Program:
@@ -65,3 +68,26 @@ def test_inplace_on_empty_slice_of_input(backend):
     done = subprocess.run([sys.executable, "-c", code, str(Path(__file__).parent)], capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, f"exit code {done.returncode} (-11: segmentation fault)\n{done.stderr[-3000:]}"
+
+
+def _floor_division(a, b):
+    return a // b, a % b, torch.div(a, b, rounding_mode="trunc")
+
+
+@pytest.mark.parametrize("backend", ["cpp", "triton"])
+def test_float_floor_division_matches_eager(backend):
+    """``torch.tensor([1.0]) // 0.1`` is 9.0 in eager (its fmod-based correction) where ``floor(1.0 / 0.1)``
+    is 10.0; also negative operands, signed zeros and a zero divisor (IEEE's inf and nan)."""
+    a = torch.tensor([1.0, -1.0, 5.5, -5.5, 0.0, -0.0, 3.0, -3.0, 1e10, 7.0])
+    b = torch.tensor([0.1, 0.1, -2.0, 2.0, 3.0, 3.0, 0.0, 0.0, 0.3, -7.0])
+    assert_same(_floor_division, a, b, backend=backend, rtol=0, atol=0)
+    assert_same(lambda x: (x // 0.1, x % 0.1), a, backend=backend, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("backend", ["cpp", "triton"])
+def test_integer_floor_division_is_exact_above_2_53(backend):
+    """Integer ``//`` and ``%`` went through float64, wrong for magnitudes above 2**53."""
+    a = torch.tensor([2**62 + 1, -(2**62) - 3, 2**53 + 1, 7, -7, 7, -7, 0])
+    b = torch.tensor([3, 5, 2, 2, 2, -2, -2, 3])
+    assert_same(_floor_division, a, b, backend=backend, rtol=0, atol=0)
+    assert_same(lambda x: (x // 3, x % -3), a, backend=backend, rtol=0, atol=0)
