@@ -298,6 +298,9 @@ FALLBACKS = {
     "aten.cumprod": "a scan (see cumsum)",
     "aten.sort": "sorting is no loop nest of this IR", "aten.topk": "sorting is no loop nest of this IR",
     "aten.convolution_backward": "a library kernel, like convolution itself",
+    "aten.max_pool2d_with_indices": "it returns where each window's max is (a window reduction with its index; "
+                                    "the loop IR reduces over whole dims)",
+    "aten.max_pool2d_with_indices_backward": "it writes through those indices (indirect indexing)",
 }
 
 

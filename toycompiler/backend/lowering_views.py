@@ -287,7 +287,7 @@ register_lowering(aten.scalar_tensor)(lambda node, value, **_: _constant(node, v
 
 
 # zeros and ones (an empty tensor's values are unspecified: zeros will do).
-FILLS = {aten.zeros: 0, aten.empty: 0, aten.ones: 1}  # torch's table turns the _like and new_ forms into these
+FILLS = {aten.zeros: 0, aten.empty: 0, aten.empty_permuted: 0, aten.ones: 1}  # the _like and new_ forms become these
 for _op, _value in FILLS.items():
     register_lowering(_op)(lambda node, *_, _value=_value, **__: _constant(node, _value))
 

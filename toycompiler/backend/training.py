@@ -21,15 +21,15 @@ compiled without autograd when grad mode is off at call time.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from collections.abc import Callable
 from typing import Any
 
 import torch
 import torch.fx
+from torch._subclasses.fake_tensor import unset_fake_temporarily
 
-from ..passes.decompose import TRACING
+from ..passes.decompose import TRACING, decomposition_table
 from . import CompiledGraph
 
 CompileFn = Callable[[torch.fx.GraphModule, list], CompiledGraph]  # one graph -> kernels (never raises)
@@ -56,7 +56,8 @@ def compile_training(gm: torch.fx.GraphModule, example_inputs: list, compile_gra
     def compiler(kind: str) -> Callable:
         def compile_one(graph: torch.fx.GraphModule, inputs: list) -> Callable:
             graph, kept = drop_none_outputs(graph)
-            result = compile_graph(graph, list(inputs))
+            with unset_fake_temporarily():  # AOTAutograd calls this inside its fake mode; constants are real
+                result = compile_graph(graph, list(inputs))
             call = result.call if kept is None else _with_nones(result.call, *kept)
             compiled[kind] = CompiledGraph(call, _labelled(result.artifacts, kind))
             return make_boxed_func(compiled[kind])  # AOTAutograd passes one list, freed as it goes
@@ -65,8 +66,12 @@ def compile_training(gm: torch.fx.GraphModule, example_inputs: list, compile_gra
     # Compile the backward now rather than at the first .backward(), so the report shows it.
     eager_backward = {"force_non_lazy_backward_lowering": True} \
         if hasattr(functorch_config, "force_non_lazy_backward_lowering") else {}
-    with functorch_config.patch(**eager_backward), TRACING:
-        run = aot_autograd(fw_compiler=compiler("forward"), bw_compiler=compiler("backward"))(gm, example_inputs)
+    # The inference path's decompositions; attention takes its math form (matmuls and a softmax) before
+    # autograd differentiates it, so that the backward is made of ops the backend lowers too.
+    math_attention = torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH)
+    with functorch_config.patch(**eager_backward), TRACING, math_attention:
+        run = aot_autograd(fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
+                           decompositions=decomposition_table())(gm, example_inputs)
     forward = compiled["forward"].artifacts
     backward = compiled["backward"].artifacts if "backward" in compiled else None
     return CompiledGraph(run, dataclasses.replace(forward, backward=backward))
@@ -90,11 +95,11 @@ def drop_none_outputs(gm: torch.fx.GraphModule) -> tuple[torch.fx.GraphModule, t
     kept = tuple(i for i, v in enumerate(values) if v is not None)
     if len(kept) == len(values):
         return gm, None
-    gm = copy.deepcopy(gm)
-    output = next(n for n in gm.graph.nodes if n.op == "output")
-    output.args = (tuple(output.args[0][i] for i in kept),)
-    gm.recompile()
-    return gm, (kept, len(values))
+    # A new graph over the same modules, not a deepcopy: a node's meta may hold what cannot be copied.
+    graph = torch.fx.Graph()
+    outputs = graph.graph_copy(gm.graph, {})
+    graph.output(tuple(outputs[i] for i in kept))
+    return torch.fx.GraphModule(gm, graph), (kept, len(values))
 
 
 def _with_nones(call: Callable, kept: tuple[int, ...], total: int) -> Callable:
