@@ -109,8 +109,15 @@ class CompiledFunction:
             return self.fn(*args, **kwargs)
         label = f"[{cache.frame_id}/{len(cache.entries)}]"
         shapes = ShapePolicy(self.dynamic, cache.seen_shapes, cfg.automatic_dynamic_shapes, cfg.specialize_zero_one)
-        entry = compile_frame(self.fn, args, kwargs, self.backend, self.backend_name, cfg, label, failure,
-                              self._wrap_resume, shapes)
+        try:  # translation catches what user code does; this catches a compiler bug after it
+            entry = compile_frame(self.fn, args, kwargs, self.backend, self.backend_name, cfg, label, failure,
+                                  self._wrap_resume, shapes)
+        except Exception as e:  # it costs the user speed (the frame runs eagerly), never their call
+            cache.gave_up = True
+            self._record_miss(failures, f"compiling failed ({type(e).__name__}: {e}): runs eagerly from now on")
+            warnings.warn(f"toycompiler: compiling {self.fn.__qualname__} failed: {type(e).__name__}: {e}; "
+                          "running it eagerly", stacklevel=3)
+            return self.fn(*args, **kwargs)
         if shapes.symbols and not _passes(entry, args, kwargs):  # a symbolic guard we can't evaluate: go static
             entry = compile_frame(self.fn, args, kwargs, self.backend, self.backend_name, cfg, label, failure,
                                   self._wrap_resume, ShapePolicy(dynamic=False))
@@ -187,6 +194,7 @@ def explain(fn: Callable, **compile_options: Any) -> Callable[..., A.Report]:
         fallbacks += tuple(f"{b.frame} {b.filename}:{b.line}: frame ran eagerly: {b.no_resume_reason}"
                            for f in frames if (b := f.translation.graph_break) and b.no_resume_reason)
         misses = tuple(target.all_misses)
+        fallbacks += tuple(f"{m.frame}: {m.outcome}" for m in misses if not m.outcome.startswith("compiled"))
         return A.Report(frames, fallbacks, tuple(f for m in misses for f in m.failures), misses)
     return run
 

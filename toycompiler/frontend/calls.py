@@ -21,6 +21,7 @@ instantiated while tracing.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import math
@@ -40,6 +41,7 @@ from .variables import (
     CONSTANT_TYPES,
     BoundMethodVariable,
     ConstantVariable,
+    NullContextVariable,
     ObjectVariable,
     PartialVariable,
     TensorVariable,
@@ -67,6 +69,8 @@ REFUSED = {
     setattr: ("mutation", "setattr() changes an object the caller can see; not traced"),
     id: ("unsupported-call", "id() of a traced value has no meaning at run time"),
 }
+# Context managers traced as a no-op ``with`` (TorchDynamo does the same for profiler ranges).
+NULL_CONTEXTS = (torch.autograd.profiler.record_function, contextlib.nullcontext)
 # Python functions that are pure on constant arguments, so a call can be folded.
 FOLDABLE_BUILTINS = (abs, len, min, max, int, float, bool, str, round, pow, tuple, list, dict, set, frozenset,
                      isinstance, issubclass, range, divmod, sum, any, all, sorted, repr, format, hash, chr, ord,
@@ -91,6 +95,8 @@ def call_python(tx: Tx, fn: Any, args: list[Variable], kwargs: dict[str, Variabl
     if isinstance(fn, torch.nn.Module):
         return call_module(tx, fn, source, args, kwargs)
     _refuse(fn)
+    if fn in NULL_CONTEXTS:  # record_function("name"): a profiler range, nothing the graph computes
+        return NullContextVariable(_name(fn))
     if getattr(fn, "__name__", None) == "clone" and grad_mode_of(getattr(fn, "__self__", None)):
         return grad_mode_of(fn.__self__)  # @torch.no_grad() makes a fresh context per call
     handler = pybuiltins.HANDLERS.get(fn) if _hashable(fn) else None
@@ -236,6 +242,8 @@ def bind_arguments(code: types.CodeType, args: list[Variable], kwargs: dict[str,
 def is_torch_op(fn: Any) -> bool:
     """Functions recorded into the graph when called with tensors."""
     if isinstance(fn, torch._ops.OpOverload | torch._ops.OpOverloadPacket):
+        return True
+    if torch._dynamo.trace_rules.is_callable_allowed(fn):  # marked by torch.compiler.allow_in_graph(fn)
         return True
     if isinstance(fn, type):
         return fn is torch.Size

@@ -114,12 +114,12 @@ class OutputGraph:
         """The op's fake result as a variable: a tensor, a tuple of tensors (one getitem node each)..."""
         if isinstance(example, torch.Tensor):
             return TensorVariable(self.create_node(op, target, node_args, node_kwargs, example), example)
-        if isinstance(example, tuple | list) and example and all(isinstance(t, torch.Tensor) for t in example):
+        if isinstance(example, tuple | list) and any(isinstance(t, torch.Tensor) for t in example) \
+                and all(isinstance(t, torch.Tensor) or t is None for t in example):  # (out, None): no weights
             node = self.create_node(op, target, node_args, node_kwargs, example)
-            items = []
-            for i, t in enumerate(example):
-                item = self.create_node("call_function", operator.getitem, (node, i), {}, t)
-                items.append(TensorVariable(item, t))
+            items = [ConstantVariable(None) if t is None else
+                     TensorVariable(self.create_node("call_function", operator.getitem, (node, i), {}, t), t)
+                     for i, t in enumerate(example)]
             if type(example) not in (tuple, list):  # torch.return_types.topk(values, indices)
                 return NamedTupleVariable(items, example=example)
             return TupleVariable(items) if isinstance(example, tuple) else ListVariable(items)

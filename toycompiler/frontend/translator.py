@@ -56,6 +56,7 @@ from .variables import (
     CellVariable,
     ConstantVariable,
     GradModeVariable,
+    NullContextVariable,
     NullVariable,
     ObjectVariable,
     RealCellVariable,
@@ -793,11 +794,11 @@ class InstructionTranslator:
         ctx = self.pop()
         if isinstance(ctx, ObjectVariable):
             ctx = grad_mode_of(ctx.value) or ctx
-        if not isinstance(ctx, GradModeVariable):
-            raise Unsupported(f"`with {ctx.describe()}:` is not traced: only torch.no_grad(), "
-                              "torch.enable_grad() and torch.set_grad_enabled() blocks are", "unsupported-opcode")
+        if not isinstance(ctx, GradModeVariable | NullContextVariable):
+            raise Unsupported(f"`with {ctx.describe()}:` is not traced: only torch.no_grad(), torch.enable_grad(), "
+                              "torch.set_grad_enabled() and no-op (record_function) blocks are", "unsupported-opcode")
         self.push(ctx.enter(self))
-        self.push(ConstantVariable(None))
+        self.push(ctx if isinstance(ctx, NullContextVariable) else ConstantVariable(None))  # what `as` binds
 
     # -- return and generators --------------------------------------------------------------------
 

@@ -238,7 +238,7 @@ class TensorVariable(Variable):
     # Attributes read at compile time. They depend only on properties already
     # checked by the tensor's guard (dtype, device, shape, stride, requires_grad).
     STATIC_ATTRIBUTES = ("shape", "dtype", "device", "ndim", "requires_grad", "is_cuda", "layout", "is_sparse",
-                         "is_quantized", "is_meta", "is_leaf")
+                         "is_quantized", "is_meta", "is_leaf", "is_nested", "is_cpu", "is_mkldnn")
     # Methods answered from the fake tensor, without a graph node.
     STATIC_METHODS = ("size", "dim", "ndimension", "numel", "nelement", "stride", "is_contiguous", "element_size",
                       "is_floating_point", "is_complex", "get_device", "type")
@@ -417,6 +417,24 @@ class GradModeVariable(Variable):
             previous = torch.is_grad_enabled()
             tx.output.set_grad_mode(self.enabled)
         return GradModeExitVariable(previous)
+
+
+@dataclass(eq=False)
+class NullContextVariable(Variable):
+    """``record_function(...)`` (a profiler range) or ``contextlib.nullcontext()``: a ``with`` that changes
+    nothing the graph computes, so it is traced as a no-op, as TorchDynamo does for profiler ranges
+    (the range is not recorded in the compiled code). Its own exit function does nothing."""
+
+    name: str
+
+    def describe(self) -> str:
+        return f"no-op context {self.name}"
+
+    def enter(self, tx: InstructionTranslator) -> Variable:
+        return self
+
+    def call(self, tx, args, kwargs):
+        return ConstantVariable(None)
 
 
 def grad_mode_of(obj: Any) -> GradModeVariable | None:
