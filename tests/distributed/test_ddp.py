@@ -114,7 +114,13 @@ def run_ranks(way: str, out_dir: str, deadline_s: float = 150.0) -> None:
             pytest.fail(f"{way}: the ranks did not finish in {deadline_s:.0f} s (a rank waits in a collective)")
 
 
-@pytest.mark.parametrize("way", ["compile_inside", "compile_ddp"])
+@pytest.mark.parametrize("way", [
+    "compile_inside",
+    # toycompiler.compile(DDP(model)): DDP.forward breaks the graph in self._pre_forward, inside its
+    # record_function block; a break inside a `with` block can't resume yet, so the frame runs eagerly.
+    pytest.param("compile_ddp", marks=pytest.mark.xfail(
+        strict=True, reason="a graph break inside DDP.forward's with-block: the frame runs eagerly")),
+])
 def test_ddp_step_with_compiled_model_matches_single_process_eager(way, tmp_path):
     run_ranks(way, str(tmp_path))
     results = [torch.load(tmp_path / f"rank{r}.pt") for r in range(WORLD)]
