@@ -301,6 +301,8 @@ FALLBACKS = {
     "aten.max_pool2d_with_indices": "it returns where each window's max is (a window reduction with its index; "
                                     "the loop IR reduces over whole dims)",
     "aten.max_pool2d_with_indices_backward": "it writes through those indices (indirect indexing)",
+    "aten.bernoulli": "random numbers from torch's own generator (dropout), so that a seed means what it means in eager",
+    "aten._native_multi_head_attention": "nn.MultiheadAttention's fused inference kernel (no decomposition in torch)",
 }
 
 

@@ -276,7 +276,7 @@ def plan_memory(ir: GraphIR, kernels: list[Kernel]) -> tuple[dict[str, str], lis
                     break
         for j in range(i + 1):
             for name in kernels[j].stores:
-                dies = last_use.get(name, j) == i
+                dies = last_use.setdefault(name, j) == i  # never read: dead right after the kernel writing it
                 if dies and name not in keep and not getattr(ir.buffer(name), "store_into", None) and name not in pool:
                     pool.append(name)
     return reuses, plan
