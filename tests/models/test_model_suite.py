@@ -229,8 +229,9 @@ def check_model(name: str, backend: str, train: bool) -> None:
 
 # The C++ backend runs every model in both modes; Triton's interpreter is slow on CPU, so the largest
 # models' training steps on Triton are marked slow (they still run in `make test`).
-DROPOUT = pytest.mark.xfail(strict=True, reason="Dropout(p=0.2) in training: eager and compiled runs draw their masks "
-                            "from the global generator one after the other, so the masks (and outputs) differ")
+DROPOUT = pytest.mark.xfail(strict=True, reason="Dropout(p=0.2) in training: aten.bernoulli has no lowering (runs "
+                            "eagerly), and eager and compiled runs draw their masks from the global generator one "
+                            "after the other, so the masks (and outputs) differ")
 ILL_CONDITIONED = pytest.mark.xfail(strict=True, reason="gradients beyond GRAD_TOL: training BatchNorm over 2 values "
                                     "at layer4's 1x1 spatial size amplifies rounding (eager float32 itself is 1.4 "
                                     "off float64 on conv1.weight's grad; compiled is 7.5 off eager)")

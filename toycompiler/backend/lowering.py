@@ -182,7 +182,7 @@ POINTWISE_OPS = {
     aten.sin: "sin", aten.cos: "cos", aten.tan: "tan", aten.exp: "exp", aten.log: "log",
     aten.tanh: "tanh", aten.sigmoid: "sigmoid", aten.neg: "neg", aten.abs: "abs",
     aten.sqrt: "sqrt", aten.rsqrt: "rsqrt", aten.relu: "relu", aten.erf: "erf",
-    aten.add: "add", aten.sub: "sub", aten.mul: "mul", aten.fmod: "fmod",
+    aten.add: "add", aten.sub: "sub", aten.mul: "mul",
     aten.maximum: "maximum", aten.minimum: "minimum", aten.pow: "pow", aten.reciprocal: "reciprocal",
     aten.floor: "floor", aten.ceil: "ceil", aten.trunc: "trunc", aten.log1p: "log1p", aten.expm1: "expm1",
     aten.logical_not: "logical_not", aten.logical_and: "logical_and",
@@ -219,6 +219,12 @@ def _where(node, cond, a, b):
 def _div(node, a, b, rounding_mode=None):
     """True division; ``rounding_mode='trunc'`` arrives only for integers (passes/decompose.py): C's ``/``."""
     return pointwise(node, "truncdiv" if rounding_mode == "trunc" else "div", [a, b])
+
+
+@register_lowering(aten.fmod)
+def _fmod(node, a, b):
+    """C's remainder (the dividend's sign): ``std::fmod`` for floats, ``%`` for integers."""
+    return pointwise(node, "fmod" if node.meta["val"].dtype.is_floating_point else "imod", [a, b])
 
 
 @register_lowering(aten.bitwise_not)
@@ -301,7 +307,6 @@ FALLBACKS = {
     "aten.max_pool2d_with_indices": "it returns where each window's max is (a window reduction with its index; "
                                     "the loop IR reduces over whole dims)",
     "aten.max_pool2d_with_indices_backward": "it writes through those indices (indirect indexing)",
-    "aten.bernoulli": "random numbers from torch's own generator (dropout), so that a seed means what it means in eager",
     "aten._native_multi_head_attention": "nn.MultiheadAttention's fused inference kernel (no decomposition in torch)",
 }
 

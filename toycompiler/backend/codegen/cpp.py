@@ -47,11 +47,6 @@ template <typename T> static inline T toy_maximum(T a, T b) { return a != a ? a 
 template <typename T> static inline T toy_minimum(T a, T b) { return a != a ? a : (b != b ? b : (a < b ? a : b)); }
 template <typename T> static inline T toy_relu(T a) { return a != a ? a : (a > T(0) ? a : T(0)); }
 template <typename T> static inline T toy_sigmoid(T a) { return T(1) / (T(1) + std::exp(-a)); }
-// C's % and / on integers (a zero divisor gives 0 instead of a crash); std::fmod on floats
-template <typename T> static inline T toy_fmod(T a, T b) { return b == 0 ? T(0) : T(a % b); }
-static inline float toy_fmod(float a, float b) { return std::fmod(a, b); }
-static inline double toy_fmod(double a, double b) { return std::fmod(a, b); }
-template <typename T> static inline T toy_truncdiv(T a, T b) { return b == 0 ? T(0) : T(a / b); }
 template <typename T> static inline T toy_sign(T a) { return T((a > T(0)) - (a < T(0))); }
 #pragma omp declare reduction(toy_max : float, double, int64_t, int32_t, int16_t, int8_t, uint8_t, bool : \
     omp_out = toy_maximum(omp_out, omp_in)) initializer(omp_priv = omp_orig)
@@ -122,7 +117,9 @@ class CppRenderer(KernelRenderer):
         "floor": "std::floor({0})", "ceil": "std::ceil({0})", "trunc": "std::trunc({0})",
         "log1p": "std::log1p({0})", "expm1": "std::expm1({0})", "sign": "toy_sign({0})",
         "add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "div": "{0} / {1}",
-        "fmod": "toy_fmod({0}, {1})", "truncdiv": "toy_truncdiv({0}, {1})",
+        "fmod": "std::fmod({0}, {1})",  # integers: C's % and /, a zero divisor giving 0 instead of a crash
+        "imod": "({1} == 0 ? {dtype}(0) : {dtype}({0} % {1}))",
+        "truncdiv": "({1} == 0 ? {dtype}(0) : {dtype}({0} / {1}))",
         "maximum": "toy_maximum({0}, {1})", "minimum": "toy_minimum({0}, {1})", "pow": "std::pow({0}, {1})",
         "gt": "{0} > {1}", "lt": "{0} < {1}", "ge": "{0} >= {1}", "le": "{0} <= {1}",
         "eq": "{0} == {1}", "ne": "{0} != {1}", "where": "{0} ? {1} : {2}",
