@@ -78,16 +78,6 @@ def noisy(x):
     return torch.cos(y) + 1
 
 
-def two_lines(x, y):
-    a = torch.sin(x) * 2
-    b = torch.cos(y) + a
-    return b
-
-
-@pytest.fixture(scope="module")
-def report():
-    toycompiler.reset()
-    return toycompiler.explain(two_lines, backend="cpp")(torch.randn(16), torch.randn(16))
 
 
 def deep_model(layers: int = 12) -> torch.nn.Sequential:

@@ -1,19 +1,4 @@
 import pytest
-import torch
-
-import toycompiler
-
-
-def two_lines(x, y):
-    a = torch.sin(x) * 2
-    b = torch.cos(y) + a
-    return b
-
-
-@pytest.fixture(scope="module")
-def report():
-    toycompiler.reset()
-    return toycompiler.explain(two_lines, backend="cpp")(torch.randn(16), torch.randn(16))
 
 
 @pytest.fixture(scope="module")
@@ -22,9 +7,7 @@ def frame(report):
 
 
 @pytest.fixture(scope="module")
-def lines():
-    """(line of ``a = ...``, line of ``b = ...``) in two_lines."""
-    import inspect
-
-    first = inspect.getsourcelines(two_lines)[1]
+def lines(frame):
+    """(line of ``a = ...``, line of ``b = ...``) in two_lines (tests/conftest.py)."""
+    first = frame.source.firstlineno
     return first + 1, first + 2
