@@ -71,7 +71,7 @@ def test_column_sum_is_rendered_in_column_order():
 
 
 def test_triton_column_sum_takes_several_columns_per_program():
-    report = toycompiler.explain(lambda x: x.sum(0), backend="triton")(torch.randn(37, 301))
+    report = toycompiler.explain(lambda x: x.sum(0), backend="triton")(torch.randn(37, 301, device=device_for("triton")))
     source = report.frames[0].backend.kernels[0].source
     assert "XBLOCK: tl.constexpr" in source
     launch = report.frames[0].backend.output_code.source

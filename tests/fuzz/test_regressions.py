@@ -13,7 +13,7 @@ import pytest
 import torch
 from fuzz_programs import InputSpec, Program, check_program
 
-from toycompiler.testing import assert_same
+from toycompiler.testing import assert_same, device_for
 
 
 def program(source: str, *specs: InputSpec) -> Program:
@@ -80,6 +80,7 @@ def test_float_floor_division_matches_eager(backend):
     is 10.0; also negative operands, signed zeros and a zero divisor (IEEE's inf and nan)."""
     a = torch.tensor([1.0, -1.0, 5.5, -5.5, 0.0, -0.0, 3.0, -3.0, 1e10, 7.0])
     b = torch.tensor([0.1, 0.1, -2.0, 2.0, 3.0, 3.0, 0.0, 0.0, 0.3, -7.0])
+    a, b = a.to(device_for(backend)), b.to(device_for(backend))
     assert_same(_floor_division, a, b, backend=backend, rtol=0, atol=0)
     assert_same(lambda x: (x // 0.1, x % 0.1), a, backend=backend, rtol=0, atol=0)
 
@@ -89,5 +90,16 @@ def test_integer_floor_division_is_exact_above_2_53(backend):
     """Integer ``//`` and ``%`` went through float64, wrong for magnitudes above 2**53."""
     a = torch.tensor([2**62 + 1, -(2**62) - 3, 2**53 + 1, 7, -7, 7, -7, 0])
     b = torch.tensor([3, 5, 2, 2, 2, -2, -2, 3])
+    a, b = a.to(device_for(backend)), b.to(device_for(backend))
     assert_same(_floor_division, a, b, backend=backend, rtol=0, atol=0)
     assert_same(lambda x: (x // 3, x % -3), a, backend=backend, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("backend", ["cpp", "triton"])
+def test_bool_addition_is_or(backend):
+    """``True + True`` is ``True`` in eager; on a GPU a bool held as a 1-bit integer wrapped to ``False``
+    (the fuzzer's ``x0 + x0`` on a one-element bool tensor, found on the H100)."""
+    a = torch.tensor([True, False, True, False], device=device_for(backend))
+    b = torch.tensor([True, True, False, False], device=device_for(backend))
+    assert_same(lambda x, y: (x + y, x + True, x + False, y.add(x, alpha=False), x + x), a, b,
+                backend=backend, rtol=0, atol=0)

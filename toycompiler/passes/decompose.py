@@ -101,11 +101,16 @@ def rms_norm(x, normalized_shape, weight=None, eps=None):
 def _without_alpha(op):
     """``add(x, y, alpha=2)`` is ``x + y * 2`` (``sub`` likewise); without ``alpha`` the op stays as it is.
 
-    In bool arithmetic ``alpha`` is a bool too (``y * 2`` would promote the result to int64)."""
+    In bool arithmetic ``alpha`` is a bool too (``y * 2`` would promote the result to int64), and
+    ``True + True`` is ``True``: bool ``add`` is ``or`` (a 1-bit integer add would wrap to 0 in a
+    GPU kernel)."""
     def decompose(x, y, *, alpha=1):
+        boolean = torch.result_type(x, y) == torch.bool
+        if boolean and op is aten.add.Tensor:
+            return torch.bitwise_or(x, y if alpha else False)
         if alpha == 1:
             return NotImplemented
-        return op(x, y * (bool(alpha) if torch.result_type(x, y) == torch.bool else alpha))
+        return op(x, y * (bool(alpha) if boolean else alpha))
     return decompose
 
 
@@ -182,7 +187,9 @@ def decompose(gm: torch.fx.GraphModule, example_inputs: list) -> tuple[torch.fx.
         # Running through an Interpreter lets FX copy each node's provenance onto the ATen nodes it becomes.
         interpret = torch.func.functionalize(torch.fx.Interpreter(gm).run, remove="mutations")
         fake_mode, fakes = fake_inputs(example_inputs, gm)
-        with fake_mode, TRACING:
+        # torch picks an attention kernel per device while tracing (flash or memory-efficient on CUDA);
+        # asking for the math one makes the decomposition below apply on every device.
+        with fake_mode, TRACING, torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH):
             new = make_fx(interpret, decomposition_table=decomposition_table())(*fakes)
     after = [n for n in new.graph.nodes if n.op == "call_function"]
     changes = [f"{len(before)} graph op(s) became {len(after)} ATen op(s)"]
