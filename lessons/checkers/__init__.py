@@ -83,6 +83,13 @@ def _call(fn: Callable, *args: Any) -> tuple[Any, str | None]:
         return None, f"{type(e).__name__}: {e}"
 
 
+def _kernel_device() -> str:
+    """Where checkers put the tensors they hand to a learner's Triton kernel: the GPU when there is one
+    (Triton compiles the kernel for it), else the CPU, where toycompiler has switched on Triton's
+    interpreter. A CPU tensor given to a compiled GPU kernel fails with "cannot be accessed from Triton"."""
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
 def _quiet_explain(fn: Callable, *args: Any, **options: Any):
     """``toycompiler.explain`` without the fallback warnings cluttering the verdict."""
     with warnings.catch_warnings():
@@ -637,9 +644,10 @@ def check_lesson10_kernel(kernel: Any) -> Verdict:
 
     if not hasattr(kernel, "__getitem__"):
         return _wrong("launch it as kernel[grid](...): decorate the function with @triton.jit.")
+    device = _kernel_device()
     for n, block in ((1, 4), (10, 4), (37, 16), (100, 32)):
-        x = torch.randn(n)
-        out = torch.full((n + block,), float("nan"))  # room past the end: writes there mean a missing mask
+        x = torch.randn(n, device=device)
+        out = torch.full((n + block,), float("nan"), device=device)  # room past the end: a write there = no mask
         try:
             kernel[(triton.cdiv(n, block),)](x, out, n, BLOCK=block)
         except Exception as e:

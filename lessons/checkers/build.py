@@ -29,7 +29,7 @@ import torch.fx
 
 from toycompiler import api
 
-from . import Verdict, _call, _missing, _ok, _same, _wrong
+from . import Verdict, _call, _kernel_device, _missing, _ok, _same, _wrong
 
 HINTS: dict[str, tuple[str, str, str]] = {}
 
@@ -623,9 +623,10 @@ def check_lesson10_copy(kernel: Any) -> Verdict:
         return _todo(check_lesson10_copy)
     import triton
 
+    device = _kernel_device()
     for n, block in ((1, 4), (10, 4), (37, 16), (64, 16)):
-        x = torch.randn(n)
-        out = torch.full((n + block,), float("nan"))
+        x = torch.randn(n, device=device)
+        out = torch.full((n + block,), float("nan"), device=device)
         err = _launch(kernel, (triton.cdiv(n, block),), x, out, n, BLOCK=block)
         if err:
             return _wrong_more(check_lesson10_copy, f"n={n}, BLOCK={block}: {err}")
@@ -656,10 +657,11 @@ def check_lesson10_softmax(kernel: Any) -> Verdict:
         return _todo(check_lesson10_softmax)
     import triton
 
+    device = _kernel_device()
     for rows, cols, stride_pad in ((2, 8, 0), (3, 5, 0), (4, 13, 3)):
-        base = torch.randn(rows, cols + stride_pad) * 3
+        base = torch.randn(rows, cols + stride_pad, device=device) * 3
         x = base[:, :cols]  # a view: rows are stride(0) apart, more than n_cols when padded
-        out = torch.full((rows, cols), float("nan"))
+        out = torch.full((rows, cols), float("nan"), device=device)
         block = triton.next_power_of_2(cols)
         err = _launch(kernel, (rows,), x, out, cols, x.stride(0), BLOCK=block)
         if err:
@@ -695,9 +697,10 @@ def check_lesson10_matmul(kernel: Any) -> Verdict:
     """Rung 3: ``matmul_kernel[(M // BM, N // BN)](a, b, c, M, N, K, BM=16, BN=16, BK=16)``, sizes multiples of 16."""
     if _missing(kernel):
         return _todo(check_lesson10_matmul)
+    device = _kernel_device()
     for m, n, k in ((16, 16, 16), (32, 16, 48), (16, 48, 32)):
-        a, b = torch.randn(m, k), torch.randn(k, n)
-        c = torch.full((m, n), float("nan"))
+        a, b = torch.randn(m, k, device=device), torch.randn(k, n, device=device)
+        c = torch.full((m, n), float("nan"), device=device)
         err = _launch(kernel, (m // 16, n // 16), a, b, c, m, n, k, BM=16, BN=16, BK=16)
         if err:
             return _wrong_more(check_lesson10_matmul, f"{m}x{k} @ {k}x{n}: {err}")
@@ -705,7 +708,7 @@ def check_lesson10_matmul(kernel: Any) -> Verdict:
             return _wrong_more(check_lesson10_matmul, f"{m}x{k} @ {k}x{n}: some tiles of c were never written "
                                "(does the grid cover M // BM x N // BN programs, each storing its tile?)")
         expected = a @ b
-        if not torch.allclose(c, expected, atol=1e-2, rtol=1e-2):
+        if not torch.allclose(c, expected, atol=5e-2, rtol=1e-2):  # on a GPU, tl.dot rounds inputs to TF32
             more = " (only the first BK columns of a counted? loop over all of K)" if k > 16 else ""
             return _wrong_more(check_lesson10_matmul, f"{m}x{k} @ {k}x{n}: differs from a @ b by up to "
                                f"{(c - expected).abs().max():.3g}{more}")
