@@ -198,8 +198,10 @@ def check_model(name: str, backend: str, train: bool) -> None:
     graphs, breaks = torch_compile_counts(name, eager, inputs, targets, train)
 
     compiled = toycompiler.compile(toy, backend=backend)
-    if train:
+    if train:  # the same seed before each run: Dropout draws eager's mask (passes/decompose.py)
+        torch.manual_seed(1)
         out, loss = forward_loss(name, compiled, inputs, targets)
+        torch.manual_seed(1)
         expected_out, expected_loss = forward_loss(name, eager, inputs, targets)
     else:
         with torch.no_grad():
@@ -229,9 +231,10 @@ def check_model(name: str, backend: str, train: bool) -> None:
 
 # The C++ backend runs every model in both modes; Triton's interpreter is slow on CPU, so the largest
 # models' training steps on Triton are marked slow (they still run in `make test`).
-DROPOUT = pytest.mark.xfail(strict=True, reason="Dropout(p=0.2) in training: aten.bernoulli has no lowering (runs "
-                            "eagerly), and eager and compiled runs draw their masks from the global generator one "
-                            "after the other, so the masks (and outputs) differ")
+DROPOUT = pytest.mark.xfail(torch.cuda.is_available(), strict=True,
+                            reason="Dropout(p=0.2) in training on CUDA: eager's fused dropout kernel draws its mask "
+                                   "in its own order; the compiled graph draws ATen's CPU way (bernoulli), so the "
+                                   "masks differ (on the CPU they are the same)")
 ILL_CONDITIONED = pytest.mark.xfail(strict=True, reason="gradients beyond GRAD_TOL: training BatchNorm over 2 values "
                                     "at layer4's 1x1 spatial size amplifies rounding (eager float32 itself is 1.4 "
                                     "off float64 on conv1.weight's grad; compiled is 7.5 off eager)")

@@ -100,8 +100,11 @@ LOWERINGS: dict[Any, Callable[..., Any]] = {}
 VIEW_OPS: set[Any] = set()  # lowerings that make no buffer of their own
 
 
-def register_lowering(*ops: Any, view: bool = False) -> Callable:
+def register_lowering(*ops: Any, view: bool = False, needs_graph: bool = False) -> Callable:
+    """``@register_lowering(aten.sin)``; ``view``: makes no buffer; ``needs_graph``: called with the
+    :class:`GraphLowering` first (to add buffers itself)."""
     def wrap(fn: Callable) -> Callable:
+        fn.needs_graph = needs_graph or getattr(fn, "needs_graph", False)
         for op in ops:
             LOWERINGS[op] = fn
             if view:
@@ -275,6 +278,7 @@ def _expand_to(v: TensorValue, size: tuple) -> TensorValue:
     return TensorValue(size, v.dtype, v.device, broadcast_loader(v, size))
 
 
+@register_lowering(aten.copy_, needs_graph=True)
 def _copy_into_input(graph: GraphLowering, node: torch.fx.Node, dst: TensorValue, src: Any) -> TensorValue:
     """``copy_(input, value)``, which functionalization leaves for mutated inputs: a store into the input."""
     inputs = {b.name: b for b in graph.inputs if b.kind == "input"}
@@ -289,13 +293,10 @@ def _copy_into_input(graph: GraphLowering, node: torch.fx.Node, dst: TensorValue
     return dst
 
 
-_copy_into_input.needs_graph = True
-register_lowering(aten.copy_)(_copy_into_input)
-
-
 # -- fallback kernels: torch's own kernel, called from the output code ------------------
 
 INDIRECT = "it indexes with loaded values (indirect indexing); the loop IR's indices are affine in the loop variables"
+RANDOM = "random numbers come from torch's own generator: on the CPU the same draws as eager's, in its order"
 FALLBACKS = {
     "aten.gather": INDIRECT, "aten.index": INDIRECT, "aten.index_put": INDIRECT, "aten.scatter": INDIRECT,
     "aten.scatter_add": INDIRECT, "aten.scatter_reduce": INDIRECT,
@@ -307,6 +308,7 @@ FALLBACKS = {
     "aten.max_pool2d_with_indices": "it returns where each window's max is (a window reduction with its index; "
                                     "the loop IR reduces over whole dims)",
     "aten.max_pool2d_with_indices_backward": "it writes through those indices (indirect indexing)",
+    "aten.bernoulli": RANDOM,
     "aten._native_multi_head_attention": "nn.MultiheadAttention's fused inference kernel (no decomposition in torch)",
 }
 
@@ -346,9 +348,7 @@ def fallback_kernel(graph: GraphLowering, node: torch.fx.Node, *args: Any, **kwa
     return outs if multiple else outs[0]
 
 
-fallback_kernel.needs_graph = True
-for _name in FALLBACKS:
-    register_lowering(getattr(aten, _name.split(".")[1]))(fallback_kernel)
+register_lowering(*(getattr(aten, name.split(".")[1]) for name in FALLBACKS), needs_graph=True)(fallback_kernel)
 
 
 # -- the driver -----------------------------------------------------------------
@@ -368,21 +368,13 @@ class GraphLowering:
         self.node: torch.fx.Node | None = None  # the node being lowered (for provenance)
 
     def run(self) -> GraphIR:
-        outputs: list[TensorRef] = []
+        """One method per FX op kind, named after it: ``placeholder``, ``get_attr``, ``call_function``, ``output``."""
         for node in self.gm.graph.nodes:
-            self.node = node
-            if node.op == "placeholder":
-                self.values[node] = self.placeholder(node)
-            elif node.op == "get_attr":
-                self.values[node] = self.get_attr(node)
-            elif node.op == "call_function":
-                self.values[node] = self.call_function(node)
-            elif node.op == "output":
-                if not isinstance(node.args[0], (tuple, list)):
-                    raise LoweringError("the graph must return a tuple of tensors")
-                outputs = [self.output_ref(n) for n in node.args[0]]
-            else:
+            if node.op not in ("placeholder", "get_attr", "call_function", "output"):
                 raise LoweringError(f"FX op {node.op} ({node.target}) is not supported by the lowering")
+            self.node = node
+            self.values[node] = getattr(self, node.op)(node)
+        outputs = self.values[node]  # the output node comes last
         return GraphIR(tuple(self.inputs), tuple(self.buffers), tuple(r.buf for r in outputs), tuple(outputs),
                        tuple(self.params), tuple(self.size_vars.items()), tuple(c for c, _ in self.constants))
 
@@ -411,9 +403,8 @@ class GraphLowering:
         size = tuple(sym(s) for s in val.shape)
         stride = tuple(sym(s) for s in val.stride())
         for d, s in enumerate(size):
-            for symbol in sorted(s.free_symbols, key=str):
-                if s == symbol:
-                    self.size_vars.setdefault(symbol.name, f"{name}.size({d})")
+            if isinstance(s, sympy.Symbol):
+                self.size_vars.setdefault(s.name, f"{name}.size({d})")
         offset = sym(val.storage_offset())
         self.inputs.append(InputBuffer(name, Layout(size, stride, val.dtype, str(val.device), offset), kind))
         # An input's storage offset is applied by passing the tensor itself: loads index from its data pointer.
@@ -428,8 +419,7 @@ class GraphLowering:
         if lower is None:
             raise LoweringError(f"no lowering for {target} (node {node.name})")
         args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: self.values[n])
-        value = lower(node, *args, **kwargs) if not getattr(lower, "needs_graph", False) \
-            else lower(self, node, *args, **kwargs)
+        value = lower(self, node, *args, **kwargs) if lower.needs_graph else lower(node, *args, **kwargs)
         if isinstance(value, TensorValue) and target not in VIEW_OPS and packet not in VIEW_OPS \
                 and not is_cheap(value):
             value = self.realize(value, node)
@@ -451,6 +441,11 @@ class GraphLowering:
                                            origins=(node.name,) if node is not None else (),
                                            lines=provenance.lines_of(node)))
         return strided_value(TensorRef(name, size, stride), dtype, device)
+
+    def output(self, node: torch.fx.Node) -> list[TensorRef]:
+        if not isinstance(node.args[0], (tuple, list)):
+            raise LoweringError("the graph must return a tuple of tensors")
+        return [self.output_ref(n) for n in node.args[0]]
 
     def output_ref(self, n: Any) -> TensorRef:
         if not isinstance(n, torch.fx.Node) or not isinstance(self.values.get(n), TensorValue):

@@ -30,8 +30,8 @@ from torch.fx.experimental.proxy_tensor import make_fx
 aten = torch.ops.aten
 
 # Composite ops torch's core table leaves whole; their torch._decomp entries are used.
-FROM_TORCH = [aten._softmax, aten._log_softmax, aten.native_layer_norm, aten.gelu, aten.silu, aten.native_dropout,
-              aten.dropout, aten.hardtanh, aten.clamp_min, aten.clamp_max, aten.logsumexp, aten.addcmul,
+FROM_TORCH = [aten._softmax, aten._log_softmax, aten.native_layer_norm, aten.gelu, aten.silu, aten.dropout,
+              aten.hardtanh, aten.clamp_min, aten.clamp_max, aten.logsumexp, aten.addcmul,
               aten.native_batch_norm, aten._native_batch_norm_legit_no_training, aten.leaky_relu,
               aten._native_batch_norm_legit, aten._native_batch_norm_legit_functional, aten.native_group_norm,
               aten.repeat, aten.any, aten.index_select, aten.embedding]
@@ -159,6 +159,18 @@ def remainder(a, b):
     (ATen's own rule, exact for integers and floats alike)."""
     mod = torch.fmod(a, b)
     return torch.where(_sign_differs(mod, b), mod + b, mod)
+
+
+@register(aten.native_dropout.default)
+def native_dropout(x, p, train):
+    """Dropout's mask drawn as ATen's CPU kernel draws it: ``bernoulli(1 - p)`` into a tensor shaped like
+    ``x`` (an extern call, backend/lowering.py), so a seeded compiled run drops eager's elements.
+
+    torch's own decomposition (``rand_like(x) > p``) draws other numbers; so does the fused CUDA kernel."""
+    if not train or p == 0:
+        return NotImplemented
+    mask = aten.bernoulli.p(torch.empty_like(x, memory_format=torch.contiguous_format), 1 - p)
+    return x * mask * (1 / (1 - p) if p < 1 else 0.0), mask.to(torch.bool)
 
 
 @register(aten.scaled_dot_product_attention.default)
