@@ -142,11 +142,54 @@ def loads(e: Expr) -> list[Load]:
     return []
 
 
+def index_exprs(e: Expr) -> list[sympy.Expr]:
+    """Every index an expression reads at (its loads' and its ``IndexValue``s')."""
+    if isinstance(e, (Load, IndexValue)):
+        return [e.index]
+    if isinstance(e, Op):
+        return [i for a in e.args for i in index_exprs(a)]
+    return []
+
+
 def op_names(e: Expr) -> list[str]:
     """The ops of an expression, innermost first (used to name kernels)."""
     if isinstance(e, Op):
         return [n for a in e.args for n in op_names(a)] + [e.op]
     return []
+
+
+def substitute(e: Expr, mapping: dict) -> Expr:
+    """``e`` with its index symbols replaced (``d0 -> r1``...)."""
+    if isinstance(e, Load):
+        return Load(e.buf, sympy.expand(e.index.xreplace(mapping)))
+    if isinstance(e, IndexValue):
+        return IndexValue(sympy.expand(e.index.xreplace(mapping)), e.dtype)
+    if isinstance(e, Op):
+        return Op(e.op, tuple(substitute(a, mapping) for a in e.args), e.dtype)
+    return e
+
+
+MAX_INLINED_OPS = 32  # a longer pointwise chain is read from memory: recomputing it would cost more
+
+
+def inline_pointwise(e: Expr, coords: tuple[sympy.Expr, ...], buffers: dict[str, ComputedBuffer]) -> Expr:
+    """``e`` with every load of a pointwise buffer's own element ``coords`` replaced by the buffer's expression.
+
+    A reduction's body built this way reads its inputs straight from memory: ``sum(x.double() ** 2)``
+    over axes (0, 2, 3) becomes ``sum over r of double(x[r0, d0, r1, r2]) ** 2`` with no buffer for
+    the square. Inductor does the same (a Pointwise's inner function is inlined into its readers).
+    The buffer itself stays in the graph; the scheduler drops it if nobody else reads it.
+    """
+    if isinstance(e, Op):
+        return Op(e.op, tuple(inline_pointwise(a, coords, buffers) for a in e.args), e.dtype)
+    p = buffers.get(e.buf) if isinstance(e, Load) else None
+    if not isinstance(p, ComputedBuffer) or p.reduction or p.store_into or len(p.layout.size) != len(coords) \
+            or len(op_names(p.body)) > MAX_INLINED_OPS:
+        return e
+    own = dict(zip(index_vars(len(coords)), coords))
+    if sympy.expand(e.index - store_index(p.layout.size).xreplace(own)) != 0:
+        return e  # it reads another element (a view): left as a load
+    return inline_pointwise(substitute(p.body, own), coords, buffers)
 
 
 # -- buffers --------------------------------------------------------------------

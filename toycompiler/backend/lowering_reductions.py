@@ -8,8 +8,8 @@ as Inductor does for ``aten.mm`` when it does not autotune a template.
 
 Mirrors: torch/_inductor/lowering.py (make_reduction, sum_, amax, argmax) and
 torch/_inductor/ir.py (ExternKernelOut, FallbackKernel).
-Leaves out: split reductions (one long row over many programs), Welford
-variance, scans (cumsum), and matmul templates that Inductor can fuse.
+Leaves out: Welford variance (passes/decompose.py's var_mean says why), scans
+(cumsum), and matmul templates that Inductor can fuse.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from .ir import (
     TensorRef,
     contiguous_strides,
     index_vars,
+    inline_pointwise,
     sym,
 )
 from .lowering import TensorValue, cast, ref_loader, register_lowering
@@ -67,7 +68,8 @@ def make_reduction(op: str):
         for d, v in zip(reduced, rvars):
             idx[d] = v
         acc_dtype = x.dtype if op in ("max", "min", "argmax", "argmin") else out.dtype
-        body = cast(x.loader(tuple(idx)), x.dtype, acc_dtype)
+        producers = {b.name: b for b in graph.buffers}
+        body = cast(inline_pointwise(x.loader(tuple(idx)), tuple(idx), producers), x.dtype, acc_dtype)
         size = tuple(x.size[d] for d in kept)
         result = graph.add_computed(size, out.dtype, str(out.device), body, node,
                                     Reduction(op, tuple(x.size[d] for d in reduced)))

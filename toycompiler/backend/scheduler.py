@@ -176,7 +176,11 @@ def schedule(ir: GraphIR, config: Config) -> StageResult[Schedule]:
     kernels: list[Kernel] = []
     decisions: list[FusionDecision] = []
     home: dict[str, int] = {}  # buffer -> index of its kernel
+    live = live_buffers(ir)
     for node in ir.buffers:
+        if node.name not in live:
+            decisions.append(FusionDecision("-", node.name, False, "not computed: no one reads it (its readers inlined it)"))
+            continue
         chosen = None
         for k in _candidates(node, kernels, home):
             ok, reason = can_fuse(kernels[k], node, config)
@@ -204,6 +208,15 @@ def schedule(ir: GraphIR, config: Config) -> StageResult[Schedule]:
     return StageResult(Schedule(ir, tuple(kernels), tuple(reuses.items())), _artifact(ir, kernels, decisions, plan))
 
 
+def live_buffers(ir: GraphIR) -> set[str]:
+    """The buffers an output, an input write or a library call needs, directly or through other buffers."""
+    needed = set(ir.outputs) | {ref.buf for ref in ir.output_refs}
+    for b in reversed(ir.buffers):
+        if b.name in needed or isinstance(b, ExternKernel) or b.store_into:
+            needed |= {b.name} | b.reads
+    return needed
+
+
 def verify(ir: GraphIR, kernels: list[Kernel]) -> None:
     """The schedule's invariants: each buffer in one kernel; every read sees a value already computed."""
     where = {b.name: -1 for b in ir.inputs}
@@ -215,7 +228,7 @@ def verify(ir: GraphIR, kernels: list[Kernel]) -> None:
                 assert where[b] == i or where[b] == -1 or b in kernels[where[b]].stores, \
                     f"{n.name} in kernel{i} reads {b}, which kernel{where[b]} does not store"
             where[n.name] = i
-    assert set(where) >= {b.name for b in ir.buffers}, "some buffers are not scheduled"
+    assert set(where) >= live_buffers(ir) & {b.name for b in ir.buffers}, "some buffers are not scheduled"
     assert all(o in where for o in ir.outputs)
 
 

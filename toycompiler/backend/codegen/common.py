@@ -46,6 +46,7 @@ from ..ir import (
     ModularIndexing,
     Op,
     contiguous_strides,
+    index_exprs,
     index_vars,
     loads,
     op_names,
@@ -154,6 +155,7 @@ class KernelRenderer:
         self.ntmp = 0
         self.row_values: dict[str, str] = {}
         self.used_ops: set[str] = set()  # which ops the kernel renders, and how (the C++ kernel comment says)
+        self.merge_loops()
         self.setup()
         body = self.body_pointwise() if kernel.kind == "pointwise" else self.body_reduction()
         sizes, values = self.size_args()
@@ -189,7 +191,7 @@ class KernelRenderer:
 
     def store_element(self, n: ComputedBuffer) -> None:
         with self.owning(n):
-            value = self.expr(n.body, node_vars(n, self.kernel), n)
+            value = self.expr(n.body, self.vars(n), n)
             self.comment(n, value)
             self.emit(self.store(n.name, self.store_index(n), value, "element"))
 
@@ -203,20 +205,23 @@ class KernelRenderer:
                 if n.name in self.kernel.stores:
                     elements.append(n)
                 continue
-            mapping = node_vars(n, self.kernel)
+            if n.name in self.row_values:  # a reduction computed in an earlier node's loop
+                continue
             if where == "row" and not self.rows_in_registers:  # recomputed where it is used, stored in its own loop
                 if n.name in self.kernel.stores:
                     self.emit(*self.row_loop_open())
                     self.store_element(n)
                     self.emit(*self.row_loop_close())
                 continue
-            with self.owning(n):
-                value = self.reduction(n, mapping) if where == "reduction" else self.expr(n.body, mapping, n)
-                self.comment(n, value)
-                self.row_values[n.name] = value
-                if n.name in self.kernel.stores:
-                    self.emit(*self.row_loop_open(), self.store(n.name, self.store_index(n), value, "row"),
-                              *self.row_loop_close())
+            group = self.reduction_group(n) if where == "reduction" else [n]
+            values = self.reductions(group) if where == "reduction" else [self.expr(n.body, self.vars(n), n)]
+            for m, value in zip(group, values):
+                with self.owning(m):
+                    self.comment(m, value)
+                    self.row_values[m.name] = value
+                    if m.name in self.kernel.stores:
+                        self.emit(*self.row_loop_open(), self.store(m.name, self.store_index(m), value, "row"),
+                                  *self.row_loop_close())
         if elements:
             self.emit(*self.r_loop_open("store"))
             for n in elements:
@@ -225,6 +230,24 @@ class KernelRenderer:
         self.emit(*self.x_loop_close())
         return self.finish()
 
+    def reduction_group(self, first: ComputedBuffer) -> list[ComputedBuffer]:
+        """``first`` and every later reduction of the kernel that needs no row value still to come: they
+        share one loop over r, one accumulator each, so the row is read once (``sum(x)`` and
+        ``sum(x * x)`` of a variance; the ``max`` and the ``sum`` of a softmax cannot share: the sum
+        needs the max)."""
+        later = self.kernel.nodes[self.kernel.nodes.index(first):]
+        return [m for m in later if m.reduction and m.name not in self.row_values
+                and self.row_inputs(m) <= self.row_values.keys()]
+
+    def row_inputs(self, n: ComputedBuffer) -> set[str]:
+        """The row values (reductions, and work on them) that ``n`` reads, through the element nodes it inlines."""
+        local = {m.name: m for m in self.kernel.nodes}
+        needs: set[str] = set()
+        for b in n.reads & local.keys():
+            element = placement(local[b], self.kernel.xranges, self.kernel.rranges) == "element"
+            needs |= self.row_inputs(local[b]) if element else {b}
+        return needs
+
     def finish(self) -> list[tuple[str, ComputedBuffer | None]]:
         """The body's lines, each with the buffer it was written for; loop variables defined where used."""
         text = "\n".join(self.lines)
@@ -232,9 +255,9 @@ class KernelRenderer:
         for line, owner in zip(self.lines, self.owners):
             stripped, pad = line.strip(), line[: len(line) - len(line.lstrip())]
             if stripped == "@XVARS@":
-                out += [(pad + d, None) for d in self.var_defs("x", self.kernel.xranges, "xindex", text)]
+                out += [(pad + d, None) for d in self.var_defs("x", self.xr, "xindex", text)]
             elif stripped == "@RVARS@":
-                out += [(pad + d, None) for d in self.var_defs("r", self.kernel.rranges, "rindex", text)]
+                out += [(pad + d, None) for d in self.var_defs("r", self.rr, "rindex", text)]
             else:
                 out.append((line, owner))
         return out
@@ -249,6 +272,36 @@ class KernelRenderer:
                 e = FloorDiv(flat_sym, stride) if k == 0 else ModularIndexing(flat_sym, stride, size)
                 defs.append(self.define(v.name, self.printer(e)))
         return defs
+
+    # -- loop variables --------------------------------------------------------------
+    def vars(self, n: ComputedBuffer) -> dict[sympy.Symbol, sympy.Expr]:
+        """The node's indices (d0.., r0..) as the kernel's loop variables, once loops are merged."""
+        return {k: v.xreplace(self.merge) for k, v in node_vars(n, self.kernel).items()}
+
+    def merge_loops(self) -> None:
+        """Merge neighbouring loops that every index walks as one loop: ``29*x2 + x3`` with x3 < 29 is one
+        index over 841 elements, so the inner (vector) loop runs 841 times instead of 29, with no loop
+        overhead between rows. Sets ``self.xr`` and ``self.rr`` (the loops rendered) and ``self.merge``
+        (each scheduler loop variable -> its rendered form). Inductor: ``_simplify_loops`` in
+        torch/_inductor/codegen/simd.py."""
+        self.merge: dict[sympy.Symbol, sympy.Expr] = {}
+        indices = [self.store_index(n) for n in self.kernel.nodes]
+        for n in self.kernel.nodes:
+            indices += [sympy.expand(i.xreplace(self.vars(n))) for i in index_exprs(n.body)]
+        self.xr = self._merge("x", self.kernel.xranges, indices)
+        self.rr = self._merge("r", self.kernel.rranges, indices)
+
+    def _merge(self, prefix: str, ranges: tuple, indices: list[sympy.Expr]) -> tuple:
+        names, sizes = list(index_vars(len(ranges), prefix)), list(ranges)
+        for k in range(len(names) - 2, -1, -1):  # innermost pair first
+            outer, inner = names[k], names[k + 1]
+            if all(_walks_as_one(i, outer, inner, sizes[k + 1]) for i in indices):
+                indices = [i.xreplace({outer: 0}) for i in indices]
+                self.merge[outer] = sympy.Integer(0)
+                sizes[k + 1] = sizes[k] * sizes[k + 1]
+                del names[k], sizes[k]
+        self.merge.update(zip(names, index_vars(len(names), prefix)))
+        return tuple(sizes)
 
     # -- emitting --------------------------------------------------------------------
     def emit(self, *lines: str) -> None:
@@ -306,7 +359,7 @@ class KernelRenderer:
             if e.buf in local:  # computed in this kernel, element by element: inline it
                 producer = local[e.buf]
                 with self.owning(producer):
-                    value = self.expr(producer.body, node_vars(producer, self.kernel), producer)
+                    value = self.expr(producer.body, self.vars(producer), producer)
                     if producer.name not in self.scopes[-1]:
                         self.scopes[-1][producer.name] = value
                         self.comment(producer, value)
@@ -336,7 +389,7 @@ class KernelRenderer:
         return self.tmp(text, self.compute_dtype(e.dtype))
 
     def store_index(self, n: ComputedBuffer) -> sympy.Expr:
-        mapping = node_vars(n, self.kernel)
+        mapping = self.vars(n)
         if n.store_into:
             dims = index_vars(len(n.layout.size))
             terms = [d * st for d, s, st in zip(dims, n.layout.size, n.layout.stride) if s != 1]
@@ -371,7 +424,7 @@ class KernelRenderer:
     def x_loop_close(self) -> list[str]: ...
     def r_loop_open(self, purpose: str) -> list[str]: ...
     def r_loop_close(self) -> list[str]: ...
-    def reduction(self, n: ComputedBuffer, mapping: dict) -> str: ...
+    def reductions(self, nodes: list[ComputedBuffer]) -> list[str]: ...
     def define(self, name: str, expr: str) -> str: ...
     def assign(self, tmp: str, value: str, dtype: torch.dtype) -> str: ...
     def load(self, ptr: str, index: sympy.Expr, dtype: torch.dtype) -> str: ...
@@ -427,3 +480,10 @@ def _order(name: str) -> tuple[int, int]:
     """arg0 < arg1 < const0 < buf0 < buf1 ... (inputs first, then buffers by number)."""
     rank = 0 if name.startswith("arg") else 1 if name.startswith("const") else 2
     return (rank, int("".join(c for c in name if c.isdigit()) or 0))
+
+
+def _walks_as_one(index: sympy.Expr, outer: sympy.Symbol, inner: sympy.Symbol, inner_size: sympy.Expr) -> bool:
+    """Whether ``index`` is ``c * (outer * inner_size + inner) + rest``, rest free of both."""
+    c_outer, c_inner = index.coeff(outer), index.coeff(inner)
+    rest = sympy.expand(index - c_outer * outer - c_inner * inner)
+    return not rest.free_symbols & {outer, inner} and sympy.expand(c_outer - c_inner * inner_size) == 0

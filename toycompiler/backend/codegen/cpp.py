@@ -177,7 +177,7 @@ class CppRenderer(KernelRenderer):
     def x_loop_open(self):
         """Pointwise: ``parallel for`` over the outer dims, ``simd`` over the innermost. Reductions: parallel
         over rows; a column reduction (:func:`reads_columns`) over blocks of XBLOCK columns instead."""
-        xr = self.kernel.xranges or (1,)
+        xr = self.xr or (1,)
         n = len(xr)
         if self.kernel.kind == "pointwise":
             if n == 1:
@@ -210,13 +210,12 @@ class CppRenderer(KernelRenderer):
                 "@INDENT@"]
 
     def r_loop_open(self, purpose):
-        """Row reductions: one loop per reduced dimension, the innermost a ``simd`` reduction into the
-        accumulator. Column reductions: the same loops, then the loop over the block of columns."""
+        """Row reductions: one loop per reduced dimension, the innermost vectorised (``purpose`` is its
+        pragma: a ``simd`` reduction into the accumulators, or ``store``). Column reductions: the same
+        loops, then the loop over the block of columns."""
         self.push()
-        rr = self.kernel.rranges or (1,)
-        clause = REDUCE_CLAUSE.get(purpose)
-        inner = "" if self.column or purpose in ("argmax", "argmin") else \
-            "#pragma omp simd" + (f" reduction({clause}:{self._acc})" if clause else "")
+        rr = self.rr or (1,)
+        inner = "" if self.column else "#pragma omp simd" if purpose == "store" else purpose
         lines = self.loops("r", rr, [""] * (len(rr) - 1) + [inner])
         if self.column:
             count = self.open_loops.pop()
@@ -235,27 +234,31 @@ class CppRenderer(KernelRenderer):
     def var_defs(self, prefix, ranges, flat, text):
         return []  # the index variables are the loop variables
 
-    def reduction(self, n, mapping):
-        """``acc = init; for (r) acc = combine(acc, body)``; the row's value is the accumulator
-        (in a column reduction, one accumulator per column of the block: ``acc0[x1 - xb]``)."""
-        op = n.reduction.op
-        dtype = self.expr_dtype(n.body)
-        acc = self._acc = self.fresh("acc")
-        t, init = self.type_name(dtype), self.init(op, dtype)
+    def reductions(self, nodes):
+        """``acc = init; for (r) acc = combine(acc, body)``, one accumulator per node in one loop; a row's
+        value is its accumulator (in a column reduction, one accumulator per column of the block:
+        ``acc0[x1 - xb]``). The loop is a ``simd`` reduction unless an argmax/argmin is in it."""
         where = f"[{self.xlast} - xb]" if self.column else ""
-        if self.column:
-            self.emit(f"{t} {acc}[{XBLOCK}];", f"std::fill_n({acc}, {XBLOCK}, {init});")
-        else:
-            self.emit(f"{t} {acc} = {init};")
-        if op in ("argmax", "argmin"):
-            self.emit(f"int64_t {acc}_index{f'[{XBLOCK}] = {{}}' if self.column else ' = 0'};")
-        self.emit(*self.r_loop_open(op))
-        value = self.expr(n.body, mapping, n)
-        rr = self.kernel.rranges or (1,)
-        flat = self.printer(linear_index(index_vars(len(rr), "r"), contiguous_strides(rr)))
-        self.emit(COMBINE[op].format(acc=acc + where, index=f"{acc}_index{where}", v=value, r=flat))
+        accs, clauses = [], []
+        for n in nodes:
+            op, dtype = n.reduction.op, self.expr_dtype(n.body)
+            acc = self.fresh("acc")
+            t, init = self.type_name(dtype), self.init(op, dtype)
+            self.emit(*([f"{t} {acc}[{XBLOCK}];", f"std::fill_n({acc}, {XBLOCK}, {init});"] if self.column else
+                        [f"{t} {acc} = {init};"]))
+            if op in ("argmax", "argmin"):
+                self.emit(f"int64_t {acc}_index{f'[{XBLOCK}] = {{}}' if self.column else ' = 0'};")
+            accs.append(acc)
+            clauses.append(f" reduction({REDUCE_CLAUSE[op]}:{acc})" if op in REDUCE_CLAUSE else None)
+        self.emit(*self.r_loop_open("" if None in clauses else "#pragma omp simd" + "".join(clauses)))
+        flat = self.printer(linear_index(index_vars(len(self.rr or (1,)), "r"), contiguous_strides(self.rr or (1,))))
+        for n, acc in zip(nodes, accs):
+            with self.owning(n):
+                value = self.expr(n.body, self.vars(n), n)
+                self.emit(COMBINE[n.reduction.op].format(acc=acc + where, index=f"{acc}_index{where}", v=value, r=flat))
         self.emit(*self.r_loop_close())
-        return f"{acc}_index{where}" if op in ("argmax", "argmin") else acc + where
+        return [f"{acc}_index{where}" if n.reduction.op in ("argmax", "argmin") else acc + where
+                for n, acc in zip(nodes, accs)]
 
     def init(self, op: str, dtype: torch.dtype) -> str:
         value = IDENTITY[op]

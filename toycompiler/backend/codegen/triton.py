@@ -157,24 +157,32 @@ class TritonRenderer(KernelRenderer):
         self.pop()
         return ["@DEDENT@"]
 
-    def reduction(self, n, mapping):
-        op = n.reduction.op
-        dtype = self.compute_dtype(self.expr_dtype(n.body))
-        init = self.constant(IDENTITY[op] if dtype.is_floating_point or op in ("sum", "prod") else
-                             _int_extreme(op, dtype), dtype)
+    def reductions(self, nodes):
+        """Persistent: each node's tile reduced along r. Looped: one loop over r for all the nodes, one
+        accumulator tile each (the row is loaded once), each tile reduced after the loop."""
+        inits = []
+        for n in nodes:
+            op, dtype = n.reduction.op, self.compute_dtype(self.expr_dtype(n.body))
+            inits.append(self.constant(IDENTITY[op] if dtype.is_floating_point or op in ("sum", "prod") else
+                                       _int_extreme(op, dtype), dtype))
         if self.persistent:
-            value = self.expr(n.body, mapping, n)
-            masked = self.tmp(f"tl.where(xmask & rmask, {value}, {init})", dtype)
-            return self.tmp(REDUCE[op].format(masked) + "[:, None]", n.layout.dtype)
-        if op not in COMBINE:
-            raise NotImplementedError(f"looped Triton reduction {op!r} (rows longer than config.max_block)")
-        acc = self.fresh("acc")
-        self.emit(f"{acc} = tl.full([XBLOCK, RBLOCK], {init}, {self.type_name(dtype)})")
-        self.emit(*self.r_loop_open(op))
-        value = self.expr(n.body, mapping, n)
-        self.emit(f"{acc} = tl.where(xmask & rmask, {COMBINE[op].format(acc=acc, v=value)}, {acc})")
-        self.emit(*self.r_loop_close())
-        return self.tmp(REDUCE[op].format(acc) + "[:, None]", n.layout.dtype)
+            tiles = [self.tmp(f"tl.where(xmask & rmask, {self.expr(n.body, self.vars(n), n)}, {init})",
+                              self.compute_dtype(self.expr_dtype(n.body))) for n, init in zip(nodes, inits)]
+        else:
+            tiles = [self.fresh("acc") for _ in nodes]
+            for n, acc, init in zip(nodes, tiles, inits):
+                if n.reduction.op not in COMBINE:
+                    raise NotImplementedError(f"looped Triton reduction {n.reduction.op!r} (rows longer than config.max_block)")
+                dtype = self.compute_dtype(self.expr_dtype(n.body))
+                self.emit(f"{acc} = tl.full([XBLOCK, RBLOCK], {init}, {self.type_name(dtype)})")
+            self.emit(*self.r_loop_open("reduce"))
+            for n, acc in zip(nodes, tiles):
+                with self.owning(n):
+                    combined = COMBINE[n.reduction.op].format(acc=acc, v=self.expr(n.body, self.vars(n), n))
+                    self.emit(f"{acc} = tl.where(xmask & rmask, {combined}, {acc})")
+            self.emit(*self.r_loop_close())
+        return [self.tmp(REDUCE[n.reduction.op].format(tile) + "[:, None]", n.layout.dtype)
+                for n, tile in zip(nodes, tiles)]
 
     # -- elements ------------------------------------------------------------------
     def define(self, name, expr):
