@@ -15,16 +15,23 @@ Leaves out: compiling in worker processes, and file locks between processes
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import importlib.util
+import operator
 import os
+import pickle
 import subprocess
 import sys
 import threading
 import types
 from typing import Any
 
+import torch
+
+from .. import provenance
 from ..config import Config
+from .launcher import TritonLauncher
 
 
 class CppCompileError(RuntimeError):
@@ -40,12 +47,17 @@ def _tmp(path: str) -> str:
     return f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
 
 
+def _write(path: str, data: bytes) -> None:
+    """Write ``path`` whole or not at all: to a private name first, then renamed into place."""
+    tmp = _tmp(path)
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
 def _write_once(path: str, text: str) -> None:
     if not os.path.exists(path):
-        tmp = _tmp(path)
-        with open(tmp, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
+        _write(path, text.encode())
 
 
 def cpp_library(source: str, config: Config) -> tuple[str, bool]:
@@ -85,8 +97,6 @@ def load_cpp_kernel(path: str, name: str, nargs: int, nsizes: int = 0) -> ctypes
 
 def load_triton_kernel(path: str, name: str) -> TritonLauncher:
     """A ``@triton.jit`` kernel from a cached module, behind the low-overhead launcher."""
-    from .launcher import TritonLauncher
-
     return TritonLauncher(getattr(python_module_at(path), name), name)
 
 
@@ -125,8 +135,6 @@ _CONSTANT_HASH_LIMIT = 1 << 20  # bytes of constant tensors hashed into the key;
 def graph_key(gm: Any, example_inputs: list, target: str, config: Config,
               source: Any = None) -> tuple[str | None, str]:
     """The cache key of compiling ``gm`` for these inputs, or None and why the cache is bypassed."""
-    from .. import provenance
-
     parts = [gm.code, target, toycompiler_version()]
     parts += [f"{n.name}@{provenance.line_of(n)}" for n in gm.graph.nodes]  # kernel comments name lines
     if source is not None:
@@ -145,50 +153,32 @@ def graph_key(gm: Any, example_inputs: list, target: str, config: Config,
 
 
 def _constants(gm: Any) -> list[tuple[str, Any]]:
-    """Tensors the graph reads through ``get_attr`` (weights baked into the graph)."""
-    import torch
-
-    out = []
-    for node in gm.graph.nodes:
-        if node.op == "get_attr":
-            value = gm
-            for part in node.target.split("."):
-                value = getattr(value, part)
-            if isinstance(value, torch.Tensor):
-                out.append((node.target, value))
-    return out
+    """Tensors the graph reads through ``get_attr`` (weights baked into the graph; a target may be dotted)."""
+    attrs = [(n.target, operator.attrgetter(n.target)(gm)) for n in gm.graph.nodes if n.op == "get_attr"]
+    return [(name, value) for name, value in attrs if isinstance(value, torch.Tensor)]
 
 
 def _input_metadata(t: Any) -> str:
-    import torch
-
     if isinstance(t, torch.Tensor):
         return f"tensor{tuple(map(str, t.shape))}{tuple(map(str, t.stride()))}{t.dtype}{t.device}{t.requires_grad}"
     return f"{type(t).__name__}:{t!r}"
 
 
-_VERSION: list[str] = []
-
-
+@functools.cache
 def toycompiler_version() -> str:
     """toycompiler's own source (hashed, like Inductor's ``torch_key``), plus torch, triton and Python."""
-    if not _VERSION:
-        import torch
-
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        digest = hashlib.sha256()
-        for folder, _, files in sorted(os.walk(root)):
-            for name in sorted(f for f in files if f.endswith(".py")):
-                with open(os.path.join(folder, name), "rb") as f:
-                    digest.update(f.read())
-        try:
-            import triton
-            triton_version = triton.__version__
-        except ImportError:
-            triton_version = "none"
-        _VERSION.append(f"{digest.hexdigest()[:16]} torch {torch.__version__} triton {triton_version} "
-                        f"python {sys.version.split()[0]}")
-    return _VERSION[0]
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    digest = hashlib.sha256()
+    for folder, _, files in sorted(os.walk(root)):
+        for name in sorted(f for f in files if f.endswith(".py")):
+            digest.update(_read(os.path.join(folder, name)))
+    try:
+        import triton
+        triton_version = triton.__version__
+    except ImportError:
+        triton_version = "none"
+    return (f"{digest.hexdigest()[:16]} torch {torch.__version__} triton {triton_version} "
+            f"python {sys.version.split()[0]}")
 
 
 def _graph_path(key: str, config: Config) -> str:
@@ -201,8 +191,6 @@ def save_graph(key: str, artifacts: Any, constants: list, config: Config) -> tup
     The entry starts with a checksum of itself and records one of each file it names, so that a
     truncated or corrupted entry, or a file changed under it, is noticed at load time.
     """
-    import pickle
-
     size = sum(t.numel() * t.element_size() for t in constants)
     if size > _CONSTANT_HASH_LIMIT:
         return False, f"its constant tensors take {size} bytes (more than {_CONSTANT_HASH_LIMIT})"
@@ -210,10 +198,7 @@ def save_graph(key: str, artifacts: Any, constants: list, config: Config) -> tup
     payload = pickle.dumps((artifacts, [t.detach() for t in constants], files))
     path = _graph_path(key, config)
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = _tmp(path)
-    with open(tmp, "wb") as f:
-        f.write(hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload)
-    os.replace(tmp, path)
+    _write(path, hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload)
     return True, ""
 
 
@@ -224,12 +209,9 @@ def load_graph(key: str, config: Config) -> tuple[tuple[Any, list, types.ModuleT
     is deleted, with the files that no longer match, so the compile that follows writes them afresh;
     the note says what was found, for the report.
     """
-    import pickle
-
     path = _graph_path(key, config)
     try:
-        with open(path, "rb") as f:
-            digest, _, payload = f.read().partition(b"\n")
+        digest, _, payload = _read(path).partition(b"\n")
     except OSError:
         return None, ""
     if hashlib.sha256(payload).hexdigest().encode() != digest:
@@ -246,9 +228,13 @@ def _files_of(artifacts: Any) -> list[str]:
     return sorted({artifacts.output_code.path, *(k.path for k in artifacts.kernels)})
 
 
-def _file_digest(path: str) -> str:
+def _read(path: str) -> bytes:
     with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
+        return f.read()
+
+
+def _file_digest(path: str) -> str:
+    return hashlib.sha256(_read(path)).hexdigest()
 
 
 def _discard(paths: list[str], why: str) -> tuple[None, str]:

@@ -76,18 +76,13 @@ class TritonLauncher:
         covering a whole row: only its warps are tuned.
         """
         if "XBLOCK" not in meta or "xnumel" not in self.arg_names or set(meta) - {"XBLOCK", "num_warps"}:
-            if not self.direct:
-                return [dict(meta)]
-            return [dict(meta) | {"num_warps": w} for w in (1, 2, 4, 8, 16)]
-        blocks = [64, 128, 256, 512, 1024, 2048]
-        warps = [1, 2, 4, 8] if self.direct else [None]
-        out = []
-        for block in blocks:
-            for w in warps:
-                if w is not None and (w * 32 > block or w * 32 * 16 < block):
-                    continue  # threads idle, or too many elements a thread
-                out.append({"XBLOCK": block} | ({"num_warps": w} if w else {}))
-        return out
+            return [meta | {"num_warps": w} for w in (1, 2, 4, 8, 16)] if self.direct else [dict(meta)]
+        blocks = (64, 128, 256, 512, 1024, 2048)
+        if not self.direct:  # Triton's interpreter has no warps
+            return [{"XBLOCK": block} for block in blocks]
+        # Each thread (32 a warp) takes 1 to 16 of the block's elements: fewer leave threads idle.
+        return [{"XBLOCK": block, "num_warps": w} for block in blocks for w in (1, 2, 4, 8)
+                if 32 * w <= block <= 32 * 16 * w]
 
     def grid_for(self, meta: dict, args: tuple, grid: tuple) -> tuple:
         if "XBLOCK" not in meta or "xnumel" not in self.arg_names:

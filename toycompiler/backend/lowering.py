@@ -246,14 +246,13 @@ def _pow(node, base, exponent):
 
 @register_lowering(aten.clamp)
 def _clamp(node, x, min=None, max=None):
-    if any(b is not None and not isinstance(b, (int, float)) for b in (min, max)):
-        raise LoweringError("clamp with tensor bounds is not supported")
-    value = x
-    if min is not None:
-        value = pointwise(node, "maximum", [value, min])
-    if max is not None:
-        value = pointwise(node, "minimum", [value, max])
-    return value
+    """``clamp(x, lo, hi)`` is ``minimum(maximum(x, lo), hi)``, each bound applied only when given."""
+    for op, bound in (("maximum", min), ("minimum", max)):
+        if bound is not None and not isinstance(bound, (int, float)):
+            raise LoweringError("clamp with tensor bounds is not supported")
+        if bound is not None:
+            x = pointwise(node, op, [x, bound])
+    return x
 
 
 @register_lowering(aten.clone, aten.lift_fresh_copy)

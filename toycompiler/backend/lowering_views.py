@@ -155,6 +155,7 @@ def squeeze(node, x, dims=None) -> TensorValue:
     return view_of(x, out_size(node), index_map)
 
 
+@register_lowering(aten.as_strided, view=True, needs_graph=True)
 def as_strided(graph, node, x, size, stride, storage_offset=None) -> TensorValue:
     """A view by explicit strides (decompositions such as group_norm's use it), over contiguous memory only:
     of anything else, the strides would name eager's memory layout, not this IR's."""
@@ -165,10 +166,6 @@ def as_strided(graph, node, x, size, stride, storage_offset=None) -> TensorValue
     offset = x.ref.offset + (0 if storage_offset is None else sym(storage_offset) - sym(base.storage_offset()))
     ref = TensorRef(x.ref.buf, tuple(map(sym, size)), tuple(map(sym, stride)), offset)
     return TensorValue(ref.size, x.dtype, x.device, ref_loader(ref), ref)
-
-
-as_strided.needs_graph = True
-register_lowering(aten.as_strided, view=True)(as_strided)
 
 
 @register_lowering(aten.alias, aten.lift_fresh, view=True)

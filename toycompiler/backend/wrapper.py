@@ -111,18 +111,10 @@ def allocation(ir: GraphIR, name: str, reused: str | None) -> str:
         return f"# {name} is allocated by {b.op}"
     if reused is not None:
         return f"{name} = {reused}.view({shape(layout.size)})  # reuses {reused}'s memory"
-    if all(isinstance(s, int) or getattr(s, "is_Integer", False) for s in layout.size):
-        return f"{name} = {_alloc(tuple(int(s) for s in layout.size), layout.dtype, layout.device)}"
+    if all(isinstance(s, int) or getattr(s, "is_Integer", False) for s in layout.size):  # see launcher.empty_strided
+        size, stride = tuple(map(int, layout.size)), tuple(map(int, contiguous_strides(layout.size)))
+        return f"{name} = empty_strided[{layout.device!r}]({size}, {stride}, {layout.dtype})"
     return f"{name} = torch.empty({shape(layout.size)}, dtype={layout.dtype}, device={layout.device!r})"
-
-
-def _alloc(size: tuple[int, ...], dtype: object, device: str) -> str:
-    """A contiguous output buffer; see :func:`toycompiler.backend.launcher.empty_strided`."""
-    stride, acc = [], 1
-    for s in reversed(size):
-        stride.append(acc)
-        acc *= s
-    return f"empty_strided[{device!r}]({size}, {tuple(reversed(stride))}, {dtype})"
 
 
 def launch(ir: GraphIR, k: RenderedKernel, language: str) -> str:
