@@ -32,6 +32,7 @@ from .variables import (
     Unsupported,
     Variable,
     identity_key,
+    is_none,
 )
 
 Handler = Callable[[Any, list[Variable], dict[str, Variable]], Variable]
@@ -352,15 +353,11 @@ def _islice(tx, args, kwargs):
 def _accumulate(tx, args, kwargs):
     """``accumulate(xs, func=add, initial=None)``: running results, each a graph node for tensors."""
     fn = args[1] if len(args) > 1 else kwargs.get("func", ConstantVariable(None))
-    fn = ObjectVariable(operator.add) if _is_none(fn) else fn
-    out = [] if _is_none(kwargs.get("initial", ConstantVariable(None))) else [kwargs["initial"]]
+    fn = ObjectVariable(operator.add) if is_none(fn) else fn
+    out = [] if is_none(kwargs.get("initial", ConstantVariable(None))) else [kwargs["initial"]]
     for item in args[0].unpack(tx):
         out.append(fn.call(tx, [out[-1], item], {}) if out else item)
     return IteratorVariable(out)
-
-
-def _is_none(v: Variable) -> bool:
-    return isinstance(v, ConstantVariable) and v.value is None
 
 
 @handles(itertools.zip_longest)

@@ -35,6 +35,7 @@ than grad mode.
 
 from __future__ import annotations
 
+import inspect
 import operator
 import types
 from dataclasses import dataclass, field
@@ -68,6 +69,7 @@ from .variables import (
     Variable,
     grad_mode_of,
     identity_key,
+    is_none,
 )
 
 
@@ -141,8 +143,9 @@ class InstructionTranslator:
         self.guard_objects: dict[str, Any] = {"G": fn.__globals__}
         self.wrapped: dict[str, Variable] = {}  # source -> variable, so a value is wrapped (and guarded) once
         closure = [builder.wrap_cell(self, c, name) for c, name in zip(fn.__closure__ or (), fn.__code__.co_freevars)]
-        arguments = {k: _Unread(v) for k, v in _bind(fn, args, kwargs).items()}
-        self.enter_frame(fn.__code__, fn.__globals__, arguments, closure)
+        bound = inspect.signature(fn, follow_wrapped=False).bind(*args, **kwargs)  # the code's own names
+        bound.apply_defaults()
+        self.enter_frame(fn.__code__, fn.__globals__, {k: _Unread(v) for k, v in bound.arguments.items()}, closure)
 
     def enter_frame(self, code: types.CodeType, globals_: dict, locals_: dict, closure: list[Variable]) -> None:
         """The state of this frame alone: its code, globals, stack and locals, log, and how it ended."""
@@ -227,10 +230,7 @@ class InstructionTranslator:
         self.guard_no_aliasing()
         self.guards.shapes(self.output.shapes)
         self.output.remove_dead_nodes()
-        root = torch.nn.Module()
-        for name, sub in self.output.submodules.items():
-            root.add_module(name, sub)
-        gm = torch.fx.GraphModule(root, graph, class_name=self.code.co_name)
+        gm = torch.fx.GraphModule(self.output.submodules, graph, class_name=self.code.co_name)  # + cond branches
         ops = sum(n.op in ("call_function", "call_method", "call_module") for n in graph.nodes)
         brk = None
         if self.broke is not None:
@@ -274,10 +274,8 @@ class InstructionTranslator:
         return self.state.stack.pop()
 
     def popn(self, n: int) -> list[Variable]:
-        if n == 0:
-            return []
-        items = self.state.stack[-n:]
-        del self.state.stack[-n:]
+        items = self.state.stack[len(self.state.stack) - n:]
+        del self.state.stack[len(self.state.stack) - n:]
         return items
 
     # -- the stack and no-ops --------------------------------------------------------
@@ -340,17 +338,14 @@ class InstructionTranslator:
 
     # -- globals and builtins ------------------------------------------------------------
 
-    def globals_source(self) -> str:
-        """How compiled code reaches this frame's globals: ``G`` for the compiled function's own."""
-        return "G" if self.globals is self.guard_objects["G"] else self.register_object(self.globals)
-
     def LOAD_GLOBAL(self, inst):
         """``LOAD_GLOBAL torch`` -- a global (or builtin), guarded by value or identity."""
         name = inst.argval
         if inst.flag:
             self.push(NullVariable())
-        if name in self.globals:
-            self.push(self.wrap(self.globals[name], f"{self.globals_source()}[{name!r}]"))
+        if name in self.globals:  # compiled code reaches the compiled function's own globals as ``G``
+            where = "G" if self.globals is self.guard_objects["G"] else self.register_object(self.globals)
+            self.push(self.wrap(self.globals[name], f"{where}[{name!r}]"))
         elif name in self.builtins:
             self.push(ObjectVariable(self.builtins[name]))
         else:
@@ -452,13 +447,8 @@ class InstructionTranslator:
         kw_names, self.state.kw_names = self.state.kw_names, ()
         kwargs = dict(zip(kw_names, args[len(args) - len(kw_names):])) if kw_names else {}
         args = args[:len(args) - len(kw_names)]
-        if bc.CALL_LAYOUT == "null_or_callable_first":
-            second, first = self.pop(), self.pop()
-            fn, args = (second, args) if isinstance(first, NullVariable) else (first, [second, *args])
-        else:
-            self_or_null, fn = self.pop(), self.pop()
-            if not isinstance(self_or_null, NullVariable):
-                args = [self_or_null, *args]
+        second, first = self.pop(), self.pop()
+        fn, args = (second, args) if isinstance(first, NullVariable) else (first, [second, *args])
         self.push(fn.call(self, args, kwargs))
 
     def CALL_FUNCTION_EX(self, inst):
@@ -536,14 +526,12 @@ class InstructionTranslator:
         self.push(ConstantVariable(not self.pop().truth()))
 
     def UNARY_NEGATIVE(self, inst):
-        self.push(self.call_python(operator.neg, [self.pop()], {}))
+        """``-x``, ``+x``, ``~x`` -- like a binary operator, through :data:`UNARY_OPS`.
 
-    def UNARY_POSITIVE(self, inst):
-        """``+x`` (3.12: ``CALL_INTRINSIC_1 INTRINSIC_UNARY_POSITIVE``, renamed by the table)."""
-        self.push(self.call_python(operator.pos, [self.pop()], {}))
+        (3.12 spells ``+x`` ``CALL_INTRINSIC_1 INTRINSIC_UNARY_POSITIVE``, renamed by the table.)"""
+        self.push(self.call_python(UNARY_OPS[inst.opname], [self.pop()], {}))
 
-    def UNARY_INVERT(self, inst):
-        self.push(self.call_python(operator.invert, [self.pop()], {}))
+    UNARY_POSITIVE = UNARY_INVERT = UNARY_NEGATIVE
 
     # -- subscripts and slices ------------------------------------------------------------
 
@@ -705,36 +693,23 @@ class InstructionTranslator:
 
     JUMP_BACKWARD = JUMP_FORWARD
 
-    def POP_JUMP_IF_FALSE(self, inst):
-        if not self.pop().truth():
-            self.jump(inst)
-
     def POP_JUMP_IF_TRUE(self, inst):
-        if self.pop().truth():
+        """``POP_JUMP_IF_TRUE``, ``_FALSE``, ``_NONE``, ``_NOT_NONE`` -- pop the condition; jump when
+        :data:`JUMP_CONDITIONS` says so. ``if x is None`` is known for every variable: a tensor is never None."""
+        if JUMP_CONDITIONS[inst.opname](self.pop()):
             self.jump(inst)
 
-    def POP_JUMP_IF_NONE(self, inst):
-        """``if x is None`` -- a tensor is never None, so this is known for every variable."""
-        if _is_none(self.pop()):
-            self.jump(inst)
-
-    def POP_JUMP_IF_NOT_NONE(self, inst):
-        if not _is_none(self.pop()):
-            self.jump(inst)
-
-    def JUMP_IF_FALSE_OR_POP(self, inst):
-        """3.11 ``a and b``: jump keeping ``a`` if it is false, else pop it."""
-        if not self.state.stack[-1].truth():
-            self.jump(inst)
-        else:
-            self.pop()
+    POP_JUMP_IF_FALSE = POP_JUMP_IF_NONE = POP_JUMP_IF_NOT_NONE = POP_JUMP_IF_TRUE
 
     def JUMP_IF_TRUE_OR_POP(self, inst):
-        """3.11 ``a or b``: jump keeping ``a`` if it is true, else pop it."""
-        if self.state.stack[-1].truth():
+        """3.11 ``a or b``: jump keeping ``a`` if it is true, else pop it (``a and b``:
+        ``JUMP_IF_FALSE_OR_POP``, jump keeping ``a`` if it is false)."""
+        if JUMP_CONDITIONS[inst.opname](self.state.stack[-1]):
             self.jump(inst)
         else:
             self.pop()
+
+    JUMP_IF_FALSE_OR_POP = JUMP_IF_TRUE_OR_POP
 
     # -- loops: the items are known now, so loops unroll -------------------------------------
 
@@ -872,17 +847,19 @@ MAX_INSTRUCTIONS = 100_000
 BINARY_OPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
               "//": operator.floordiv, "%": operator.mod, "**": operator.pow, "@": operator.matmul,
               "&": operator.and_, "|": operator.or_, "^": operator.xor, "<<": operator.lshift, ">>": operator.rshift}
-INPLACE_BINARY_OPS = {"+=": operator.iadd, "-=": operator.isub, "*=": operator.imul, "/=": operator.itruediv,
-                      "//=": operator.ifloordiv, "%=": operator.imod, "**=": operator.ipow, "@=": operator.imatmul,
-                      "&=": operator.iand, "|=": operator.ior, "^=": operator.ixor, "<<=": operator.ilshift,
-                      ">>=": operator.irshift}
+# "+=" -> operator.iadd, "&=" -> operator.iand ...: each name is the binary one's with an "i" before it.
+INPLACE_BINARY_OPS = {f"{sym}=": getattr(operator, f"i{fn.__name__.rstrip('_')}") for sym, fn in BINARY_OPS.items()}
+UNARY_OPS = {"UNARY_NEGATIVE": operator.neg, "UNARY_POSITIVE": operator.pos, "UNARY_INVERT": operator.invert}
 COMPARE_OPS = {"<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne, ">": operator.gt,
                ">=": operator.ge}
+# When each conditional jump is taken, given the variable it tests.
+JUMP_CONDITIONS = {"POP_JUMP_IF_TRUE": lambda v: v.truth(), "POP_JUMP_IF_FALSE": lambda v: not v.truth(),
+                   "POP_JUMP_IF_NONE": is_none, "POP_JUMP_IF_NOT_NONE": lambda v: not is_none(v),
+                   "JUMP_IF_TRUE_OR_POP": lambda v: v.truth(), "JUMP_IF_FALSE_OR_POP": lambda v: not v.truth()}
 FORMAT_CONVERSIONS = {0: None, 1: str, 2: repr, 3: ascii}
 
 # Opcodes that have no handler on purpose, with the reason a user sees.
 UNSUPPORTED: dict[str, str] = {
-    "SETUP_WITH": "(a `with` block) is not traced",
     "RAISE_VARARGS": "(raising an exception) is not traced: the compiled graph can't raise",
     "RERAISE": "(re-raising inside an except block) is not traced: exceptions are not traced",
     "PUSH_EXC_INFO": "(entering an except block) is not traced: exceptions are not traced",
@@ -902,7 +879,6 @@ UNSUPPORTED: dict[str, str] = {
     "SETUP_ANNOTATIONS": "(annotations at module level) is not traced",
     **dict.fromkeys(("GET_AITER", "GET_ANEXT", "END_ASYNC_FOR"), "(async for) is not traced"),
     "BEFORE_ASYNC_WITH": "(async with) is not traced",
-    "YIELD_FROM": "(yield from) is not traced",
     "WITH_EXCEPT_START": "(leaving a `with` block on an exception) is not traced",
     **dict.fromkeys(("CHECK_EG_MATCH", "PREP_RERAISE_STAR"), "(except*) is not traced"),
     "DELETE_DEREF": "(del of a closure variable) is not traced",
@@ -921,21 +897,9 @@ def _is_sequence(v: Variable) -> bool:
     return isinstance(v, TupleVariable) and not v.is_python_constant()
 
 
-def _is_none(v: Variable) -> bool:
-    return isinstance(v, ConstantVariable) and v.value is None
-
-
 def supported_opcodes() -> list[str]:
     """Every opcode the translator has a handler for (after normalisation), by introspection."""
     return sorted(n for n in dir(InstructionTranslator) if n.isupper() and callable(getattr(InstructionTranslator, n)))
-
-
-def _bind(fn: types.FunctionType, args: tuple, kwargs: dict) -> dict[str, Any]:
-    import inspect
-
-    bound = inspect.signature(fn, follow_wrapped=False).bind(*args, **kwargs)  # the code's own names
-    bound.apply_defaults()
-    return dict(bound.arguments)
 
 
 def translate(fn: types.FunctionType, args: tuple, kwargs: dict, source: SourceArtifact, config: Config,

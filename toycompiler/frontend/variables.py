@@ -109,6 +109,10 @@ def identity_key(v: Variable) -> Any:
     return v.as_python() if v.is_python_constant() and not isinstance(v, TensorVariable) else id(v)
 
 
+def is_none(v: Variable) -> bool:
+    return isinstance(v, ConstantVariable) and v.value is None
+
+
 @dataclass(eq=False)
 class NullVariable(Variable):
     """CPython's NULL stack marker (pushed before a plain function call)."""
