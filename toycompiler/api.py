@@ -101,23 +101,18 @@ class CompiledFunction:
         failure = failures[-1] if failures else None
         cfg = config.with_options(self.mode, self.options)  # this compile's settings, passed down explicitly
         if len(cache.entries) >= cfg.recompile_limit:
-            cache.gave_up = True
-            self._record_miss(failures, f"recompile limit ({cfg.recompile_limit}) reached: runs eagerly from now on")
-            warnings.warn(f"toycompiler: {self.fn.__qualname__} hit config.recompile_limit "
-                          f"({cfg.recompile_limit}); last miss: {failure}. Running eagerly from now on.",
-                          stacklevel=3)
-            return self.fn(*args, **kwargs)
+            return self._give_up(args, kwargs, failures, f"recompile limit ({cfg.recompile_limit}) reached",
+                                 f"{self.fn.__qualname__} hit config.recompile_limit ({cfg.recompile_limit}); "
+                                 f"last miss: {failure}. Running eagerly from now on.")
         label = f"[{cache.frame_id}/{len(cache.entries)}]"
         shapes = ShapePolicy(self.dynamic, cache.seen_shapes, cfg.automatic_dynamic_shapes, cfg.specialize_zero_one)
         try:  # translation catches what user code does; this catches a compiler bug after it
             entry = compile_frame(self.fn, args, kwargs, self.backend, self.backend_name, cfg, label, failure,
                                   self._wrap_resume, shapes)
         except Exception as e:  # it costs the user speed (the frame runs eagerly), never their call
-            cache.gave_up = True
-            self._record_miss(failures, f"compiling failed ({type(e).__name__}: {e}): runs eagerly from now on")
-            warnings.warn(f"toycompiler: compiling {self.fn.__qualname__} failed: {type(e).__name__}: {e}; "
-                          "running it eagerly", stacklevel=3)
-            return self.fn(*args, **kwargs)
+            error = f"{type(e).__name__}: {e}"
+            return self._give_up(args, kwargs, failures, f"compiling failed ({error})",
+                                 f"compiling {self.fn.__qualname__} failed: {error}; running it eagerly")
         if shapes.symbols and not _passes(entry, args, kwargs):  # a symbolic guard we can't evaluate: go static
             entry = compile_frame(self.fn, args, kwargs, self.backend, self.backend_name, cfg, label, failure,
                                   self._wrap_resume, ShapePolicy(dynamic=False))
@@ -131,12 +126,17 @@ class CompiledFunction:
         logs.frame_compiled(entry.artifact, miss)
         return entry.run(*args, **kwargs)
 
+    def _give_up(self, args: tuple, kwargs: dict, failures: tuple[A.GuardFailure, ...], why: str, warning: str) -> Any:
+        """Stop compiling this function: record why, warn once, and run it (and every later call) eagerly."""
+        self.cache.gave_up = True
+        logs.gave_up(self._record_miss(failures, f"{why}: runs eagerly from now on"))
+        warnings.warn(f"toycompiler: {warning}", stacklevel=4)
+        return self.fn(*args, **kwargs)
+
     def _record_miss(self, failures: tuple[A.GuardFailure, ...], outcome: str) -> A.RecompileRecord:
         miss = A.RecompileRecord(self.fn.__code__.co_qualname, len(self.cache.misses) + 1, failures, outcome)
         self.cache.misses.append(miss)
         self.all_misses.append(miss)
-        if self.cache.gave_up:
-            logs.gave_up(miss)
         return miss
 
     def _wrap_resume(self, resume_fn: types.FunctionType) -> CompiledFunction:

@@ -42,6 +42,11 @@ def _numbered(lines: tuple[str, ...], first: int) -> str:
     return "\n".join(f"{first + i:4d}  {line}" for i, line in enumerate(lines))
 
 
+def _sections(*sections: tuple[str, Any]) -> list[str]:
+    """The lines of a report: ``== title``, then the value's text, for each value that is there (not None)."""
+    return [line for title, value in sections if value is not None for line in (f"== {title}", str(value))]
+
+
 # -- stage 0: the user's source -------------------------------------------------
 
 
@@ -190,8 +195,7 @@ class RecompileRecord:
     outcome: str  # "compiled [0/2]" or "recompile limit (8) reached: ran eagerly"
 
     def __str__(self) -> str:
-        lines = [f"miss {self.miss} of {self.frame}: {self.outcome}"]
-        return "\n".join(lines + [f"    {f}" for f in self.failures])
+        return "\n".join([f"miss {self.miss} of {self.frame}: {self.outcome}", *(f"    {f}" for f in self.failures)])
 
 
 @dataclass(frozen=True)
@@ -462,18 +466,11 @@ class BackendArtifacts(Artifact):
         parts = [f"== backend: {self.backend}"]
         if self.fallback_reason:
             parts.append(f"fell back to eager: {self.fallback_reason}")
-        for title, value in (("passes", self.passes), ("lowered IR", self.ir), ("fusion groups", self.schedule)):
-            if value is not None:
-                parts += [f"== {title}", str(value)]
-        for k in self.kernels:
-            parts += [f"== kernel {k.name} ({k.language})", k.source.rstrip()]
-        if self.output_code is not None:
-            parts += ["== output code", self.output_code.source.rstrip()]
-        if self.runtime is not None:
-            parts += ["== runtime", str(self.runtime)]
-        if self.backward is not None:
-            parts += ["== backward graph (AOTAutograd)", str(self.backward)]
-        return "\n".join(parts)
+        sections = [("passes", self.passes), ("lowered IR", self.ir), ("fusion groups", self.schedule)]
+        sections += [(f"kernel {k.name} ({k.language})", k.source.rstrip()) for k in self.kernels]
+        sections += [("output code", self.output_code and self.output_code.source.rstrip()),
+                     ("runtime", self.runtime), ("backward graph (AOTAutograd)", self.backward)]
+        return "\n".join(parts + _sections(*sections))
 
 
 # -- one compiled frame, and the whole report -----------------------------------
@@ -501,18 +498,11 @@ class FrameCompilation(Artifact):
         if self.recompile_reason:
             parts.append(f"recompiled because {self.recompile_reason}")
         parts += [f"symbolic size {s}" for s in self.symbolic_sizes]
-        parts += ["== source", str(self.source), "== bytecode", str(self.bytecode)]
-        parts += ["== guards", str(self.guards)]
-        if self.graph is not None:
-            parts += ["== FX graph", str(self.graph)]
-        if self.translation.graph_break:
-            parts += ["== graph break", str(self.translation.graph_break)]
-        if self.backend is not None:
-            parts.append(str(self.backend))
-        if self.transformed_bytecode is not None:
-            parts += ["== transformed bytecode", str(self.transformed_bytecode)]
-        for r in self.resume_functions:
-            parts += [f"== resume function {r.name}", str(r)]
+        parts += _sections(("source", self.source), ("bytecode", self.bytecode), ("guards", self.guards),
+                           ("FX graph", self.graph), ("graph break", self.translation.graph_break))
+        parts += [str(self.backend)] if self.backend is not None else []  # it has its own "== backend" title
+        parts += _sections(("transformed bytecode", self.transformed_bytecode),
+                           *((f"resume function {r.name}", r) for r in self.resume_functions))
         if self.times:
             parts.append("== compile time: " + ", ".join(f"{t.stage} {t.seconds * 1e3:.1f} ms" for t in self.times))
         return "\n".join(parts)
@@ -581,15 +571,12 @@ class Report(Artifact):
         )
 
     def __str__(self) -> str:
-        head = [
-            f"graphs: {self.graph_count}, graph breaks: {self.graph_break_count}, "
-            f"ops per graph: {list(self.ops_per_graph)}",
-        ]
+        head = [f"graphs: {self.graph_count}, graph breaks: {self.graph_break_count}, "
+                f"ops per graph: {list(self.ops_per_graph)}"]
         head += [f"break {b.frame}: {b.filename}:{b.line}: {b.reason}  |  {b.source}" for b in self.breaks]
         head += [f"fallback: {r}" for r in self.fallback_reasons]
         if self.stage_times:
             head.append("compile time: " + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in self.stage_times.items()))
-        head += [f"recompile: {r}" for r in self.misses] if self.misses else \
-            [f"recompile: {r}" for r in self.recompiles]
+        head += [f"recompile: {r}" for r in self.misses or self.recompiles]  # misses say more, when recorded
         return "\n".join(head + [str(f) for f in self.frames])
 

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 
 # torch.compile's modes (toycompiler accepts the same names; see ``Config.mode``).
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+# The cache directory unless $TOYCOMPILER_CACHE_DIR names another (see ``Config.cache_dir``).
+HOME_CACHE_DIR = os.path.join(os.path.expanduser("~"), ".cache", "toycompiler")
 
 
 @dataclass
@@ -58,11 +60,7 @@ class Config:
     # -fno-math-errno: nobody reads errno, and setting it stops sqrt/exp loops vectorizing.
     cxx_flags: tuple[str, ...] = ("-O3", "-march=native", "-fno-math-errno", "-fopenmp", "-shared", "-fPIC")
     # Where generated code and shared libraries are kept between processes.
-    cache_dir: str = field(
-        default_factory=lambda: os.environ.get(
-            "TOYCOMPILER_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "toycompiler")
-        )
-    )
+    cache_dir: str = field(default_factory=lambda: os.environ.get("TOYCOMPILER_CACHE_DIR", HOME_CACHE_DIR))
     # Check every IR at stage boundaries (tests turn this on).
     verify_ir: bool = False
 

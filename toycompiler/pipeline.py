@@ -112,19 +112,14 @@ def call_backend(backend: Callable, name: str, traced: Translation, source: A.So
     if symbolic and not getattr(backend, "supports_dynamic_shapes", False):
         reason = (f"backend {name!r} does not take symbolic sizes yet ({', '.join(sorted(symbolic))}): "
                   "running this graph eagerly, which works for any size")
-        return _eager_graph(gm), A.BackendArtifacts(name, graph, fallback_reason=reason)
-    try:
-        compiled = backend(gm, example_inputs, config=config, source=source) if getattr(backend, "toy", False) \
-            else backend(gm, example_inputs)
-    except Exception as e:  # a backend failure must never be the user's problem
-        reason = f"backend {name!r} failed: {type(e).__name__}: {e}"
-        return _eager_graph(gm), A.BackendArtifacts(name, graph, fallback_reason=reason)
-    arts = getattr(compiled, "artifacts", None) or A.BackendArtifacts(name, graph)
-    return compiled, arts
-
-
-def _eager_graph(gm: torch.fx.GraphModule) -> Callable:
-    return lambda *args: gm(*args)
+    else:
+        try:
+            compiled = backend(gm, example_inputs, config=config, source=source) if getattr(backend, "toy", False) \
+                else backend(gm, example_inputs)
+            return compiled, getattr(compiled, "artifacts", None) or A.BackendArtifacts(name, graph)
+        except Exception as e:  # a backend failure must never be the user's problem
+            reason = f"backend {name!r} failed: {type(e).__name__}: {e}"
+    return gm.forward, A.BackendArtifacts(name, graph, fallback_reason=reason)
 
 
 def read_source(fn: types.FunctionType) -> A.SourceArtifact:

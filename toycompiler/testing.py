@@ -61,11 +61,8 @@ def fallback_reasons(compiled: Any) -> list[str]:
     target = getattr(compiled, "_compiled_forward", compiled)  # toycompiler.compile(module)
     frames = getattr(target, "compiled_frames", ())
     backends = [f.backend for f in frames] if frames else [getattr(compiled, "artifacts", None)]
-    reasons = []
-    for b in backends:
-        while b is not None:  # the forward graph, then AOTAutograd's backward graph
-            reasons += [b.fallback_reason] if b.fallback_reason else []
-            b = b.backward
+    backends += [b.backward for b in backends if b is not None]  # AOTAutograd's backward graphs
+    reasons = [b.fallback_reason for b in backends if b is not None and b.fallback_reason]
     reasons += [f"{b.filename}:{b.line}: frame ran eagerly: {b.no_resume_reason}"
                 for b in (f.translation.graph_break for f in frames) if b and b.no_resume_reason]
     if getattr(getattr(target, "cache", None), "gave_up", False):
