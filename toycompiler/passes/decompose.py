@@ -87,7 +87,8 @@ def var_mean(x, dims=None, *, correction=None, keepdim=False):
     dtype: a float32 input keeps float32 accuracy while ``|mean| / std`` stays below about 1e4 (a
     float64 input loses digits in the same proportion). Inductor uses Welford's update instead
     (exact-ish in float32, but a serial recurrence with a division per element). Clamped at 0: the
-    difference of two rounded sums can come out a hair below zero.
+    difference of two rounded sums can come out a hair below zero. Where the variance is NaN (an
+    infinity in the row) the mean is NaN too, as eager's Welford pass gives it.
     """
     n = _reduced_numel(x, dims)
     c = 1 if correction is None else correction
@@ -96,7 +97,7 @@ def var_mean(x, dims=None, *, correction=None, keepdim=False):
     squares = aten.sum.dim_IntList(wide * wide, dims or [], keepdim)
     mean = total / n
     var = aten.clamp_min.default(squares - total * mean, 0) / torch.sym_max(n - c, 0)
-    return var.to(x.dtype), mean.to(x.dtype)
+    return var.to(x.dtype), torch.where(var != var, var, mean).to(x.dtype)
 
 
 @register(aten.var.correction)

@@ -379,6 +379,8 @@ class KernelRenderer:
             return self.expr(pow_as_mul(e.args[0], int(e.args[1].value), e.dtype), mapping, node)
         args = [self.expr(a, mapping, node) for a in e.args]
         if e.op == "to_dtype":
+            if e.dtype in HALF and self.expr_dtype(e.args[0]) == torch.float64:  # Triton's CPU interpreter
+                args[0] = self.tmp(self.cast(args[0], torch.float32), torch.float32)  # narrows float64 wrongly
             return self.tmp(self.cast(args[0], e.dtype), self.compute_dtype(e.dtype))
         if e.op == "identity":
             return args[0]

@@ -1,0 +1,113 @@
+"""One-pass statistics and merged loops, on both backends, against eager.
+
+``var``, ``std``, ``var_mean``, batch norm and layer norm compute the mean and the variance from one
+read of the input: two sums (of x and of x * x, in float64) in one loop over the reduced elements,
+then pointwise work on the two row values. Batch-norm statistics over (N, H, W) are one reduction
+kernel plus one pointwise kernel. Neighbouring loops that every index walks as one (H and W of a
+contiguous NCHW tensor) are rendered as one loop.
+"""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import toycompiler
+from toycompiler.testing import assert_same, device_for
+
+BACKENDS = ["cpp", "triton"]
+
+
+def bn_stats(x):
+    mean = x.mean((0, 2, 3), keepdim=True)
+    var = x.var((0, 2, 3), keepdim=True, unbiased=False)
+    return (x - mean) * torch.rsqrt(var + 1e-5)
+
+
+CASES = {
+    "var_rows": (lambda x: x.var(-1), (7, 33)),
+    "var_mean_dim0": (lambda x: torch.var_mean(x, 0), (29, 13)),
+    "std_all": (lambda x: x.std(), (5, 9, 3)),
+    "var_keepdim_correction0": (lambda x: x.var((0, 2), keepdim=True, correction=0), (4, 6, 11)),
+    "var_of_expression": (lambda x: (x.sin() * 3 + 1).var((0, 2, 3)), (3, 5, 4, 7)),
+    "bn_stats": (bn_stats, (3, 10, 5, 7)),
+    "layer_norm_odd": (lambda x: F.layer_norm(x, (37,)), (6, 37)),
+    "sum_and_sum_of_squares": (lambda x: (x.sum(1), (x * x).sum(1)), (9, 3, 17)),
+    "one_element_rows": (lambda x: x.var(-1), (4, 1)),  # n - correction = 0: NaN, as in eager
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", list(CASES))
+def test_statistics_match_eager(name, backend):
+    fn, shape = CASES[name]
+    assert_same(fn, torch.randn(*shape, device=device_for(backend)), backend=backend, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_batch_norm_training_on_channels_last_and_transposed_inputs(backend):
+    dev = device_for(backend)
+    x = torch.randn(4, 6, 5, 3, device=dev).to(memory_format=torch.channels_last)
+    w, b = torch.randn(6, device=dev), torch.randn(6, device=dev)
+    assert_same(lambda x: F.batch_norm(x, None, None, w, b, training=True), x, backend=backend, rtol=1e-4, atol=1e-4)
+    t = torch.randn(21, 8, device=dev).t()
+    assert_same(lambda t: torch.var_mean(t, 1), t, backend=backend, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_large_mean_keeps_float32_accuracy(backend):
+    """The sums are float64: a mean 1000 times the spread does not cancel away the variance."""
+    x = torch.randn(16, 300, device=device_for(backend)) + 1000.0
+    assert_same(lambda x: x.var(-1), x, backend=backend, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_nan_and_inf_give_nan_variance(backend):
+    x = torch.randn(5, 40, device=device_for(backend))
+    x[1, 3], x[2, 7], x[3, 0], x[3, 1] = float("nan"), float("inf"), float("inf"), float("-inf")
+    assert_same(lambda x: torch.var_mean(x, -1), x, backend=backend)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_statistics_on_triton(dtype):
+    x = torch.randn(3, 8, 5, 5, device=device_for("triton")).to(dtype)
+    assert_same(bn_stats, x, backend="triton", rtol=2e-2, atol=2e-2)
+    assert_same(lambda x: F.layer_norm(x, (5,)), x, backend="triton", rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_batch_norm_statistics_are_one_reduction_and_one_pointwise_kernel(backend):
+    x = torch.randn(3, 10, 5, 7, device=device_for(backend))
+    report = toycompiler.explain(bn_stats, backend=backend)(x)
+    sched = report.frames[0].backend.schedule
+    assert [g.kind for g in sched.groups] == ["reduction", "pointwise"]
+    reduction = sched.groups[0]
+    assert len([n for n in reduction.nodes if n.startswith("buf")]) >= 3  # mean's sum, and the two sums of var
+    assert any("another reduction over the same rows" in d.reason for d in sched.decisions if d.fused)
+    assert any("no one reads it" in d.reason for d in sched.decisions if not d.fused)  # x.double() ** 2: inlined
+
+
+def test_sums_of_a_row_share_one_loop_in_cpp():
+    report = toycompiler.explain(lambda x: x.var(-1), backend="cpp")(torch.randn(8, 100))
+    source = report.frames[0].backend.kernels[0].source
+    assert source.count("for (int64_t r0") == 1
+    assert "reduction(+:acc0) reduction(+:acc1)" in source
+
+
+def test_triton_looped_sums_share_one_loop():
+    with toycompiler.config.patch(max_block=64):
+        report = toycompiler.explain(lambda x: x.var(-1), backend="triton")(torch.randn(3, 300, device=device_for("triton")))
+    source = report.frames[0].backend.kernels[0].source
+    assert source.count("for roffset in range") == 1
+    with toycompiler.config.patch(max_block=64):
+        assert_same(lambda x: x.var(-1), torch.randn(3, 300, device=device_for("triton")), backend="triton",
+                    rtol=1e-4, atol=1e-4)
+
+
+def test_contiguous_dims_merge_into_one_vector_loop():
+    report = toycompiler.explain(lambda x: x.mean((0, 2, 3)), backend="cpp")(torch.randn(4, 6, 29, 29))
+    source = report.frames[0].backend.kernels[0].source
+    assert "r1 < 841" in source  # H and W: one loop of 841 elements, not 29 loops of 29
+    pointwise = toycompiler.explain(lambda x: x.sin(), backend="cpp")(torch.randn(4, 6, 29, 29))
+    assert "x0 < 20184" in pointwise.frames[0].backend.kernels[0].source
+    sliced = toycompiler.explain(lambda x: x[:, :, :, 1:].sum(-1), backend="cpp")(torch.randn(2, 3, 5, 9))
+    assert "r0 < 8" in sliced.frames[0].backend.kernels[0].source  # a strided row: not merged with x
