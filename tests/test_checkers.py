@@ -374,7 +374,7 @@ def test_placeholder_gets_the_first_hint_tier(checker, capsys):
     verdict = checker(...)
     out = capsys.readouterr().out
     assert not verdict
-    assert out.startswith("✎ Not answered yet") and build.HINTS[checker.__name__][0] in out
+    assert out.startswith("✎ Not answered yet") and checkers.HINTS[checker.__name__][0] in out
     assert f"hint({checker.__name__}, 2)" in out
 
 

@@ -18,8 +18,7 @@ import torch
 
 from toycompiler import api
 
-from . import Verdict, _call, _missing, _ok, _quiet_explain, _same
-from .build import _hinted, _todo, _wrong_more
+from . import Verdict, _call, _hinted, _missing, _ok, _quiet_explain, _same, _todo, _wrong_more
 
 # -- lesson 13: a small GPT ------------------------------------------------------------------
 
