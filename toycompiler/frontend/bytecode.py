@@ -14,8 +14,8 @@ exception table covers, and which ``bytecode.Instr`` sits at a ``dis`` offset.
 Mirrors: torch/_dynamo/bytecode_analysis.py, torch/_dynamo/bytecode_transformation.py
 (the version-specific spellings) and the version branches spread through
 torch/_dynamo/symbolic_convert.py (which this keeps in one place).
-Leaves out: emitting code for 3.13 (its CALL takes the callable below NULL;
-breaks there run the frame eagerly).
+Leaves out: Python 3.13 (its CALL takes the callable below NULL), refused at
+``import toycompiler``.
 """
 
 from __future__ import annotations
@@ -37,15 +37,10 @@ VERSION = sys.version_info[:2]
 # Opnames that are only renamings of a common meaning. Jump targets are made
 # absolute by ``dis`` (argval), so direction-specific jumps collapse to one name.
 ALIASES: dict[str, str] = {
-    # 3.11 splits conditional jumps by direction; 3.12 keeps only forward ones.
-    "POP_JUMP_FORWARD_IF_TRUE": "POP_JUMP_IF_TRUE",
-    "POP_JUMP_BACKWARD_IF_TRUE": "POP_JUMP_IF_TRUE",
-    "POP_JUMP_FORWARD_IF_FALSE": "POP_JUMP_IF_FALSE",
-    "POP_JUMP_BACKWARD_IF_FALSE": "POP_JUMP_IF_FALSE",
-    "POP_JUMP_FORWARD_IF_NONE": "POP_JUMP_IF_NONE",
-    "POP_JUMP_BACKWARD_IF_NONE": "POP_JUMP_IF_NONE",
-    "POP_JUMP_FORWARD_IF_NOT_NONE": "POP_JUMP_IF_NOT_NONE",
-    "POP_JUMP_BACKWARD_IF_NOT_NONE": "POP_JUMP_IF_NOT_NONE",
+    # 3.11 splits conditional jumps by direction (POP_JUMP_FORWARD_IF_TRUE, POP_JUMP_BACKWARD_IF_NONE ...);
+    # 3.12 keeps only forward ones, named without the direction.
+    **{f"POP_JUMP_{way}_IF_{when}": f"POP_JUMP_IF_{when}"
+       for way in ("FORWARD", "BACKWARD") for when in ("TRUE", "FALSE", "NONE", "NOT_NONE")},
     "JUMP_BACKWARD_NO_INTERRUPT": "JUMP_BACKWARD",
     # 3.12 checks for unbound locals in a separate opcode; symbolically the same.
     "LOAD_FAST_CHECK": "LOAD_FAST",
@@ -65,9 +60,8 @@ INTRINSICS: dict[str, str] = {
 # 3.12's FOR_ITER jumps to an END_FOR when the iterator is exhausted, and CPython
 # skips that END_FOR at run time; 3.11's jumps past the loop directly. Either way
 # the translator sees one meaning: "pop the iterator and continue after the loop".
-FOR_ITER_SKIPS_END_FOR = VERSION >= (3, 12)
 # The same for ``yield from``: 3.12's SEND jumps to an END_SEND that CPython skips.
-SEND_SKIPS_END_SEND = VERSION >= (3, 12)
+JUMPS_SKIP_THEIR_END = {"FOR_ITER", "SEND"} if VERSION >= (3, 12) else set()
 
 # Flags packed into the low bit of an argument: (opname, versions) -> meaning.
 # 3.11 and 3.12: LOAD_GLOBAL's low bit asks for a NULL before the global.
@@ -77,12 +71,8 @@ LOW_BIT_METHOD_OPNAME = {"LOAD_ATTR": "LOAD_METHOD"} if VERSION >= (3, 12) else 
 # 3.12: LOAD_SUPER_ATTR's low bit means "method load" too (pushes [NULL, bound method]).
 LOW_BIT_MEANS_METHOD = {"LOAD_SUPER_ATTR"}
 
-# How CALL finds the callable: 3.11/3.12 put [NULL|callable, callable|self] below
-# the arguments; 3.13 puts [callable, NULL|self].
-CALL_LAYOUT = "null_or_callable_first" if VERSION < (3, 13) else "callable_first"
-
 # How the transformed code spells the few instructions it emits (the ``bytecode`` package names
-# instructions as CPython does; only these differ). None: resume functions are not built.
+# instructions as CPython does; only these differ). Other versions are refused at ``import toycompiler``.
 _EMIT: dict[tuple[int, int], dict[str, Any]] = {
     (3, 11): {
         "call": ("PRECALL", "CALL"),  # 3.11 calls in two steps
@@ -93,11 +83,9 @@ _EMIT: dict[tuple[int, int], dict[str, Any]] = {
     (3, 12): {
         "call": ("CALL",),
         "attr_arg": lambda name: (False, name),  # low bit: method load
-        "POP_JUMP_IF_FALSE": "POP_JUMP_IF_FALSE",
-        "POP_JUMP_IF_TRUE": "POP_JUMP_IF_TRUE",
     },
 }
-EMIT = _EMIT.get(VERSION)
+EMIT = _EMIT[VERSION]
 
 
 # Opcode names in ``dis.opmap`` that never reach the translator: 3.12's
@@ -146,7 +134,7 @@ def normalise(code: types.CodeType) -> list[Inst]:
                 opname, flag = LOW_BIT_METHOD_OPNAME[ins.opname], False
         if ins.opname == "CALL_INTRINSIC_1":
             opname = INTRINSICS.get(ins.argrepr, opname)
-        if (ins.opname == "FOR_ITER" and FOR_ITER_SKIPS_END_FOR) or (ins.opname == "SEND" and SEND_SKIPS_END_SEND):
+        if ins.opname in JUMPS_SKIP_THEIR_END:
             argval = next_offset.get(argval, argval)
         out.append(Inst(ins.offset, opname, ins.arg, argval, ins.argrepr, line, ins.is_jump_target, flag))
     return out

@@ -42,7 +42,6 @@ import builtins
 import dataclasses
 import dis
 import functools
-import inspect
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -90,7 +89,6 @@ NOT_REPLAYABLE = {"COPY_FREE_VARS", "MAKE_CELL", "LOAD_DEREF", "STORE_DEREF", "D
                   "LOAD_CLASSDEREF", "LOAD_FROM_DICT_OR_DEREF", "STORE_GLOBAL", "DELETE_GLOBAL", "IMPORT_NAME",
                   "IMPORT_FROM", "RESUME", "RETURN_GENERATOR", "GET_AWAITABLE", "BEFORE_WITH", "SETUP_ANNOTATIONS"}
 LITERALS = (int, float, bool, str, bytes, complex, type(None), type(...))
-CO_VARARGS, CO_VARKEYWORDS = inspect.CO_VARARGS, inspect.CO_VARKEYWORDS
 
 
 class CannotResume(Exception):
@@ -127,17 +125,13 @@ class TransformPlan:
 
 def plan_return(code: types.CodeType, returned: Variable, offset: int) -> TransformPlan:
     """Traced to the end: the transformed code rebuilds the return value (:class:`CannotResume` if it can't)."""
-    if bc.EMIT is None:
-        raise CannotResume(f"transformed code is not built for Python {bc.VERSION[0]}.{bc.VERSION[1]}")
     plan = TransformPlan("return", offset, [], [returned])
-    return _with_graph_outputs(plan, _params(code))
+    return _with_graph_outputs(plan, code)
 
 
 def plan_break(code: types.CodeType, instructions: list, stack: list[Variable], locals_: dict[str, Any],
                kw_names: tuple[str, ...], offset: int) -> TransformPlan:
     """At a break: decide what the transformed code must rebuild; :class:`CannotResume` if it can't."""
-    if bc.EMIT is None:
-        raise CannotResume(f"resume functions are not implemented for Python {bc.VERSION[0]}.{bc.VERSION[1]}")
     if code.co_cellvars:
         raise CannotResume("the function has cell variables (a closure reads its locals)")
     if any(start <= offset < end for start, end, _ in bc.exception_ranges(code)):
@@ -171,13 +165,13 @@ def plan_break(code: types.CodeType, instructions: list, stack: list[Variable], 
     resumes = tuple(ResumePoint(to_original[t], layout, tuple(n for n in original.co_varnames if n in live[
         to_original[t]] and (n in locals_ or n in written))) for t in targets)
     plan = TransformPlan(kind, offset, below, operands, kw_names, locals_, resumes, written)
-    return _with_graph_outputs(plan, _params(code))
+    return _with_graph_outputs(plan, code)
 
 
-def _with_graph_outputs(plan: TransformPlan, params: set[str]) -> TransformPlan:
+def _with_graph_outputs(plan: TransformPlan, code: types.CodeType) -> TransformPlan:
     """A dry run of the rebuilding: the tensors the transformed code needs from the graph (graph
     inputs are reloaded from their source); :class:`CannotResume` for a value it can't rebuild."""
-    cg = Codegen(params, {}, {}, 0, planning=True)
+    cg = Codegen(set(bc.index_by_offset(code)[0].argnames), {}, {}, 0, planning=True)
     for v in [*plan.below, *plan.operands]:
         cg.reconstruct(v)
     for point in plan.resumes:
@@ -185,13 +179,6 @@ def _with_graph_outputs(plan: TransformPlan, params: set[str]) -> TransformPlan:
             if name not in plan.written:
                 cg.reconstruct_local(name, plan.locals[name])
     return dataclasses.replace(plan, graph_outputs=tuple(cg.needed))
-
-
-def _params(code: types.CodeType) -> set[str]:
-    """The parameter names of ``code`` (positional, keyword-only, ``*args``, ``**kwargs``)."""
-    n = code.co_argcount + code.co_kwonlyargcount
-    n += bool(code.co_flags & CO_VARARGS) + bool(code.co_flags & CO_VARKEYWORDS)
-    return set(code.co_varnames[:n])
 
 
 # Resume functions made so far: resume code -> (the user's code it was copied from, offsets -> the original's).

@@ -44,7 +44,7 @@ import builtins
 import dis
 import types
 from collections.abc import Callable
-from inspect import CO_NEWLOCALS, CO_OPTIMIZED
+from inspect import CO_NEWLOCALS, CO_OPTIMIZED, CO_VARARGS, CO_VARKEYWORDS
 from typing import Any
 
 import bytecode as pybc
@@ -53,7 +53,7 @@ from bytecode.instr import InstrLocation
 from ..artifacts import BytecodeArtifact
 from .bytecode import EMIT, disassemble, index_by_offset, instruction_at
 from .calls import graph_break  # noqa: F401  (toycompiler.graph_break is re-exported from here)
-from .reconstruct import CO_VARARGS, CO_VARKEYWORDS, ORIGINS, Codegen, ResumePoint, TransformPlan, origin_of
+from .reconstruct import ORIGINS, Codegen, ResumePoint, TransformPlan, origin_of
 from .variables import NullVariable
 
 
@@ -172,7 +172,8 @@ def _branch(cg: Codegen, plan: TransformPlan, the_inst: pybc.Instr, resume_names
     """``if <tensor>: return resume_fallthrough(...) else: return resume_target(...)`` (same jump opcode)."""
     cg.reconstruct(plan.operands[0])
     taken = pybc.Label()
-    cg.emit(EMIT[the_inst.name.replace("_FORWARD", "").replace("_BACKWARD", "")], taken, the_inst.location)
+    jump = the_inst.name.replace("_FORWARD", "").replace("_BACKWARD", "")
+    cg.emit(EMIT.get(jump, jump), taken, the_inst.location)
     built = dict(cg.built)  # containers built before the jump; each branch builds its own after it
     _return_resume(cg, plan, plan.resumes[0], resume_names[0])
     cg.instrs.append(taken)
