@@ -18,7 +18,6 @@ Mirrors: torch/_dynamo/backends/registry.py.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import torch
 import torch.fx
@@ -75,11 +74,4 @@ def register_with_torch() -> None:
         # Skip names torch is loading through our entry point right now (it registers them itself).
         from_entry_point = registry._BACKENDS.get(name) is not None
         if name not in registry._COMPILER_FNS and not from_entry_point:
-            registry.register_backend(compiler_fn=_plain(fn), name=name)
-
-
-def _plain(fn: Backend) -> Backend:
-    def backend(gm: torch.fx.GraphModule, example_inputs: list) -> Any:
-        return fn(gm, example_inputs)
-    backend.__name__ = fn.__name__
-    return backend
+            registry.register_backend(compiler_fn=fn, name=name)

@@ -167,12 +167,12 @@ def pointwise(node: torch.fx.Node, op: str, args: list[Any], compute: torch.dtyp
     return TensorValue(size, out.dtype, str(out.device), loader)
 
 
-def make_pointwise(op: str, compute_from_inputs: bool = False, nargs: int | None = None) -> Callable[..., TensorValue]:
+def make_pointwise(op: str, compute_from_inputs: bool = False) -> Callable[..., TensorValue]:
     """Lowering for an elementwise op: broadcast the inputs, cast them, apply ``op``."""
 
     def lower(node: torch.fx.Node, *args: Any, **kwargs: Any) -> TensorValue:
         compute = _compute_dtype(node) if compute_from_inputs else None
-        return pointwise(node, op, list(args[:nargs] if nargs else args), compute)
+        return pointwise(node, op, list(args), compute)
     return lower
 
 

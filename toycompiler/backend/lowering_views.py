@@ -68,7 +68,7 @@ def derive_ref(x: TensorValue, size: tuple, index_map: IndexMap) -> TensorRef | 
     return TensorRef(e.buf, size, strides, offset)
 
 
-def view_of(x: TensorValue, size: tuple, index_map: IndexMap, dtype: torch.dtype | None = None) -> TensorValue:
+def view_of(x: TensorValue, size: tuple, index_map: IndexMap) -> TensorValue:
     ref = derive_ref(x, size, index_map)
     if ref is not None:
         return TensorValue(size, x.dtype, x.device, ref_loader(ref), ref)

@@ -38,8 +38,7 @@ def constant_fold(gm: torch.fx.GraphModule) -> list[str]:
         if is_factory:
             constant.add(node)
             continue
-        args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: _evaluate(gm, n))
-        value = node.target(*args, **kwargs)
+        value = _evaluate(gm, node)
         name = f"_folded_{node.name}"
         gm.register_buffer(name, value)
         with gm.graph.inserting_before(node):
@@ -53,6 +52,7 @@ def constant_fold(gm: torch.fx.GraphModule) -> list[str]:
 
 
 def _evaluate(gm: torch.fx.GraphModule, node: torch.fx.Node) -> torch.Tensor:
+    """``node``'s value, computing the constant nodes it reads first."""
     if node.op == "get_attr":
         return getattr(gm, node.target)
     args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: _evaluate(gm, n))

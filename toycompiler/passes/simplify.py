@@ -60,10 +60,10 @@ def _identity(node: torch.fx.Node):
         return None
     x, c = node.args
     if isinstance(x, torch.fx.Node) and _scalar(c) and c == IDENTITY_OPERAND[node.target] and _same_kind(x, node):
-        return x, f"{_op(node.target)}(x, {c}) is x"
+        return x, f"{node.target.overloadpacket.__name__}(x, {c}) is x"
     if node.target in (ADD, MUL) and isinstance(c, torch.fx.Node) and _scalar(x) and \
             x == IDENTITY_OPERAND[node.target] and _same_kind(c, node):
-        return c, f"{_op(node.target)}({x}, x) is x"
+        return c, f"{node.target.overloadpacket.__name__}({x}, x) is x"
     return None
 
 
@@ -105,7 +105,3 @@ def _constant_chain(node: torch.fx.Node):
 
 def _fmt(c: float) -> str:
     return f"+ {c}" if c >= 0 else f"- {-c}"
-
-
-def _op(target: object) -> str:
-    return {ADD: "add", SUB: "sub", MUL: "mul", DIV: "div"}.get(target, str(target))
