@@ -10,8 +10,8 @@ on ``cpp`` and on ``triton`` (Triton's CPU interpreter here, real kernels on a G
 - run nothing eagerly: no graph handed back to eager by a backend, no frame left uncompiled
   (``toycompiler.testing.fallback_reasons``, the check behind ``assert_same`` and ``explain()``).
 
-The models are the ecosystem's own code (``torchvision.models``), not copies; the GPT is written here in
-nanoGPT's shape. Inputs are tiny so that Triton's interpreter finishes in seconds.
+The models are the ecosystem's own code (``torchvision.models``), not copies; the GPT is written in
+nanoGPT's shape in ``toycompiler.bench.models``, which times the same models. Inputs are tiny so that Triton's interpreter finishes in seconds.
 
 Tolerances. Compiled kernels sum in another order than ATen (a reduction split over lanes or tiles,
 BatchNorm's mean and variance in one pass or two), so each reduction differs from eager by a few float32
@@ -25,13 +25,9 @@ absolute for outputs and ``5e-3`` for gradients separate the two with room on bo
 from __future__ import annotations
 
 import copy
-import math
-from dataclasses import dataclass
 
 import pytest
 import torch
-import torch.nn as nn
-import torch.nn.functional as F
 from torch._dynamo.testing import CompileCounter
 from torch._dynamo.utils import counters
 
@@ -40,134 +36,15 @@ from toycompiler.artifacts import Report
 from toycompiler.testing import assert_close_tree, device_for, fallback_reasons
 
 torchvision = pytest.importorskip("torchvision")
+from toycompiler.bench.models import MODEL_NAMES, forward_loss, inputs_for, make_model  # noqa: E402
 
 OUT_TOL = dict(rtol=2e-3, atol=2e-3)
 GRAD_TOL = dict(rtol=5e-3, atol=5e-3)
 
 
-# -- the GPT, in nanoGPT's shape -----------------------------------------------------------
-
-
-@dataclass
-class GPTConfig:
-    block_size: int = 8  # longest sequence
-    vocab_size: int = 32
-    n_layer: int = 2
-    n_head: int = 2
-    n_embd: int = 16
-
-
-class CausalSelfAttention(nn.Module):
-    def __init__(self, config: GPTConfig):
-        super().__init__()
-        self.n_head, self.n_embd = config.n_head, config.n_embd
-        self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd)
-        self.c_proj = nn.Linear(config.n_embd, config.n_embd)
-
-    def forward(self, x):
-        B, T, C = x.size()  # batch, time, channels
-        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
-        q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))  # B, nh, T, hs
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        y = y.transpose(1, 2).contiguous().view(B, T, C)
-        return self.c_proj(y)
-
-
-class MLP(nn.Module):
-    def __init__(self, config: GPTConfig):
-        super().__init__()
-        self.c_fc = nn.Linear(config.n_embd, 4 * config.n_embd)
-        self.gelu = nn.GELU()
-        self.c_proj = nn.Linear(4 * config.n_embd, config.n_embd)
-
-    def forward(self, x):
-        return self.c_proj(self.gelu(self.c_fc(x)))
-
-
-class Block(nn.Module):
-    def __init__(self, config: GPTConfig):
-        super().__init__()
-        self.ln_1, self.attn = nn.LayerNorm(config.n_embd), CausalSelfAttention(config)
-        self.ln_2, self.mlp = nn.LayerNorm(config.n_embd), MLP(config)
-
-    def forward(self, x):
-        x = x + self.attn(self.ln_1(x))
-        return x + self.mlp(self.ln_2(x))
-
-
-class GPT(nn.Module):
-    def __init__(self, config: GPTConfig):
-        super().__init__()
-        self.config = config
-        self.transformer = nn.ModuleDict(dict(
-            wte=nn.Embedding(config.vocab_size, config.n_embd),
-            wpe=nn.Embedding(config.block_size, config.n_embd),
-            h=nn.ModuleList([Block(config) for _ in range(config.n_layer)]),
-            ln_f=nn.LayerNorm(config.n_embd),
-        ))
-        self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
-        self.transformer.wte.weight = self.lm_head.weight  # weight tying
-        for name, p in self.named_parameters():
-            if name.endswith("c_proj.weight"):  # nanoGPT's scaled init of the residual projections
-                nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * config.n_layer))
-
-    def forward(self, idx, targets=None):
-        b, t = idx.size()
-        pos = torch.arange(0, t, dtype=torch.long, device=idx.device)  # (t,)
-        x = self.transformer.wte(idx) + self.transformer.wpe(pos)  # (b, t, n_embd)
-        for block in self.transformer.h:
-            x = block(x)
-        logits = self.lm_head(self.transformer.ln_f(x))  # (b, t, vocab_size)
-        if targets is None:
-            return logits, None
-        loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1)
-        return logits, loss
-
-
-# -- the models and their inputs -------------------------------------------------------------
-
-
-def make_resnet18():
-    return torchvision.models.resnet18(weights=None, num_classes=10)
-
-
-def make_mobilenet_v3_small():
-    return torchvision.models.mobilenet_v3_small(weights=None, num_classes=10)
-
-
-def make_vit():
-    from torchvision.models.vision_transformer import VisionTransformer
-
-    return VisionTransformer(image_size=32, patch_size=16, num_layers=2, num_heads=2, hidden_dim=32,
-                             mlp_dim=64, num_classes=10)
-
-
-def make_gpt():
-    return GPT(GPTConfig())
-
-
-MODELS = {"resnet18": make_resnet18, "mobilenet_v3_small": make_mobilenet_v3_small, "vit": make_vit,
-          "gpt": make_gpt}
-
-
-def inputs_for(name: str, device: str) -> tuple[tuple, torch.Tensor]:
-    """(model inputs, targets). A batch of 2: BatchNorm in training mode needs more than one value per
-    channel, and ResNet-18 brings a 32x32 image down to 1x1 before its last BatchNorm."""
-    g = torch.Generator().manual_seed(1)
-    if name == "gpt":
-        idx = torch.randint(0, GPTConfig.vocab_size, (2, GPTConfig.block_size), generator=g)
-        targets = torch.randint(0, GPTConfig.vocab_size, (2, GPTConfig.block_size), generator=g)
-        return (idx.to(device),), targets.to(device)
-    return (torch.randn(2, 3, 32, 32, generator=g).to(device),), torch.tensor([3, 7], device=device)
-
-
-def forward_loss(name: str, model, inputs, targets):
-    """(output, loss): the GPT computes its loss inside forward (so it is compiled too); the vision
-    models return logits and the loss is taken eagerly, as a training script does."""
-    if name == "gpt":
-        return model(*inputs, targets)
-    logits = model(*inputs)
-    return logits, None if targets is None else F.cross_entropy(logits, targets)
+# The models, their inputs and the loss are toycompiler.bench.models's (the model benchmark times the
+# same models); here they run at the tests' tiny size.
+MODELS = {name: (lambda name=name: make_model(name, "test")) for name in MODEL_NAMES}
 
 
 # -- the checks -------------------------------------------------------------------------------
@@ -189,12 +66,14 @@ def torch_compile_counts(name: str, model, inputs, targets, train: bool) -> tupl
     return counter.frame_count, breaks
 
 
-def check_model(name: str, backend: str, train: bool) -> None:
+def check_model(name: str, backend: str, train: bool, batch: int | None = None) -> None:
     torch.manual_seed(0)
     device = device_for(backend)
     eager = MODELS[name]().to(device).train(train)
     toy = copy.deepcopy(eager)
     inputs, targets = inputs_for(name, device)
+    if batch is not None:
+        inputs, targets = tuple(t[:batch] for t in inputs), targets[:batch]
     graphs, breaks = torch_compile_counts(name, eager, inputs, targets, train)
 
     compiled = toycompiler.compile(toy, backend=backend)
@@ -251,3 +130,11 @@ CASES += [pytest.param("gpt", "triton", "train"), pytest.param("vit", "triton", 
 @pytest.mark.parametrize("name,backend,mode", CASES)
 def test_model_matches_eager_with_torch_compiles_graphs_and_no_fallback(name, backend, mode):
     check_model(name, backend, train=(mode == "train"))
+
+
+@pytest.mark.parametrize("backend", ["cpp", "triton"])
+def test_gpt_training_step_with_a_batch_of_one(backend):
+    """With one sequence, eager's attention reads k and v as views of the qkv projection (a size-1 batch
+    lets the reshape be a view) where the compiled forward computes them into buffers of their own; the
+    backward was traced for the views' strides and read the saved buffers out of bounds."""
+    check_model("gpt", backend, train=True, batch=1)

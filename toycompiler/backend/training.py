@@ -59,6 +59,7 @@ def compile_training(gm: torch.fx.GraphModule, example_inputs: list, compile_gra
             with unset_fake_temporarily():  # AOTAutograd calls this inside its fake mode; constants are real
                 result = compile_graph(graph, list(inputs))
             call = result.call if kept is None else _with_nones(result.call, *kept)
+            call = _with_traced_layouts(call, inputs) if kind == "backward" else call
             compiled[kind] = CompiledGraph(call, _labelled(result.artifacts, kind))
             return make_boxed_func(compiled[kind])  # AOTAutograd passes one list, freed as it goes
         return compile_one
@@ -100,6 +101,27 @@ def drop_none_outputs(gm: torch.fx.GraphModule) -> tuple[torch.fx.GraphModule, t
     outputs = graph.graph_copy(gm.graph, {})
     graph.output(tuple(outputs[i] for i in kept))
     return torch.fx.GraphModule(gm, graph), (kept, len(values))
+
+
+def _with_traced_layouts(call: Callable, inputs: list) -> Callable:
+    """The backward's code reads its inputs with the strides AOTAutograd traced them with, but a saved
+    tensor is what the compiled forward returned, and that may be laid out otherwise (a view in eager
+    that the forward computed into a buffer of its own, say with a batch of 1). Such an input is copied
+    into the traced layout first. The forward's code returns the same layouts on every call, so which
+    inputs need it is found once."""
+    traced = [(t.shape, t.stride()) if isinstance(t, torch.Tensor) else None for t in inputs]
+    mismatched: list[int] | None = None
+
+    def run(*args: Any) -> Any:
+        nonlocal mismatched
+        if mismatched is None:
+            mismatched = [i for i, (a, t) in enumerate(zip(args, traced)) if t and a.stride() != t[1]]
+        if mismatched:
+            args = list(args)
+            for i in mismatched:
+                args[i] = torch.empty_strided(*traced[i], dtype=args[i].dtype, device=args[i].device).copy_(args[i])
+        return call(*args)
+    return run
 
 
 def _with_nones(call: Callable, kept: tuple[int, ...], total: int) -> Callable:
