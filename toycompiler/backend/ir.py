@@ -133,22 +133,19 @@ class Op:
 Expr = Union[Load, Const, IndexValue, Op]
 
 
+def leaves(e: Expr) -> list[Load | Const | IndexValue]:
+    """The leaves of an expression (loads, constants, index values), in evaluation order."""
+    return [leaf for a in e.args for leaf in leaves(a)] if isinstance(e, Op) else [e]
+
+
 def loads(e: Expr) -> list[Load]:
     """Every Load in an expression, in evaluation order."""
-    if isinstance(e, Load):
-        return [e]
-    if isinstance(e, Op):
-        return [ld for a in e.args for ld in loads(a)]
-    return []
+    return [leaf for leaf in leaves(e) if isinstance(leaf, Load)]
 
 
 def index_exprs(e: Expr) -> list[sympy.Expr]:
     """Every index an expression reads at (its loads' and its ``IndexValue``s')."""
-    if isinstance(e, (Load, IndexValue)):
-        return [e.index]
-    if isinstance(e, Op):
-        return [i for a in e.args for i in index_exprs(a)]
-    return []
+    return [leaf.index for leaf in leaves(e) if isinstance(leaf, (Load, IndexValue))]
 
 
 def op_names(e: Expr) -> list[str]:

@@ -112,7 +112,20 @@ class IndexPrinter:
 
 
 class KernelRenderer:
-    """Base class: everything but the target's spelling."""
+    """Base class: everything but the target's spelling.
+
+    A target subclass fills in :attr:`ops` and these hooks, each returning target text (lines or an
+    expression):
+
+    - ``setup()``: choose the loop order and block sizes for ``self.kernel``;
+    - ``header()``, ``signature(sizes)``, ``footer()``: the text around the body;
+    - ``x_loop_open()`` / ``x_loop_close()``, ``r_loop_open(purpose)`` / ``r_loop_close()``,
+      ``row_loop_open()`` / ``row_loop_close()``: the loops;
+    - ``reductions(nodes)``: one loop over r accumulating every node, returning each row value;
+    - ``define(name, expr)``, ``assign(tmp, value, dtype)``, ``load(ptr, index, dtype)``,
+      ``store(buf, index, value, where)``, ``constant(value, dtype)``, ``cast(value, dtype)``,
+      ``index_value(index, dtype)``: one statement or expression each.
+    """
 
     language = "?"
     prefix = "kernel"
@@ -413,27 +426,12 @@ class KernelRenderer:
     # -- hooks a target fills in ---------------------------------------------------
     comment_mark = "#"
     rows_in_registers = True  # False: a row's values exist only inside a loop over x (C++ column reductions)
-    def setup(self) -> None: ...
     def row_loop_open(self) -> list[str]:
         return []
     def row_loop_close(self) -> list[str]:
         return []
-    def header(self) -> list[str]: ...
     def footer(self) -> list[str]:
         return []
-    def signature(self, sizes: list[str]) -> list[str]: ...
-    def x_loop_open(self) -> list[str]: ...
-    def x_loop_close(self) -> list[str]: ...
-    def r_loop_open(self, purpose: str) -> list[str]: ...
-    def r_loop_close(self) -> list[str]: ...
-    def reductions(self, nodes: list[ComputedBuffer]) -> list[str]: ...
-    def define(self, name: str, expr: str) -> str: ...
-    def assign(self, tmp: str, value: str, dtype: torch.dtype) -> str: ...
-    def load(self, ptr: str, index: sympy.Expr, dtype: torch.dtype) -> str: ...
-    def store(self, buf: str, index: sympy.Expr, value: str, where: str) -> str: ...
-    def constant(self, value: object, dtype: torch.dtype) -> str: ...
-    def cast(self, value: str, dtype: torch.dtype) -> str: ...
-    def index_value(self, index: sympy.Expr, dtype: torch.dtype) -> str: ...
 
 
 def reads_columns(kernel: Kernel) -> bool:
