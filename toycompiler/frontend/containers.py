@@ -101,6 +101,9 @@ class TupleVariable(ContainerVariable):
         value = identity_key(args[0])
         return ConstantVariable(target.index(value) if name == "index" else target.count(value))
 
+    def reconstruct(self, cg):
+        cg.build("BUILD_TUPLE", self.items)
+
 
 @dataclass(eq=False)
 class NamedTupleVariable(TupleVariable):
@@ -117,6 +120,11 @@ class NamedTupleVariable(TupleVariable):
             if value is field_value:
                 return item
         return super().getattr(tx, name)
+
+    def reconstruct(self, cg):
+        """``torch.return_types.topk((values, indices))`` (a structseq), or ``Point._make((x, y))``."""
+        cls = type(self.example)
+        cg.call_function(getattr(cls, "_make", cls), [TupleVariable(list(self.items))])
 
 
 @dataclass(eq=False)
@@ -137,6 +145,9 @@ class ListVariable(TupleVariable):
     def delitem(self, tx, index: Variable) -> None:
         self.before_change(tx, "del")
         del self.items[_index(index)]
+
+    def reconstruct(self, cg):
+        cg.build_once(self, lambda: cg.build("BUILD_LIST", self.items))
 
     def call_method(self, tx, name, args, kwargs):
         if name in ("index", "count"):
@@ -207,6 +218,8 @@ class DictVariable(ContainerVariable):
         self.before_change(tx, "del")
         del self.items[_index(index)]
 
+    def reconstruct(self, cg):
+        cg.build_once(self, lambda: cg.build_map(self.items))
 
     def call_method(self, tx, name, args, kwargs):
         if name == "keys":
@@ -271,6 +284,9 @@ class SetVariable(ContainerVariable):
     def contains(self, tx, item: Variable) -> bool:
         return identity_key(item) in self.items
 
+    def reconstruct(self, cg):
+        """``set((item, ...))``, built once like a list."""
+        cg.build_once(self, lambda: cg.call_function(set, [TupleVariable(list(self.items.values()))]))
 
     def call_method(self, tx, name, args, kwargs):
         if name == "copy":
@@ -317,6 +333,10 @@ class IteratorVariable(Variable):
 
     def truth(self) -> bool:
         return True
+
+    def reconstruct(self, cg):
+        """``iter((item, ...))`` over the items not yet taken."""
+        cg.build_once(self, lambda: cg.call_function(iter, [TupleVariable(list(self.items[self.index:]))]))
 
 
 class ReadOnFirstUse:
@@ -372,3 +392,8 @@ class ContainerMethodVariable(Variable):
 
     def call(self, tx, args, kwargs):
         return self.container.call_method(tx, self.name, args, kwargs)
+
+    def reconstruct(self, cg):
+        """``log.append``: the method of the (rebuilt) container."""
+        cg.reconstruct(self.container)
+        cg.load_attr(self.name)

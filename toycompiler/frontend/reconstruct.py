@@ -6,9 +6,10 @@ traced to its end, or, at a graph break, the symbolic stack and the live
 locals that a resume function receives. A tensor is read from the graph's
 outputs or from where it came from, a constant is loaded, a list made while
 tracing is built again item by item. :class:`Codegen` emits those
-instructions (with the ``bytecode`` package), one function per kind of
-:class:`~.variables.Variable`, in a table keyed by the variable's class; a kind
-that can't be rebuilt names its reason (:class:`CannotResume`).
+instructions (with the ``bytecode`` package); what to emit for each kind of
+:class:`~.variables.Variable` is that class's ``reconstruct(cg)`` method, as in
+TorchDynamo; a kind that can't be rebuilt names its reason
+(:class:`~.variables.CannotResume`, its ``cannot_rebuild``).
 
 Planning is a dry run of the same code generation (:func:`plan_return`,
 :func:`plan_break`): it finds which tensors the graph must output, before the
@@ -41,7 +42,6 @@ import ast
 import builtins
 import dataclasses
 import dis
-import functools
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -52,33 +52,8 @@ import torch.fx
 from bytecode.instr import InstrLocation
 
 from . import bytecode as bc
-from .containers import (
-    ContainerMethodVariable,
-    ContainerVariable,
-    DictVariable,
-    IteratorVariable,
-    ListVariable,
-    NamedTupleVariable,
-    SetVariable,
-    TupleVariable,
-)
-from .variables import (
-    BoundMethodVariable,
-    CellVariable,
-    ConstantVariable,
-    GradModeExitVariable,
-    GradModeVariable,
-    NullVariable,
-    ObjectVariable,
-    PartialVariable,
-    RealCellVariable,
-    SuperVariable,
-    TensorMethodVariable,
-    TensorVariable,
-    UnboundVariable,
-    UserFunctionVariable,
-    Variable,
-)
+from .containers import ContainerVariable
+from .variables import CannotResume, NullVariable, TensorVariable, Variable, simple_source
 
 CONDITIONAL_JUMPS = {"POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE"}  # normalised names
 # Instructions whose result may include a NULL (which can't be passed to a resume function).
@@ -89,10 +64,6 @@ NOT_REPLAYABLE = {"COPY_FREE_VARS", "MAKE_CELL", "LOAD_DEREF", "STORE_DEREF", "D
                   "LOAD_CLASSDEREF", "LOAD_FROM_DICT_OR_DEREF", "STORE_GLOBAL", "DELETE_GLOBAL", "IMPORT_NAME",
                   "IMPORT_FROM", "RESUME", "RETURN_GENERATOR", "GET_AWAITABLE", "BEFORE_WITH", "SETUP_ANNOTATIONS"}
 LITERALS = (int, float, bool, str, bytes, complex, type(None), type(...))
-
-
-class CannotResume(Exception):
-    """A value can't be rebuilt, or the frame can't be split at its break (the reason is the message)."""
 
 
 # -- planning -----------------------------------------------------------------------
@@ -267,23 +238,18 @@ class Codegen:
             raise CannotResume(f"can't load source {source!r}")
 
     def reconstruct(self, v: Variable) -> None:
-        """Push the real value of symbolic ``v``: dispatch on its class (most derived first) to the table below.
+        """Push the real value of symbolic ``v``: each kind of variable says how, in its own
+        ``reconstruct(cg)`` method (a kind without one is read from its source again).
 
         A container the caller passed in (it has a source) is read from there: the translator
-        refuses to change such an object, so it still holds what the trace saw. A kind missing
-        from the table, if it has a source, is read from it again too.
+        refuses to change such an object, so it still holds what the trace saw.
         """
         if isinstance(v, ContainerVariable) and v.source is not None:
             if simple_source(v.source):
                 return self.load_source(v.source)
             if v.python_type() in (list, dict):  # a copy would not be the caller's object
                 raise CannotResume(f"{v.source} is the caller's {v.python_type().__name__}, and can't be read again")
-        for kind in type(v).__mro__:
-            if kind in REBUILD:
-                return REBUILD[kind](self, v)
-        if not simple_source(getattr(v, "source", None)):
-            raise CannotResume(f"can't rebuild {v.describe()} ({type(v).__name__}) as a Python value")
-        self.load_source(v.source)
+        v.reconstruct(self)
 
     def build(self, opname: str, items: list[Variable]) -> None:
         """``BUILD_TUPLE n`` / ``BUILD_LIST n`` over the rebuilt items."""
@@ -343,143 +309,3 @@ class Codegen:
             self.reconstruct(value)
         else:  # an argument the trace never read: still in the parameter of the same name
             self.emit("LOAD_FAST", name)
-
-
-def simple_source(source: str | None) -> bool:
-    """A source the transformed code can read (a name, attributes, constant subscripts; no calls)."""
-    return source is not None and "(" not in source
-
-
-# -- values read from somewhere -------------------------------------------------------
-
-
-def _null(cg: Codegen, v: NullVariable) -> None:
-    cg.emit("PUSH_NULL")
-
-
-def _tensor(cg: Codegen, v: TensorVariable) -> None:
-    """A graph input still unchanged is read from its source; any other tensor is a graph output."""
-    if v.node not in cg.outputs and v.source is not None and v.node.op == "placeholder":
-        cg.load_source(v.source)
-    else:
-        cg.load_graph_output(v)
-
-
-def _tensor_method(cg: Codegen, v: TensorMethodVariable) -> None:
-    cg.reconstruct(v.tensor)
-    cg.load_attr(v.name)
-
-
-def _constant(cg: Codegen, v: ConstantVariable) -> None:
-    if isinstance(v.value, set):  # a set built while tracing: a fresh copy on every call
-        cg.call_function(set, [ConstantVariable(frozenset(v.value))])
-    else:
-        cg.load_const(v.value)
-
-
-def _object(cg: Codegen, v: ObjectVariable) -> None:
-    cg.load_source(v.source) if simple_source(v.source) else cg.load_const(v.value)
-
-
-# -- containers -------------------------------------------------------------------------
-
-
-def _tuple(cg: Codegen, v: TupleVariable) -> None:
-    cg.build("BUILD_TUPLE", v.items)
-
-
-def _named_tuple(cg: Codegen, v: NamedTupleVariable) -> None:
-    """``torch.return_types.topk((values, indices))`` (a structseq), or ``Point._make((x, y))``."""
-    cls = type(v.example)
-    cg.call_function(getattr(cls, "_make", cls), [TupleVariable(list(v.items))])
-
-
-def _list(cg: Codegen, v: ListVariable) -> None:
-    cg.build_once(v, lambda: cg.build("BUILD_LIST", v.items))
-
-
-def _dict(cg: Codegen, v: DictVariable) -> None:
-    cg.build_once(v, lambda: cg.build_map(v.items))
-
-
-def _set(cg: Codegen, v: SetVariable) -> None:
-    """``set((item, ...))``, built once like a list."""
-    cg.build_once(v, lambda: cg.call_function(set, [TupleVariable(list(v.items.values()))]))
-
-
-def _iterator(cg: Codegen, v: IteratorVariable) -> None:
-    """``iter((item, ...))`` over the items not yet taken."""
-    cg.build_once(v, lambda: cg.call_function(iter, [TupleVariable(list(v.items[v.index:]))]))
-
-
-def _container_method(cg: Codegen, v: ContainerMethodVariable) -> None:
-    """``log.append``: the method of the (rebuilt) container."""
-    cg.reconstruct(v.container)
-    cg.load_attr(v.name)
-
-
-# -- functions made while tracing ------------------------------------------------------
-
-
-def _user_function(cg: Codegen, v: UserFunctionVariable) -> None:
-    """A nested ``def`` or lambda: the same code, with the caller's real closure cells; a cell made
-    while tracing becomes a new cell holding its (constant) contents."""
-    if not all(isinstance(d, ConstantVariable) for d in [*v.defaults, *v.kwdefaults.values()]):
-        raise CannotResume(f"{v.describe()} has default values that are not constants")
-    cells = []
-    for c in v.closure:
-        if isinstance(c, RealCellVariable):
-            cells.append(c.cell)
-        elif c.contents is not None and c.contents.is_python_constant():
-            cells.append(types.CellType(c.contents.as_python()))
-        else:
-            raise CannotResume(f"{v.describe()} closes over a cell made while tracing")
-    fn = types.FunctionType(v.code, v.globals, v.code.co_name, tuple(d.value for d in v.defaults) or None,
-                            tuple(cells) or None)
-    fn.__kwdefaults__ = {k: d.value for k, d in v.kwdefaults.items()} or None
-    cg.load_const(fn)
-
-
-def _bound_method(cg: Codegen, v: BoundMethodVariable) -> None:
-    """``types.MethodType(function, self)``."""
-    cg.call_function(types.MethodType, [v.function, v.self_var])
-
-
-def _partial(cg: Codegen, v: PartialVariable) -> None:
-    """``functools.partial(function, *args, **kwargs)``."""
-    cg.call_function(functools.partial, [v.function, *v.args], v.kwargs)
-
-
-# -- kinds that are refused -------------------------------------------------------------
-
-
-def _refuse(what: str) -> Callable[[Codegen, Variable], None]:
-    def refuse(cg: Codegen, v: Variable) -> None:
-        raise CannotResume(f"can't rebuild {v.describe()}: {what}")
-
-    return refuse
-
-
-REBUILD: dict[type, Callable[[Codegen, Any], None]] = {
-    NullVariable: _null,
-    TensorVariable: _tensor,
-    TensorMethodVariable: _tensor_method,
-    ConstantVariable: _constant,
-    ObjectVariable: _object,
-    TupleVariable: _tuple,
-    NamedTupleVariable: _named_tuple,
-    ListVariable: _list,
-    DictVariable: _dict,
-    SetVariable: _set,
-    IteratorVariable: _iterator,
-    ContainerMethodVariable: _container_method,
-    UserFunctionVariable: _user_function,
-    BoundMethodVariable: _bound_method,
-    PartialVariable: _partial,
-    CellVariable: _refuse("a closure cell made while tracing"),
-    RealCellVariable: _refuse("a closure cell is not a value the code can push"),
-    SuperVariable: _refuse("super() is only traced inside an inlined method"),
-    GradModeVariable: _refuse("a grad-mode switch in flight"),
-    GradModeExitVariable: _refuse("the exit of a grad-mode block"),
-    UnboundVariable: _refuse("a local saved by an inlined comprehension"),
-}

@@ -25,6 +25,7 @@ tracing, generators that escape, and most of Dynamo's 40 kinds.
 
 from __future__ import annotations
 
+import functools
 import operator
 import types
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ import torch
 import torch.fx
 
 if TYPE_CHECKING:
+    from .reconstruct import Codegen
     from .translator import InstructionTranslator
 
 
@@ -43,6 +45,15 @@ class Unsupported(Exception):
     def __init__(self, reason: str, kind: str = "unsupported"):
         super().__init__(reason)
         self.reason, self.kind = reason, kind
+
+
+class CannotResume(Exception):
+    """A value can't be rebuilt, or the frame can't be split at its break (the reason is the message)."""
+
+
+def simple_source(source: str | None) -> bool:
+    """A source the transformed code can read (a name, attributes, constant subscripts; no calls)."""
+    return source is not None and "(" not in source
 
 
 class Variable:
@@ -103,6 +114,20 @@ class Variable:
         """The tensors this value holds (itself, or a container's items)."""
         return []
 
+    # -- the value rebuilt as a real one by the transformed code (see reconstruct.py) -------
+
+    cannot_rebuild: str | None = None  # why no code can push this kind of value (None: it can)
+
+    def reconstruct(self, cg: Codegen) -> None:
+        """Emit, through ``cg``, instructions that push this value as a real one.
+
+        Each kind that can be rebuilt overrides this; here: a value is read from its source again."""
+        if self.cannot_rebuild is not None:
+            raise CannotResume(f"can't rebuild {self.describe()}: {self.cannot_rebuild}")
+        if not simple_source(self.source):
+            raise CannotResume(f"can't rebuild {self.describe()} ({type(self).__name__}) as a Python value")
+        cg.load_source(self.source)
+
 
 def identity_key(v: Variable) -> Any:
     """What ``list.index``, ``in`` and sets compare: the constant value, or the variable itself."""
@@ -120,10 +145,15 @@ class NullVariable(Variable):
     def describe(self) -> str:
         return "NULL"
 
+    def reconstruct(self, cg):
+        cg.emit("PUSH_NULL")
+
 
 @dataclass(eq=False)
 class UnboundVariable(Variable):
     """What 3.12's ``LOAD_FAST_AND_CLEAR`` saves for a local that had no value yet."""
+
+    cannot_rebuild = "a local saved by an inlined comprehension"
 
     def describe(self) -> str:
         return "<unbound>"
@@ -150,6 +180,12 @@ class ConstantVariable(Variable):
 
     def call(self, tx, args, kwargs):
         raise Unsupported(f"calling constant {self.value!r}", "unsupported-call")
+
+    def reconstruct(self, cg):
+        if isinstance(self.value, set):  # a set built while tracing: a fresh copy on every call
+            cg.call_function(set, [ConstantVariable(frozenset(self.value))])
+        else:
+            cg.load_const(self.value)
 
 
 @dataclass(eq=False)
@@ -203,6 +239,9 @@ class ObjectVariable(Variable):
 
     def truth(self) -> bool:
         return bool(self.value)
+
+    def reconstruct(self, cg):
+        cg.load_source(self.source) if simple_source(self.source) else cg.load_const(self.value)
 
 
 def attribute_source(obj: Any, source: str, name: str) -> str:
@@ -278,6 +317,13 @@ class TensorVariable(Variable):
     def truth(self) -> bool:
         raise Unsupported("branching on a tensor's value (data-dependent control flow)", "data-dependent-branch")
 
+    def reconstruct(self, cg):
+        """A graph input still unchanged is read from its source; any other tensor is a graph output."""
+        if self.node not in cg.outputs and self.source is not None and self.node.op == "placeholder":
+            cg.load_source(self.source)
+        else:
+            cg.load_graph_output(self)
+
 
 @dataclass(eq=False)
 class TensorMethodVariable(Variable):
@@ -295,6 +341,10 @@ class TensorMethodVariable(Variable):
     def call(self, tx, args, kwargs):
         return tx.call_method(self.tensor, self.name, args, kwargs)
 
+    def reconstruct(self, cg):
+        cg.reconstruct(self.tensor)
+        cg.load_attr(self.name)
+
 
 @dataclass(eq=False)
 class CellVariable(Variable):
@@ -302,6 +352,7 @@ class CellVariable(Variable):
 
     contents: Variable | None = None
     name: str = ""
+    cannot_rebuild = "a closure cell made while tracing"
 
     def describe(self) -> str:
         return f"cell({self.contents.describe() if self.contents else 'empty'})"
@@ -315,6 +366,7 @@ class RealCellVariable(Variable):
     source: str | None = None
     contents: Variable | None = None
     name: str = ""
+    cannot_rebuild = "a closure cell is not a value the code can push"
 
     def describe(self) -> str:
         return f"cell {self.name}"
@@ -352,6 +404,24 @@ class UserFunctionVariable(Variable):
     def call(self, tx, args, kwargs):
         return tx.inline_code(self.code, self.globals, args, kwargs, self.defaults, self.kwdefaults, self.closure)
 
+    def reconstruct(self, cg):
+        """The same code, with the caller's real closure cells; a cell made while tracing becomes
+        a new cell holding its (constant) contents."""
+        if not all(isinstance(d, ConstantVariable) for d in [*self.defaults, *self.kwdefaults.values()]):
+            raise CannotResume(f"{self.describe()} has default values that are not constants")
+        cells = []
+        for c in self.closure:
+            if isinstance(c, RealCellVariable):
+                cells.append(c.cell)
+            elif c.contents is not None and c.contents.is_python_constant():
+                cells.append(types.CellType(c.contents.as_python()))
+            else:
+                raise CannotResume(f"{self.describe()} closes over a cell made while tracing")
+        fn = types.FunctionType(self.code, self.globals, self.code.co_name,
+                                tuple(d.value for d in self.defaults) or None, tuple(cells) or None)
+        fn.__kwdefaults__ = {k: d.value for k, d in self.kwdefaults.items()} or None
+        cg.load_const(fn)
+
 
 @dataclass(eq=False)
 class BoundMethodVariable(Variable):
@@ -369,6 +439,9 @@ class BoundMethodVariable(Variable):
     def call(self, tx, args, kwargs):
         return self.function.call(tx, [self.self_var, *args], kwargs)
 
+    def reconstruct(self, cg):
+        cg.call_function(types.MethodType, [self.function, self.self_var])
+
 
 @dataclass(eq=False)
 class PartialVariable(Variable):
@@ -384,6 +457,9 @@ class PartialVariable(Variable):
     def call(self, tx, args, kwargs):
         return self.function.call(tx, [*self.args, *args], {**self.kwargs, **kwargs})
 
+    def reconstruct(self, cg):
+        cg.call_function(functools.partial, [self.function, *self.args], self.kwargs)
+
 
 @dataclass(eq=False)
 class SuperVariable(Variable):
@@ -391,6 +467,7 @@ class SuperVariable(Variable):
 
     cls: type
     self_var: Variable
+    cannot_rebuild = "super() is only traced inside an inlined method"
 
     def getattr(self, tx, name):
         obj = self.self_var.as_python()
@@ -411,6 +488,7 @@ class GradModeVariable(Variable):
 
     enabled: bool
     previous: bool | None = None  # set_grad_enabled switches at the call, not at __enter__
+    cannot_rebuild = "a grad-mode switch in flight"
 
     def describe(self) -> str:
         return f"grad_mode({self.enabled})"
@@ -455,6 +533,7 @@ class GradModeExitVariable(Variable):
     """The ``__exit__`` of a grad-mode block: called with (None, None, None) on the normal path."""
 
     previous: bool
+    cannot_rebuild = "the exit of a grad-mode block"
 
     def call(self, tx, args, kwargs):
         tx.output.set_grad_mode(self.previous)
