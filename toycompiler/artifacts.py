@@ -341,10 +341,8 @@ class ScheduleArtifact(Artifact):
         return sum(g.bytes_read + g.bytes_written for g in self.groups)
 
     def __str__(self) -> str:
-        out = []
-        for g in self.groups:
-            moved = g.bytes_read + g.bytes_written
-            out.append(f"{g.name} ({g.kind}, {g.ranges}): {', '.join(g.nodes)} -> stores {', '.join(g.stores) or '-'}; {moved} bytes")
+        out = [f"{g.name} ({g.kind}, {g.ranges}): {', '.join(g.nodes)} -> stores {', '.join(g.stores) or '-'}; "
+               f"{g.bytes_read + g.bytes_written} bytes" for g in self.groups]
         out += [str(d) for d in self.decisions]
         out += self.memory_plan
         out.append(f"memory traffic: {self.fused_bytes} bytes fused vs {self.unfused_bytes} unfused")
@@ -566,9 +564,8 @@ class Report(Artifact):
 
     @property
     def output_code(self) -> str:
-        return "\n\n".join(
-            f.backend.output_code.source for f in self.frames if f.backend and f.backend.output_code
-        )
+        codes = [f.backend.output_code for f in self.frames if f.backend and f.backend.output_code]
+        return "\n\n".join(c.source for c in codes)
 
     def __str__(self) -> str:
         head = [f"graphs: {self.graph_count}, graph breaks: {self.graph_break_count}, "

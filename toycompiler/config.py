@@ -82,10 +82,6 @@ class Config:
         check_options(mode, options)
         return dataclasses.replace(self, **options, **({"mode": mode} if mode else {}))
 
-    def to_dict(self) -> dict[str, object]:
-        return dataclasses.asdict(self)
-
-
 def check_options(mode: str | None, options: dict[str, object]) -> None:
     """Refuse an unknown mode or option name, listing the valid ones (as torch.compile does)."""
     if mode is not None and mode not in MODES:

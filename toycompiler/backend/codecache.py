@@ -15,6 +15,7 @@ Leaves out: compiling in worker processes, and file locks between processes
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import functools
 import hashlib
 import importlib.util
@@ -139,12 +140,9 @@ def graph_key(gm: Any, example_inputs: list, target: str, config: Config,
     parts += [f"{n.name}@{provenance.line_of(n)}" for n in gm.graph.nodes]  # kernel comments name lines
     if source is not None:
         parts += [source.filename, str(source.firstlineno), *source.lines]
-    for t in example_inputs:
-        parts.append(_input_metadata(t))
-    settings = config.to_dict()
-    for volatile in ("cache_dir", "verify_ir", "graph_cache"):  # don't change the generated code
-        settings.pop(volatile, None)
-    parts.append(repr(sorted(settings.items())))
+    parts += [_input_metadata(t) for t in example_inputs]
+    volatile = ("cache_dir", "verify_ir", "graph_cache")  # settings that don't change the generated code
+    parts.append(repr(sorted((k, v) for k, v in dataclasses.asdict(config).items() if k not in volatile)))
     for name, value in _constants(gm):
         if value.numel() * value.element_size() > _CONSTANT_HASH_LIMIT:
             return None, f"constant {name} is larger than {_CONSTANT_HASH_LIMIT} bytes (not hashed)"

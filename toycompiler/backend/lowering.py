@@ -148,22 +148,26 @@ def cast(e: Expr, src: torch.dtype, dst: torch.dtype) -> Expr:
     return Op("to_dtype", (e,), dst)
 
 
-def pointwise(node: torch.fx.Node, op: str, args: list[Any], compute: torch.dtype | None = None) -> TensorValue:
-    """``op`` applied element by element to ``args`` (tensors broadcast, scalars become constants)."""
+def pointwise(node: torch.fx.Node, op: str, args: list[Any],
+              compute: torch.dtype | tuple[torch.dtype, ...] | None = None) -> TensorValue:
+    """``op`` applied element by element to ``args`` (tensors broadcast, scalars become constants).
+
+    Each operand is cast to ``compute`` first: the result's dtype unless given, or one dtype per operand.
+    """
     out = node.meta["val"]
     size = broadcast_shapes(*(a.size for a in args if isinstance(a, TensorValue)))
-    compute = compute or out.dtype
+    computes = compute if isinstance(compute, tuple) else (compute or out.dtype,) * len(args)
     operands = []
-    for a in args:
+    for a, dt in zip(args, computes):
         if isinstance(a, TensorValue):
-            operands.append((broadcast_loader(a, size), a.dtype))
+            operands.append((broadcast_loader(a, size), a.dtype, dt))
         elif isinstance(a, (bool, int, float)):
-            operands.append((lambda idx, a=a: Const(a, compute), compute))
+            operands.append((lambda idx, a=a, dt=dt: Const(a, dt), dt, dt))
         else:
             raise LoweringError(f"{node.target}: operand {a!r} is not a tensor or a number")
 
     def loader(idx: tuple) -> Expr:
-        return Op(op, tuple(cast(load(idx), dt, compute) for load, dt in operands), out.dtype)
+        return Op(op, tuple(cast(load(idx), src, dst) for load, src, dst in operands), out.dtype)
     return TensorValue(size, out.dtype, str(out.device), loader)
 
 
@@ -206,16 +210,7 @@ for _packet, _name in COMPARISON_OPS.items():
 def _where(node, cond, a, b):
     """``where(cond, a, b)``: the condition stays bool, the two values take the result's dtype."""
     out = node.meta["val"].dtype
-    size = broadcast_shapes(*(v.size for v in (cond, a, b) if isinstance(v, TensorValue)))
-
-    def operand(v):
-        if isinstance(v, TensorValue):
-            load = broadcast_loader(v, size)
-            return lambda idx: cast(load(idx), v.dtype, out)
-        return lambda idx: Const(v, out)
-    cload, aload, bload = broadcast_loader(cond, size), operand(a), operand(b)
-    return TensorValue(size, out, str(node.meta["val"].device),
-                       lambda idx: Op("where", (cast(cload(idx), cond.dtype, torch.bool), aload(idx), bload(idx)), out))
+    return pointwise(node, "where", [cond, a, b], compute=(torch.bool, out, out))
 
 
 @register_lowering(aten.div)

@@ -16,6 +16,7 @@ Leaves out: ``as_strided`` of anything but contiguous memory, ``unfold``, and
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -195,10 +196,7 @@ def cat(node, tensors, dim=0) -> TensorValue:
     size = out_size(node)
     dim = _dim(dim, len(size))
     dtype = node.meta["val"].dtype
-    starts, acc = [], sympy.Integer(0)
-    for t_ in tensors:
-        starts.append(acc)
-        acc = acc + t_.size[dim]
+    starts = list(itertools.accumulate((t_.size[dim] for t_ in tensors[:-1]), initial=sympy.Integer(0)))
 
     if len(tensors) > 1 and not all(sympy.sympify(s).is_Integer for s in starts):
         raise LoweringError("cat along a dimension of symbolic size is not supported")
@@ -303,8 +301,7 @@ def arange(node, *args: Any, **kwargs: Any) -> TensorValue:
 
 def _ramp(node, start, step) -> TensorValue:
     """Element d0 is ``start + d0 * step``."""
-    val = node.meta["val"]
-    dtype = val.dtype
+    dtype = node.meta["val"].dtype
 
     def loader(idx: tuple):
         i = IndexValue(idx[0], torch.int64)
@@ -313,4 +310,4 @@ def _ramp(node, start, step) -> TensorValue:
             return cast(Op("add", (Op("mul", (x, Const(float(step), torch.float64)), torch.float64),
                                    Const(float(start), torch.float64)), torch.float64), torch.float64, dtype)
         return cast(IndexValue(sympy.Integer(start) + idx[0] * step, torch.int64), torch.int64, dtype)
-    return TensorValue(out_size(node), dtype, str(val.device), loader)
+    return TensorValue(out_size(node), dtype, str(node.meta["val"].device), loader)
