@@ -21,20 +21,19 @@ import types
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 import torch.fx
 
 from . import artifacts as A
-from .backend import CompiledGraph
+from .backend import CompiledGraph, codecache, codegen, cudagraphs, launcher, lowering, scheduler, training
 from .backends import register_backend
 from .config import Config
 from .config import config as default_config
+from .frontend import bytecode, guards, resume, translator
 from .graph_view import graph_artifact
-
-if TYPE_CHECKING:
-    from .frontend.translator import Translation
+from .passes import run_passes
 
 
 class StageClock:
@@ -73,8 +72,6 @@ def compile_frame(fn: types.FunctionType, args: tuple, kwargs: dict, backend: Ca
     ``wrap_resume`` turns each resume function into something callable (the API compiles them lazily);
     ``shapes`` (a frontend.shapes.ShapePolicy) says which sizes are symbolic.
     """
-    from .frontend import bytecode, guards, resume, translator
-
     clock = StageClock()
     source = clock("source", read_source, fn)
     code_art = clock("bytecode", bytecode.disassemble, fn.__code__)
@@ -97,14 +94,14 @@ def compile_frame(fn: types.FunctionType, args: tuple, kwargs: dict, backend: Ca
     return FrameEntry(check, run, artifact, traced.guard_objects, _input_shapes(traced))
 
 
-def _input_shapes(traced: Translation) -> dict[str, tuple]:
+def _input_shapes(traced: translator.Translation) -> dict[str, tuple]:
     """Each graph input's size when traced, with symbolic dims as None (for automatic dynamic shapes)."""
     dims = traced.shapes.dims
     return {src: tuple(None if d in dims.get(src, ()) else int(s) for d, s in enumerate(t.shape))
             for src, t in zip(traced.input_sources, traced.example_inputs)}
 
 
-def call_backend(backend: Callable, name: str, traced: Translation, source: A.SourceArtifact,
+def call_backend(backend: Callable, name: str, traced: translator.Translation, source: A.SourceArtifact,
                  graph: A.GraphArtifact, config: Config = default_config) -> tuple[Callable, A.BackendArtifacts]:
     """Hand the graph to the backend; if it fails, run the graph eagerly and say why."""
     gm, example_inputs = traced.graph_module, list(traced.example_inputs)
@@ -152,8 +149,6 @@ class ToyBackend:
 
     def __call__(self, gm: torch.fx.GraphModule, example_inputs: list, config: Config = default_config,
                  source: A.SourceArtifact | None = None) -> CompiledGraph:
-        from .backend import codegen, training
-
         inputs = list(example_inputs)
         target = self.target or codegen.default_target(inputs)
         compile_one = functools.partial(compile_graph, target=target, config=config, source=source)
@@ -173,8 +168,6 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, target: str, c
     The one place where the toy backend's failures are caught: the graph then runs eagerly, and its
     artifacts say why.
     """
-    from .backend import codecache, codegen
-
     clock = StageClock()
     try:
         codegen.check_target(target, example_inputs)
@@ -203,9 +196,6 @@ def build_graph(gm: torch.fx.GraphModule, example_inputs: list, target: str, con
     Each stage returns a :class:`~toycompiler.artifacts.StageResult`: ``.value`` for the next stage,
     ``.artifact`` for the report. Returns the artifacts, the constant tensors and the loaded output module.
     """
-    from .backend import codegen, launcher, lowering, scheduler
-    from .passes import run_passes
-
     passes = clock("passes", run_passes, gm, example_inputs, config)             # FX graph -> ATen FX graph
     ir = clock("lowering", lowering.lower, passes.value, config)                 # ATen graph -> loop IR
     plan = clock("scheduling", scheduler.schedule, ir.value, config)             # loop IR -> fused kernels
@@ -221,8 +211,6 @@ def build_graph(gm: torch.fx.GraphModule, example_inputs: list, target: str, con
 def runtime_graph(arts: A.BackendArtifacts, constants: list, module: Any, example_inputs: list,
                   config: Config, clock: StageClock, cache: str) -> CompiledGraph:
     """How each call runs: kernel launch path, CUDA graph replay; recorded in ``arts.runtime``."""
-    from .backend import cudagraphs, launcher
-
     call = module.call if not constants else lambda *args: module.call(*args, *constants)  # weights after inputs
     launchers = launcher.launchers_of(vars(module))
     tuning = arts.runtime.autotune if arts.runtime else None

@@ -28,7 +28,8 @@ Leaves out: Inductor's static CUDA launcher, and autotuning reduction block size
 
 from __future__ import annotations
 
-import time
+import statistics
+import timeit
 from collections.abc import Callable
 from typing import Any
 
@@ -165,12 +166,7 @@ def _time(run: Callable, on_gpu: bool) -> float:
         from triton.testing import do_bench
 
         return do_bench(run, warmup=5, rep=20, return_mode="median") / 1e3
-    times = []
-    for _ in range(3):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return sorted(times)[1]
+    return statistics.median(timeit.repeat(run, number=1, repeat=3))
 
 
 def _meta_str(meta: dict) -> str:
