@@ -40,7 +40,7 @@ if not _torch.cuda.is_available() and "triton" not in _sys.modules:
     _os.environ.setdefault("TRITON_INTERPRET", "1")
 
 from .api import CompileError, compile, explain, reset  # noqa: E402
-from .backends import get_backend, list_backends, register_backend  # noqa: E402
+from .backends import get_backend, list_backends, register_backend, register_with_torch  # noqa: E402
 from .config import config  # noqa: E402
 from .frontend.resume import graph_break  # noqa: E402
 from .frontend.shapes import mark_dynamic  # noqa: E402
@@ -51,8 +51,6 @@ __all__ = ["CompileError", "compile", "config", "explain", "get_backend", "graph
            "mark_dynamic", "register_backend", "reset", "set_logs"]
 
 try:
-    from .backends import register_with_torch
-
     register_with_torch()
 except Exception:  # an older torch without the registry: toycompiler.compile still works
     pass

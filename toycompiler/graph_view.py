@@ -16,12 +16,7 @@ def graph_artifact(gm: torch.fx.GraphModule, name: str) -> GraphArtifact:
         shape = str(list(val.shape)) if isinstance(val, torch.Tensor) else ""
         dtype = str(val.dtype).replace("torch.", "") if isinstance(val, torch.Tensor) else ""
         target = n.target if isinstance(n.target, str) else getattr(n.target, "__name__", str(n.target))
-        rows.append(NodeRow(n.name, n.op, str(target), _args(n), shape, dtype, line_of(n), offset_of(n)))
-    code = gm.code.strip()
-    code = "\n".join(line for line in code.splitlines() if line.strip())  # FX leaves blank lines
+        args = ", ".join([str(a) for a in n.args] + [f"{k}={v}" for k, v in n.kwargs.items()])
+        rows.append(NodeRow(n.name, n.op, str(target), args, shape, dtype, line_of(n), offset_of(n)))
+    code = "\n".join(line for line in gm.code.strip().splitlines() if line.strip())  # FX leaves blank lines
     return GraphArtifact(name, code, tuple(rows))
-
-
-def _args(n: torch.fx.Node) -> str:
-    parts = [str(a) for a in n.args] + [f"{k}={v}" for k, v in n.kwargs.items()]
-    return ", ".join(parts)

@@ -79,11 +79,8 @@ def frame_compiled(art: A.FrameCompilation, miss: A.RecompileRecord | None) -> N
     log("graph_code", lambda: f"{art.label} graph of {name}:\n{art.graph}" if art.graph else
         f"{art.label} {name}: no graph (no tensor operations)")
 
-    def bytecode() -> str:
-        parts = [str(art.bytecode)]
-        parts += [str(art.transformed_bytecode)] if art.transformed_bytecode else []
-        return f"{art.label} {name}:\n" + "\n".join(parts + [str(r) for r in art.resume_functions])
-    log("bytecode", bytecode)
+    codes = [art.bytecode, art.transformed_bytecode, *art.resume_functions]  # the frame's code, then the new code
+    log("bytecode", lambda: f"{art.label} {name}:\n" + "\n".join(str(c) for c in codes if c is not None))
 
 
 def gave_up(miss: A.RecompileRecord) -> None:

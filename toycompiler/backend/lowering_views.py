@@ -36,7 +36,7 @@ from .ir import (
     linear_index,
     sym,
 )
-from .lowering import LoweringError, TensorValue, cast, ref_loader, register_lowering
+from .lowering import LoweringError, TensorValue, cast, register_lowering, strided_value
 
 aten = torch.ops.aten
 IndexMap = Callable[[tuple], tuple]
@@ -72,7 +72,7 @@ def derive_ref(x: TensorValue, size: tuple, index_map: IndexMap) -> TensorRef | 
 def view_of(x: TensorValue, size: tuple, index_map: IndexMap) -> TensorValue:
     ref = derive_ref(x, size, index_map)
     if ref is not None:
-        return TensorValue(size, x.dtype, x.device, ref_loader(ref), ref)
+        return strided_value(ref, x.dtype, x.device)
     return TensorValue(size, x.dtype, x.device, lambda idx: x.loader(index_map(idx)))
 
 
@@ -88,8 +88,7 @@ def view(node, x, *_: Any) -> TensorValue:
     """Same elements in row-major order, new shape: contiguous memory just gets new strides."""
     size = out_size(node)
     if is_contiguous_ref(x.ref):
-        ref = TensorRef(x.ref.buf, size, contiguous_strides(size), x.ref.offset)
-        return TensorValue(size, x.dtype, x.device, ref_loader(ref), ref)
+        return strided_value(TensorRef(x.ref.buf, size, contiguous_strides(size), x.ref.offset), x.dtype, x.device)
     in_strides = contiguous_strides(x.size)
 
     def index_map(idx: tuple) -> tuple:  # out index -> flat position -> input index (mixed radix digits)
@@ -166,7 +165,7 @@ def as_strided(graph, node, x, size, stride, storage_offset=None) -> TensorValue
     x = x if x.ref is not None else graph.realize(x, node)
     offset = x.ref.offset + (0 if storage_offset is None else sym(storage_offset) - sym(base.storage_offset()))
     ref = TensorRef(x.ref.buf, tuple(map(sym, size)), tuple(map(sym, stride)), offset)
-    return TensorValue(ref.size, x.dtype, x.device, ref_loader(ref), ref)
+    return strided_value(ref, x.dtype, x.device)
 
 
 @register_lowering(aten.alias, aten.lift_fresh, view=True)

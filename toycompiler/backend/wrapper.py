@@ -124,8 +124,7 @@ def launch(ir: GraphIR, k: RenderedKernel, language: str) -> str:
     if language == "cpp":
         ptrs = [f"{b}.data_ptr()" for b in (*k.inputs, *k.outputs)]
         return _if_nonempty(sizes, f"{k.name}({', '.join(ptrs + sizes)})")
-    meta = dict(k.meta)
-    grid = f"(max(1, triton.cdiv({sizes[0]}, {meta['XBLOCK']})),)"
+    grid = f"(max(1, triton.cdiv({sizes[0]}, {dict(k.meta)['XBLOCK']})),)"
     blocks = ", ".join(f"{n}={v}" for n, v in k.meta)
     return _if_nonempty(sizes, f"{k.name}[{grid}]({', '.join([*k.inputs, *k.outputs, *sizes])}, {blocks})")
 
