@@ -167,6 +167,7 @@ class KernelRenderer:
         self.scopes: list[dict[str, str]] = [{}]
         self.ntmp = 0
         self.row_values: dict[str, str] = {}
+        self.spilled: dict[str, str] = {}  # element node -> the stored node whose memory holds its values
         self.used_ops: set[str] = set()  # which ops the kernel renders, and how (the C++ kernel comment says)
         self.merge_loops()
         self.setup()
@@ -260,6 +261,24 @@ class KernelRenderer:
             element = placement(local[b], self.kernel.xranges, self.kernel.rranges) == "element"
             needs |= self.row_inputs(local[b]) if element else {b}
         return needs
+
+    def spill(self) -> None:
+        """Inside a loop over r: write each costly element value (an ``exp``) that this loop can compute
+        into the output the last loop computes from it (``out = exp(x - max) / sum``), so that loop reads
+        it back instead of computing it again, as eager's softmax does. A value the loop computes
+        already (the sum's own ``exp``) costs no new work; the output must have its size and dtype."""
+        for e in self.kernel.nodes:
+            if e.name in self.spilled or e.name in self.kernel.stores or not set(op_names(e.body)) & self.spill_ops \
+                    or e.reduction or not self.row_inputs(e) <= self.row_values.keys():
+                continue
+            for out in self.kernel.nodes:
+                if out.name in self.kernel.stores and e.name in out.reads and out.name not in self.spilled.values() \
+                        and out.layout.size == e.layout.size and out.layout.dtype == e.layout.dtype:
+                    with self.owning(e):
+                        value = self.expr(e.body, self.vars(e), e)
+                        self.emit(self.store(out.name, self.store_index(out), value, "element"))
+                    self.spilled[e.name] = out.name
+                    break
 
     def finish(self) -> list[tuple[str, ComputedBuffer | None]]:
         """The body's lines, each with the buffer it was written for; loop variables defined where used."""
@@ -369,6 +388,10 @@ class KernelRenderer:
             local = {n.name: n for n in self.kernel.nodes}
             if e.buf in self.row_values:
                 return self.row_values[e.buf]
+            if e.buf in self.spilled:  # written to an output by an earlier loop over r: read back
+                out = local[self.spilled[e.buf]]
+                dtype = out.layout.dtype
+                return self.tmp(self.load(self.ptr[out.name], self.store_index(out), dtype), self.compute_dtype(dtype))
             if e.buf in local:  # computed in this kernel, element by element: inline it
                 producer = local[e.buf]
                 with self.owning(producer):
@@ -425,6 +448,7 @@ class KernelRenderer:
 
     # -- hooks a target fills in ---------------------------------------------------
     comment_mark = "#"
+    spill_ops: set[str] = set()  # element values with these ops are kept in an output between loops (:meth:`spill`)
     rows_in_registers = True  # False: a row's values exist only inside a loop over x (C++ column reductions)
     def row_loop_open(self) -> list[str]:
         return []

@@ -109,6 +109,7 @@ class CppRenderer(KernelRenderer):
     prefix = "cpp"
     comment_mark = "//"
     printer = CppIndexPrinter()
+    spill_ops = LIBMVEC
     ops = {
         "sin": "std::sin({0})", "cos": "std::cos({0})", "tan": "std::tan({0})", "exp": "std::exp({0})",
         "log": "std::log({0})", "tanh": "std::tanh({0})", "sqrt": "std::sqrt({0})", "erf": "std::erf({0})",
@@ -256,6 +257,8 @@ class CppRenderer(KernelRenderer):
             with self.owning(n):
                 value = self.expr(n.body, self.vars(n), n)
                 self.emit(COMBINE[n.reduction.op].format(acc=acc + where, index=f"{acc}_index{where}", v=value, r=flat))
+        if not self.column:
+            self.spill()
         self.emit(*self.r_loop_close())
         return [f"{acc}_index{where}" if n.reduction.op in ("argmax", "argmin") else acc + where
                 for n, acc in zip(nodes, accs)]
