@@ -1,4 +1,4 @@
-"""``python -m toycompiler.bench [--device cpu|cuda] [--quick] [--out FILE.json] [--chart FILE.png]``
+"""``python -m toycompiler.bench [--device cpu|cuda] [--quick] [--out FILE.json] [--merge FILE.json] [--chart FILE.png]``
 
 Times every workload eagerly, with real ``torch.compile`` and with
 toycompiler (C++ kernels on the CPU, Triton kernels on a GPU), all in one
@@ -46,13 +46,18 @@ def main(argv: list[str] | None = None) -> None:
     if later > bandwidth:
         print(f"# copy bandwidth measured again: {later / 1e9:.1f} GB/s", flush=True)
         bandwidth = later
-        for row in rows:
-            row["fraction_of_copy"] = {c: gbps * 1e9 / bandwidth for c, gbps in row.get("gbps", {}).items()}
     compile_times = {} if args.no_compile_time else measure_compile(device)
     overhead = per_call_overhead(device)
     result = {"machine": machine_info(device, bandwidth), "quick": args.quick, "toy_mode": args.toy_mode or "default",
               "workloads": rows,
               "compile": compile_times, "overhead_us": overhead, "notes": notes(device)}
+    if args.merge:
+        with open(args.merge) as f:
+            result = merge(json.load(f), result)
+        args.out = args.out or args.merge
+    for row in result["workloads"]:  # against the best copy bandwidth of the run (or of the merged runs)
+        row["fraction_of_copy"] = {c: gbps / result["machine"]["copy_gbps"]
+                                   for c, gbps in row.get("gbps", {}).items()}
     result["summary"] = summarize(result, device)
     table = markdown(result)
     print("\n" + table)
@@ -77,6 +82,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="toycompiler's mode for the workload timings (default: default)")
     p.add_argument("--threads", type=int, help="CPU threads for every contender (a shared machine: 1)")
     p.add_argument("--no-compile-time", action="store_true", help="skip cold/warm compile in subprocesses")
+    p.add_argument("--merge", metavar="FILE.json",
+                   help="add this run's workloads to a results file (replacing rows of the same name), recompute "
+                        "its summary and write it back (or to --out): one long run split over several commands")
     p.add_argument("--table", metavar="FILE.json", help="print the markdown table of a results file, run nothing")
     p.add_argument("--child-compile", help=argparse.SUPPRESS)
     p.add_argument("--compiler", help=argparse.SUPPRESS)
@@ -205,6 +213,26 @@ def launch_breakdown(x: torch.Tensor, y: torch.Tensor, device: str) -> dict:
 
 
 # -- summary, table, chart --------------------------------------------------------------
+
+
+def merge(old: dict, new: dict) -> dict:
+    """``new``'s rows over ``old``'s: a workload run now replaces its old row, the others are kept, in
+    the suite's order. Both must come from one machine, device and mode; the copy bandwidth is the best
+    of both runs; compile times are kept from ``old`` where this run did not measure them."""
+    for key in ("name", "device", "threads"):
+        if old["machine"][key] != new["machine"][key]:
+            raise SystemExit(f"--merge: the results file was measured with {key} {old['machine'][key]!r}, "
+                             f"this run with {new['machine'][key]!r}: not merged")
+    if old["toy_mode"] != new["toy_mode"] or old["quick"] != new["quick"]:
+        raise SystemExit("--merge: the results file used another --toy-mode or --quick: not merged")
+    rows = {r["name"]: r for r in old["workloads"]} | {r["name"]: r for r in new["workloads"]}
+    order = [w.name for w in workloads.WORKLOADS + workloads.GPU_WORKLOADS]
+    in_order = sorted(rows.values(), key=lambda r: order.index(r["name"]) if r["name"] in order else len(order))
+    merged = dict(new, workloads=in_order)
+    merged["machine"] = dict(new["machine"], copy_gbps=max(old["machine"]["copy_gbps"], new["machine"]["copy_gbps"]))
+    merged["compile"] = new["compile"] or old.get("compile", {})
+    merged["merged_runs"] = old.get("merged_runs", 1) + 1
+    return merged
 
 
 def geomean(values: list[float]) -> float | None:
