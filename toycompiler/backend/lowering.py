@@ -23,6 +23,7 @@ kernels for ops not listed in ``FALLBACKS`` (such an op sends the graph to eager
 
 from __future__ import annotations
 
+import itertools
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -105,10 +106,8 @@ def register_lowering(*ops: Any, view: bool = False, needs_graph: bool = False) 
     :class:`GraphLowering` first (to add buffers itself)."""
     def wrap(fn: Callable) -> Callable:
         fn.needs_graph = needs_graph or getattr(fn, "needs_graph", False)
-        for op in ops:
-            LOWERINGS[op] = fn
-            if view:
-                VIEW_OPS.add(op)
+        LOWERINGS.update(dict.fromkeys(ops, fn))
+        VIEW_OPS.update(ops if view else ())
         return fn
     return wrap
 
@@ -117,16 +116,10 @@ def register_lowering(*ops: Any, view: bool = False, needs_graph: bool = False) 
 
 
 def broadcast_shapes(*sizes: tuple[sympy.Expr, ...]) -> tuple[sympy.Expr, ...]:
-    ndim = max((len(s) for s in sizes), default=0)
-    out: list[sympy.Expr] = []
-    for d in range(ndim):
-        dim = sympy.Integer(1)
-        for s in sizes:
-            k = d - (ndim - len(s))
-            if k >= 0 and s[k] != 1:
-                dim = s[k]
-        out.append(dim)
-    return tuple(out)
+    """Sizes aligned from the last dim (missing leading dims count as 1); each dim is the one not 1."""
+    columns = itertools.zip_longest(*(reversed(s) for s in sizes), fillvalue=sympy.Integer(1))  # last dim first
+    dims = [next((d for d in reversed(column) if d != 1), sympy.Integer(1)) for column in columns]
+    return tuple(reversed(dims))
 
 
 def broadcast_loader(v: TensorValue, size: tuple[sympy.Expr, ...]) -> Callable[[tuple], Expr]:
