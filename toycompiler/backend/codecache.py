@@ -48,6 +48,12 @@ def _tmp(path: str) -> str:
     return f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
 
 
+def _cache_path(config: Config, folder: str, name: str) -> str:
+    """``<cache_dir>/<folder>/<name>``, creating the folder if need be."""
+    os.makedirs(os.path.join(config.cache_dir, folder), exist_ok=True)
+    return os.path.join(config.cache_dir, folder, name)
+
+
 def _write(path: str, data: bytes) -> None:
     """Write ``path`` whole or not at all: to a private name first, then renamed into place."""
     tmp = _tmp(path)
@@ -65,12 +71,10 @@ def cpp_library(source: str, config: Config) -> tuple[str, bool]:
     """Build ``source`` into a shared library; return its path and whether it was already cached."""
     flags = list(config.cxx_flags)
     key = _hash(source, config.cxx, *flags)
-    folder = os.path.join(config.cache_dir, "cpp")
-    os.makedirs(folder, exist_ok=True)
-    so = os.path.join(folder, f"{key}.so")
+    so = _cache_path(config, "cpp", f"{key}.so")
     if os.path.exists(so):
         return so, True
-    cpp = os.path.join(folder, f"{key}.cpp")
+    cpp = _cache_path(config, "cpp", f"{key}.cpp")
     _write_once(cpp, source)
     tmp = _tmp(so)
     cmd = [config.cxx, *flags, cpp, "-o", tmp]
@@ -103,9 +107,7 @@ def load_triton_kernel(path: str, name: str) -> TritonLauncher:
 
 def write_python(source: str, config: Config, prefix: str) -> str:
     """Write ``source`` to the cache (once per content); its path. Import it with :func:`python_module_at`."""
-    folder = os.path.join(config.cache_dir, "py")
-    os.makedirs(folder, exist_ok=True)
-    path = os.path.join(folder, f"{prefix}_{_hash(source)}.py")
+    path = _cache_path(config, "py", f"{prefix}_{_hash(source)}.py")
     _write_once(path, source)
     return path
 
@@ -180,7 +182,7 @@ def toycompiler_version() -> str:
 
 
 def _graph_path(key: str, config: Config) -> str:
-    return os.path.join(config.cache_dir, "graphs", f"{key}.pkl")
+    return _cache_path(config, "graphs", f"{key}.pkl")
 
 
 def save_graph(key: str, artifacts: Any, constants: list, config: Config) -> tuple[bool, str]:
@@ -195,7 +197,6 @@ def save_graph(key: str, artifacts: Any, constants: list, config: Config) -> tup
     files = {p: _file_digest(p) for p in _files_of(artifacts)}
     payload = pickle.dumps((artifacts, [t.detach() for t in constants], files))
     path = _graph_path(key, config)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
     _write(path, hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload)
     return True, ""
 

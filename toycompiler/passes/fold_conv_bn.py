@@ -70,12 +70,13 @@ def _set_submodule(gm: torch.nn.Module, target: str, module: torch.nn.Module) ->
 # -- aten.convolution -> aten batch norm (graphs already at ATen level) -----------------
 
 
-def _constant(gm: torch.fx.GraphModule, n: object) -> torch.Tensor | None:
-    if n is None:
-        return None
-    if isinstance(n, torch.fx.Node) and n.op == "get_attr":
-        return getattr(gm, n.target)
-    raise LookupError
+def _is_constant(n: object) -> bool:
+    """A tensor of the graph itself (``get_attr``), or an argument left out (None)."""
+    return n is None or (isinstance(n, torch.fx.Node) and n.op == "get_attr")
+
+
+def _constant(gm: torch.fx.GraphModule, n: torch.fx.Node | None) -> torch.Tensor | None:
+    return None if n is None else getattr(gm, n.target)
 
 
 def _aten_pair(gm: torch.fx.GraphModule, node: torch.fx.Node) -> bool:
@@ -87,12 +88,8 @@ def _aten_pair(gm: torch.fx.GraphModule, node: torch.fx.Node) -> bool:
     conv = node.args[0]
     if not (isinstance(conv, torch.fx.Node) and conv.target is aten.convolution.default and len(conv.users) == 1):
         return False
-    if conv.args[6]:  # transposed convolution
-        return False
-    try:
-        [_constant(gm, a) for a in (conv.args[1], conv.args[2], *node.args[1:5])]
-    except LookupError:
-        return False
+    if conv.args[6] or not all(map(_is_constant, (conv.args[1], conv.args[2], *node.args[1:5]))):
+        return False  # a transposed convolution, or weights and statistics that are graph inputs
     return all(u.target is operator.getitem for u in node.users)
 
 
