@@ -51,12 +51,8 @@ class FrameCache:
     seen_shapes: dict[str, tuple] = field(default_factory=dict)  # input sizes so far (None: varied)
 
 
-_frame_ids: dict[Any, int] = {}
+_frame_ids: dict[types.CodeType, int] = {}  # the N of "[N/entry]", one per code object
 _all_caches: list[FrameCache] = []
-
-
-def _frame_id(key: Any) -> int:
-    return _frame_ids.setdefault(key, len(_frame_ids))
 
 
 class CompiledFunction:
@@ -73,7 +69,7 @@ class CompiledFunction:
         self.backend = get_backend(backend)
         check_options(mode, options or {})  # a typo in a mode or option name is an error now, not never
         self.fullgraph, self.dynamic, self.mode, self.options = fullgraph, dynamic, mode, options or {}
-        self.cache = FrameCache(_frame_id(self.fn.__code__))
+        self.cache = FrameCache(_frame_ids.setdefault(self.fn.__code__, len(_frame_ids)))
         _all_caches.append(self.cache)
         # Every compile, in order, including resume functions' (shared with them, for explain).
         self.compiled_frames: list[A.FrameCompilation] = parent.compiled_frames if parent else []
@@ -214,10 +210,8 @@ def _merge_shapes(seen: dict[str, tuple], new: dict[str, tuple]) -> None:
     """Remember each input's sizes; a dim seen with two sizes becomes None (automatic dynamic next time)."""
     for source, shape in new.items():
         old = seen.get(source)
-        if old is None or len(old) != len(shape):
-            seen[source] = shape
-        else:
-            seen[source] = tuple(o if o == n else None for o, n in zip(old, shape))
+        same_rank = old is not None and len(old) == len(shape)
+        seen[source] = tuple(o if o == n else None for o, n in zip(old, shape)) if same_rank else shape
 
 
 def _passes(entry: FrameEntry, args: tuple, kwargs: dict) -> bool:

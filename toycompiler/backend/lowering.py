@@ -268,8 +268,7 @@ def _expand_to(v: TensorValue, size: tuple) -> TensorValue:
 @register_lowering(aten.copy_, needs_graph=True)
 def _copy_into_input(graph: GraphLowering, node: torch.fx.Node, dst: TensorValue, src: Any) -> TensorValue:
     """``copy_(input, value)``, which functionalization leaves for mutated inputs: a store into the input."""
-    inputs = {b.name: b for b in graph.inputs if b.kind == "input"}
-    if dst.ref is None or dst.ref.buf not in inputs:
+    if dst.ref is None or dst.ref.buf not in {b.name for b in graph.inputs if b.kind == "input"}:
         raise LoweringError(f"{node.name}: copy_ into something other than a graph input is not supported")
     value = _expand_to(src, dst.size) if isinstance(src, TensorValue) else \
         TensorValue(dst.size, dst.dtype, dst.device, lambda idx: Const(src, dst.dtype))
@@ -315,8 +314,7 @@ def fallback_kernel(graph: GraphLowering, node: torch.fx.Node, *args: Any, **kwa
         if isinstance(a, (list, tuple)):
             return "[" + ", ".join(map(text, a)) + "]"
         return repr(str(a)) if isinstance(a, torch.device) else str(a) if isinstance(a, sympy.Expr) else repr(a)
-    schema = node.target._schema.arguments
-    named = {**{arg.name: a for arg, a in zip(schema, args)}, **kwargs}
+    named = {**{arg.name: a for arg, a in zip(node.target._schema.arguments, args)}, **kwargs}
     texts = [(name, text(a)) for name, a in named.items()]
     vals = node.meta["val"]
     multiple = isinstance(vals, (tuple, list))

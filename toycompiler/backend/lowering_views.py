@@ -178,10 +178,9 @@ def split(node, x, sizes, dim=0) -> list[TensorValue]:
     dim = _dim(dim, len(x.size))
     outs, start = [], 0
     for val in node.meta["val"]:
-        length = int(val.shape[dim])
         outs.append(view_of(x, tuple(sym(s) for s in val.shape),
                             lambda idx, s=start: tuple(i + s if k == dim else i for k, i in enumerate(idx))))
-        start += length
+        start += int(val.shape[dim])
     return outs
 
 
