@@ -178,25 +178,17 @@ def _compute_dtype(node: torch.fx.Node) -> torch.dtype:
     return torch.result_type(*vals) if len(vals) == 2 else vals[0].dtype
 
 
-POINTWISE_OPS = {
-    aten.sin: "sin", aten.cos: "cos", aten.tan: "tan", aten.exp: "exp", aten.log: "log",
-    aten.tanh: "tanh", aten.sigmoid: "sigmoid", aten.neg: "neg", aten.abs: "abs",
-    aten.sqrt: "sqrt", aten.rsqrt: "rsqrt", aten.relu: "relu", aten.erf: "erf",
-    aten.add: "add", aten.sub: "sub", aten.mul: "mul",
-    aten.maximum: "maximum", aten.minimum: "minimum", aten.pow: "pow", aten.reciprocal: "reciprocal",
-    aten.floor: "floor", aten.ceil: "ceil", aten.trunc: "trunc", aten.log1p: "log1p", aten.expm1: "expm1",
-    aten.logical_not: "logical_not", aten.logical_and: "logical_and",
-    aten.logical_or: "logical_or", aten.bitwise_and: "bitwise_and",
-    aten.bitwise_or: "bitwise_or", aten.sign: "sign",
-}
+# Each ATen op here becomes the kernel op of the same name (``aten.sin`` -> ``sin``).
+POINTWISE_OPS = ("sin", "cos", "tan", "exp", "log", "tanh", "sigmoid", "neg", "abs", "sqrt", "rsqrt", "relu", "erf",
+                 "add", "sub", "mul", "maximum", "minimum", "pow", "reciprocal", "floor", "ceil", "trunc", "log1p",
+                 "expm1", "logical_not", "logical_and", "logical_or", "bitwise_and", "bitwise_or", "sign")
 # Computed in the inputs' dtype, whatever the result's (bool).
-COMPARISON_OPS = {aten.gt: "gt", aten.lt: "lt", aten.ge: "ge", aten.le: "le", aten.eq: "eq", aten.ne: "ne",
-                  aten.isnan: "isnan"}
+COMPARISON_OPS = ("gt", "lt", "ge", "le", "eq", "ne", "isnan")
 
-for _packet, _name in POINTWISE_OPS.items():
-    register_lowering(_packet)(make_pointwise(_name))
-for _packet, _name in COMPARISON_OPS.items():
-    register_lowering(_packet)(make_pointwise(_name, compute_from_inputs=True))
+for _name in POINTWISE_OPS:
+    register_lowering(getattr(aten, _name))(make_pointwise(_name))
+for _name in COMPARISON_OPS:
+    register_lowering(getattr(aten, _name))(make_pointwise(_name, compute_from_inputs=True))
 
 
 @register_lowering(aten.where)
