@@ -47,18 +47,16 @@ def set_logs_from_env(value: str | None = None) -> None:
     """Read ``TOYCOMPILER_LOGS`` ("graph_breaks,guards", "all")."""
     value = os.environ.get("TOYCOMPILER_LOGS", "") if value is None else value
     names = [n.strip().lstrip("+") for n in value.split(",") if n.strip()]
-    if names:
-        set_logs(**{n: True for n in names})
+    set_logs(**dict.fromkeys(names, True))
 
 
 def _ensure_handler() -> None:
     """Print to stderr unless the application (or pytest) already configured logging."""
     global _handler
-    root = logging.getLogger("toycompiler")
     if _handler is None and any(enabled.values()) and not logging.getLogger().handlers:
         _handler = logging.StreamHandler(sys.stderr)
         _handler.setFormatter(logging.Formatter("[%(name)s] %(message)s"))
-        root.addHandler(_handler)
+        logging.getLogger("toycompiler").addHandler(_handler)
 
 
 def log(channel: str, message: Callable[[], str]) -> None:
