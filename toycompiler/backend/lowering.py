@@ -76,14 +76,6 @@ class TensorValue:
     loader: Callable[[tuple[sympy.Expr, ...]], Expr]
     ref: TensorRef | None = None
 
-    @property
-    def buffer(self) -> str | None:
-        """The buffer name when this value is exactly a contiguous stored buffer."""
-        r = self.ref
-        if r is not None and r.offset == 0 and r.size == self.size and r.stride == contiguous_strides(self.size):
-            return r.buf
-        return None
-
 
 def ref_loader(ref: TensorRef) -> Callable[[tuple], Expr]:
     """Element ``idx`` of a strided view: ``buf[offset + sum(idx[i] * stride[i])]``."""
@@ -404,7 +396,8 @@ class GraphLowering:
 
     def realize(self, value: TensorValue, node: torch.fx.Node | None = None) -> TensorValue:
         """Store ``value`` in a new contiguous buffer (unless it already is one)."""
-        if value.buffer is not None:
+        r = value.ref
+        if r is not None and r == TensorRef(r.buf, value.size, contiguous_strides(value.size)):  # a whole buffer
             return value
         body = value.loader(index_vars(len(value.size)))
         return self.add_computed(value.size, value.dtype, value.device, body, node)
