@@ -1,4 +1,4 @@
-"""``python -m toycompiler.bench [--device cpu|cuda] [--quick] [--out FILE.json] [--merge FILE.json] [--chart FILE.png]``
+"""``python -m toycompiler.bench [--device cpu|cuda] [--quick] [--out|--merge FILE.json] [--chart FILE.png]``
 
 Times every workload eagerly, with real ``torch.compile`` and with
 toycompiler (C++ kernels on the CPU, Triton kernels on a GPU), all in one

@@ -198,7 +198,7 @@ def build_graph(gm: torch.fx.GraphModule, example_inputs: list, target: str, con
     """
     passes = clock("passes", run_passes, gm, example_inputs, config)             # FX graph -> ATen FX graph
     ir = clock("lowering", lowering.lower, passes.value, config)                 # ATen graph -> loop IR
-    plan = clock("scheduling", scheduler.schedule, ir.value, config)             # loop IR -> fused kernels
+    plan = clock("scheduling", scheduler.schedule, ir.value, config, target)     # loop IR -> fused kernels
     code = clock("codegen", codegen.generate, plan.value, target, config, source)  # kernels -> loaded output code
     constants = lowering.constant_tensors(passes.value)  # the graph's weights, passed after its inputs
     tuning = clock("autotune", launcher.autotune, code.value, example_inputs, target, constants) \

@@ -1,7 +1,6 @@
 """``python -m toycompiler.bench --merge FILE.json``: one benchmark split over several commands."""
 
 import pytest
-
 from toycompiler.bench.__main__ import merge
 
 

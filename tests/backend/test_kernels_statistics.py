@@ -95,7 +95,8 @@ def test_sums_of_a_row_share_one_loop_in_cpp():
 
 def test_triton_looped_sums_share_one_loop():
     with toycompiler.config.patch(max_block=64):
-        report = toycompiler.explain(lambda x: x.var(-1), backend="triton")(torch.randn(3, 300, device=device_for("triton")))
+        x = torch.randn(3, 300, device=device_for("triton"))
+        report = toycompiler.explain(lambda x: x.var(-1), backend="triton")(x)
     source = report.frames[0].backend.kernels[0].source
     assert source.count("for roffset in range") == 1
     with toycompiler.config.patch(max_block=64):
