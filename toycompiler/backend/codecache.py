@@ -194,10 +194,9 @@ def save_graph(key: str, artifacts: Any, constants: list, config: Config) -> tup
     size = sum(t.numel() * t.element_size() for t in constants)
     if size > _CONSTANT_HASH_LIMIT:
         return False, f"its constant tensors take {size} bytes (more than {_CONSTANT_HASH_LIMIT})"
-    files = {p: _file_digest(p) for p in _files_of(artifacts)}
-    payload = pickle.dumps((artifacts, [t.detach() for t in constants], files))
-    path = _graph_path(key, config)
-    _write(path, hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload)
+    named = sorted({artifacts.output_code.path, *(k.path for k in artifacts.kernels)})  # the files it names
+    payload = pickle.dumps((artifacts, [t.detach() for t in constants], {p: _file_digest(p) for p in named}))
+    _write(_graph_path(key, config), hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload)
     return True, ""
 
 
@@ -221,10 +220,6 @@ def load_graph(key: str, config: Config) -> tuple[tuple[Any, list, types.ModuleT
         return _discard([path, *changed], f"cache entry {key}: {', '.join(map(os.path.basename, changed))} "
                                           "missing or changed since it was stored")
     return (artifacts, constants, output_module(artifacts.output_code.path)), ""
-
-
-def _files_of(artifacts: Any) -> list[str]:
-    return sorted({artifacts.output_code.path, *(k.path for k in artifacts.kernels)})
 
 
 def _read(path: str) -> bytes:
