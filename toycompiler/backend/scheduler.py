@@ -241,8 +241,9 @@ SPLIT_MIN_CHUNK = 256  # elements per chunk: shorter, and the partials cost more
 def split_count(b: ComputedBuffer) -> int:
     """How many chunks to split each row of reduction ``b`` into (1: not split).
 
-    Counted as if a program took 64 outputs (a column reduction's tile): enough chunks for
-    SPLIT_PROGRAMS programs, a power of two, each chunk at least SPLIT_MIN_CHUNK elements long."""
+    Enough chunks for SPLIT_PROGRAMS programs, a power of two, each chunk at least SPLIT_MIN_CHUNK
+    elements long. A program takes one row when rows are contiguous, 64 outputs when the reduction
+    reads along the kept axis (a column sum: see codegen's ``reads_columns``)."""
     if not b.reduction or b.reduction.op not in IDENTITY or not b.layout.dtype.is_floating_point:
         return 1
     try:
@@ -251,7 +252,9 @@ def split_count(b: ComputedBuffer) -> int:
         return 1
     if rnumel < SPLIT_MIN_RNUMEL:
         return 1
-    want = min(-(-SPLIT_PROGRAMS // -(-xnumel // 64)), rnumel // SPLIT_MIN_CHUNK)
+    rlast = index_vars(len(b.reduction.ranges), "r")[-1]
+    rows = any(ld.index.coeff(rlast) == 1 for ld in loads(b.body))
+    want = min(SPLIT_PROGRAMS // (xnumel if rows else -(-xnumel // 64)), rnumel // SPLIT_MIN_CHUNK)
     return 1 << (want.bit_length() - 1) if want >= 2 else 1
 
 
