@@ -1,5 +1,6 @@
-"""Split reductions (Triton): a long reduction with few outputs runs as partial sums over chunks of
-each row, then a small reduction of the partials, so many programs share the work.
+"""Split reductions (Triton, ``ir.split_reductions``): a long reduction with few outputs runs as
+partial sums over chunks of each row, then a small reduction of the partials, so many programs
+share the work.
 
 The thresholds are lowered here so that inputs small enough for Triton's CPU interpreter split;
 every case is checked against eager, including a chunk count that does not divide the row (the
@@ -10,15 +11,15 @@ import pytest
 import torch
 
 import toycompiler
-from toycompiler.backend import scheduler
+from toycompiler.backend import ir
 from toycompiler.testing import assert_same, device_for
 
 
 @pytest.fixture(autouse=True)
 def small_splits(monkeypatch):
-    monkeypatch.setattr(scheduler, "SPLIT_MIN_RNUMEL", 64)
-    monkeypatch.setattr(scheduler, "SPLIT_PROGRAMS", 16)
-    monkeypatch.setattr(scheduler, "SPLIT_MIN_CHUNK", 16)
+    monkeypatch.setattr(ir, "SPLIT_MIN_RNUMEL", 64)
+    monkeypatch.setattr(ir, "SPLIT_PROGRAMS", 16)
+    monkeypatch.setattr(ir, "SPLIT_MIN_CHUNK", 16)
 
 
 def bn_stats(x):

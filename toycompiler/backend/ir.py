@@ -17,7 +17,7 @@ Leaves out: Inductor's inner functions (closures), templates, and most mutation.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Union
 
 import sympy
@@ -82,6 +82,11 @@ def sym(value: object) -> sympy.Expr:
     if isinstance(value, torch.SymInt):
         return value.node.expr
     return sympy.sympify(value)
+
+
+# What a reduction starts from (and returns for an empty range).
+IDENTITY = {"sum": 0, "prod": 1, "max": float("-inf"), "min": float("inf"),
+            "argmax": float("-inf"), "argmin": float("inf")}  # arg*: the value compared against
 
 
 # -- expressions ----------------------------------------------------------------
@@ -350,3 +355,73 @@ def verify(ir: GraphIR) -> None:
         assert out in seen, f"output {out} is not a buffer"
     for ref in ir.output_refs:
         assert ref.buf in seen and len(ref.size) == len(ref.stride), f"bad output view {ref}"
+
+
+# -- split reductions (the scheduler applies them for Triton) ---------------------------------
+
+
+SPLIT_MIN_RNUMEL = 4096  # shorter rows: one program per row (or per 64 columns) is quick enough
+SPLIT_PROGRAMS = 512  # about what keeps a GPU's SMs busy (132 on an H100, a few programs each)
+SPLIT_MIN_CHUNK = 256  # elements per chunk: shorter, and the partials cost more than they save
+
+
+def split_count(b: ComputedBuffer) -> int:
+    """How many chunks to split each row of reduction ``b`` into (1: not split).
+
+    Enough chunks for SPLIT_PROGRAMS programs, a power of two, each chunk at least SPLIT_MIN_CHUNK
+    elements long. A program takes one row when rows are contiguous, 64 outputs when the reduction
+    reads along the kept axis (a column sum: see codegen's ``reads_columns``)."""
+    if not b.reduction or b.reduction.op not in ("sum", "prod", "max", "min") or not b.layout.dtype.is_floating_point:
+        return 1
+    try:
+        xnumel, rnumel = int(b.layout.numel), int(sympy.Mul(*b.reduction.ranges))
+    except TypeError:  # symbolic sizes
+        return 1
+    if rnumel < SPLIT_MIN_RNUMEL:
+        return 1
+    rlast = index_vars(len(b.reduction.ranges), "r")[-1]
+    rows = any(ld.index.coeff(rlast) == 1 for ld in loads(b.body))
+    want = min(SPLIT_PROGRAMS // (xnumel if rows else -(-xnumel // 64)), rnumel // SPLIT_MIN_CHUNK)
+    return 1 << (want.bit_length() - 1) if want >= 2 else 1
+
+
+def split_reductions(ir: GraphIR) -> tuple[GraphIR, list[tuple[str, str, str]]]:
+    """Split each long reduction with few outputs into a partial and a final reduction .
+
+    ``out[d] = sum over r < R of body(d, r)`` becomes ``partial[s, d] = sum over r < C of
+    body(d, min(s*C + r, R - 1))`` (masked past R) for s < S chunks of C = ceil(R / S) elements, run
+    by S times more programs, then ``out[d] = sum over r < S of partial[r, d]``. The chunk index
+    comes first, so a column sum's partials still read whole rows (coalesced). The final reduction
+    keeps the buffer's name: its readers are unchanged. Inductor: ``Reduction.create`` with
+    ``num_splits`` (torch/_inductor/ir.py), which picks the split from the sizes the same way.
+    Returns the new IR and, per split, (buffer, its partial, the reason) for the schedule's decisions.
+    """
+    buffers, decisions = [], []
+    for b in ir.buffers:
+        count = split_count(b) if isinstance(b, ComputedBuffer) else 1
+        if count == 1:
+            buffers.append(b)
+            continue
+        rnumel = int(sympy.Mul(*b.reduction.ranges))
+        chunk = -(-rnumel // count)
+        n = len(b.layout.size)
+        d, r0 = index_vars(n + 1), index_vars(1, "r")[0]
+        flat = d[0] * chunk + r0  # d0: the chunk; d1...: the buffer's own indices
+        rs, strides = index_vars(len(b.reduction.ranges), "r"), contiguous_strides(b.reduction.ranges)
+        clamped = sympy.Min(flat, rnumel - 1)
+        digits = {r: FloorDiv(clamped, st) if k == 0 else ModularIndexing(clamped, st, size)
+                  for k, (r, st, size) in enumerate(zip(rs, strides, b.reduction.ranges))}
+        body = substitute(b.body, {**digits, **dict(zip(index_vars(n), d[1:]))})
+        dtype = torch.float32 if b.layout.dtype in (torch.float16, torch.bfloat16) else b.layout.dtype
+        inside = Op("lt", (IndexValue(flat, torch.int64), Const(rnumel, torch.int64)), torch.bool)
+        body, identity = Op("to_dtype", (body,), dtype), Const(IDENTITY[b.reduction.op], dtype)
+        size = (sympy.Integer(count), *b.layout.size)
+        partial = ComputedBuffer(f"{b.name}_partial", Layout(size, contiguous_strides(size), dtype, b.layout.device),
+                                 Op("where", (inside, body, identity), dtype), Reduction(b.reduction.op, (chunk,)),
+                                 b.origins, b.lines)
+        back = {d[0]: r0, **dict(zip(d[1:], index_vars(n)))}
+        buffers += [partial, replace(b, body=Load(partial.name, store_index(size).xreplace(back)),
+                                     reduction=Reduction(b.reduction.op, (sympy.Integer(count),)))]
+        decisions.append((b.name, partial.name, f"split reduction: {rnumel} elements per output in {count} chunks "
+                                                 f"of {chunk}, then a reduction of the {count} partials"))
+    return replace(ir, buffers=tuple(buffers)), decisions

@@ -35,9 +35,6 @@ from .lowering import TensorValue, cast, ref_loader, register_lowering
 
 aten = torch.ops.aten
 
-# What a reduction starts from (and returns for an empty range).
-IDENTITY = {"sum": 0, "prod": 1, "max": float("-inf"), "min": float("inf"),
-            "argmax": float("-inf"), "argmin": float("inf")}  # arg*: the value compared against
 
 
 def _dims(dims: Any, ndim: int) -> list[int]:

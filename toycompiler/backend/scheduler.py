@@ -22,31 +22,13 @@ Leaves out: reordering to create fusion opportunities, loop splitting, tiling.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import sympy
-import torch
 
 from ..artifacts import FusionDecision, FusionGroup, ScheduleArtifact, StageResult
 from ..config import Config
-from .ir import (
-    ComputedBuffer,
-    Const,
-    ExternKernel,
-    FloorDiv,
-    GraphIR,
-    IndexValue,
-    Layout,
-    Load,
-    ModularIndexing,
-    Op,
-    Reduction,
-    contiguous_strides,
-    index_vars,
-    loads,
-    store_index,
-    substitute,
-)
+from .ir import ComputedBuffer, ExternKernel, GraphIR, index_vars, loads, split_reductions, store_index
 
 Node = ComputedBuffer | ExternKernel
 
@@ -193,8 +175,9 @@ def schedule(ir: GraphIR, config: Config, target: str = "cpp") -> StageResult[Sc
     """Loop IR -> kernels in order (fused where :func:`can_fuse` allows), every decision in the artifact."""
     kernels: list[Kernel] = []
     decisions: list[FusionDecision] = []
-    if target == "triton":
-        ir, decisions = split_reductions(ir)
+    if target == "triton":  # a GPU starves on a few long rows: see ir.split_reductions
+        ir, splits = split_reductions(ir)
+        decisions += [FusionDecision(name, partial, False, reason) for name, partial, reason in splits]
     home: dict[str, int] = {}  # buffer -> index of its kernel
     live = live_buffers(ir)
     for node in ir.buffers:
@@ -227,76 +210,6 @@ def schedule(ir: GraphIR, config: Config, target: str = "cpp") -> StageResult[Sc
         verify(ir, kernels)
     reuses, plan = plan_memory(ir, kernels) if config.reuse_buffers else ({}, [])
     return StageResult(Schedule(ir, tuple(kernels), tuple(reuses.items())), _artifact(ir, kernels, decisions, plan))
-
-
-# -- split reductions (Triton) ----------------------------------------------------------
-
-IDENTITY = {"sum": 0.0, "prod": 1.0, "max": float("-inf"), "min": float("inf")}  # the floating reductions split
-
-SPLIT_MIN_RNUMEL = 4096  # shorter rows: one program per row (or per 64 columns) is quick enough
-SPLIT_PROGRAMS = 512  # about what keeps a GPU's SMs busy (132 on an H100, a few programs each)
-SPLIT_MIN_CHUNK = 256  # elements per chunk: shorter, and the partials cost more than they save
-
-
-def split_count(b: ComputedBuffer) -> int:
-    """How many chunks to split each row of reduction ``b`` into (1: not split).
-
-    Enough chunks for SPLIT_PROGRAMS programs, a power of two, each chunk at least SPLIT_MIN_CHUNK
-    elements long. A program takes one row when rows are contiguous, 64 outputs when the reduction
-    reads along the kept axis (a column sum: see codegen's ``reads_columns``)."""
-    if not b.reduction or b.reduction.op not in IDENTITY or not b.layout.dtype.is_floating_point:
-        return 1
-    try:
-        xnumel, rnumel = int(b.layout.numel), int(sympy.Mul(*b.reduction.ranges))
-    except TypeError:  # symbolic sizes
-        return 1
-    if rnumel < SPLIT_MIN_RNUMEL:
-        return 1
-    rlast = index_vars(len(b.reduction.ranges), "r")[-1]
-    rows = any(ld.index.coeff(rlast) == 1 for ld in loads(b.body))
-    want = min(SPLIT_PROGRAMS // (xnumel if rows else -(-xnumel // 64)), rnumel // SPLIT_MIN_CHUNK)
-    return 1 << (want.bit_length() - 1) if want >= 2 else 1
-
-
-def split_reductions(ir: GraphIR) -> tuple[GraphIR, list[FusionDecision]]:
-    """Split each long reduction with few outputs into a partial and a final reduction (Triton).
-
-    ``out[d] = sum over r < R of body(d, r)`` becomes ``partial[s, d] = sum over r < C of
-    body(d, min(s*C + r, R - 1))`` (masked past R) for s < S chunks of C = ceil(R / S) elements, run
-    by S times more programs, then ``out[d] = sum over r < S of partial[r, d]``. The chunk index
-    comes first, so a column sum's partials still read whole rows (coalesced). The final reduction
-    keeps the buffer's name: its readers are unchanged. Inductor: ``Reduction.create`` with
-    ``num_splits`` (torch/_inductor/ir.py), which picks the split from the sizes the same way.
-    """
-    buffers, decisions = [], []
-    for b in ir.buffers:
-        count = split_count(b) if isinstance(b, ComputedBuffer) else 1
-        if count == 1:
-            buffers.append(b)
-            continue
-        rnumel = int(sympy.Mul(*b.reduction.ranges))
-        chunk = -(-rnumel // count)
-        n = len(b.layout.size)
-        d, r0 = index_vars(n + 1), index_vars(1, "r")[0]
-        flat = d[0] * chunk + r0  # d0: the chunk; d1...: the buffer's own indices
-        rs, strides = index_vars(len(b.reduction.ranges), "r"), contiguous_strides(b.reduction.ranges)
-        clamped = sympy.Min(flat, rnumel - 1)
-        digits = {r: FloorDiv(clamped, st) if k == 0 else ModularIndexing(clamped, st, size)
-                  for k, (r, st, size) in enumerate(zip(rs, strides, b.reduction.ranges))}
-        body = substitute(b.body, {**digits, **dict(zip(index_vars(n), d[1:]))})
-        dtype = torch.float32 if b.layout.dtype in (torch.float16, torch.bfloat16) else b.layout.dtype
-        inside = Op("lt", (IndexValue(flat, torch.int64), Const(rnumel, torch.int64)), torch.bool)
-        body, identity = Op("to_dtype", (body,), dtype), Const(IDENTITY[b.reduction.op], dtype)
-        size = (sympy.Integer(count), *b.layout.size)
-        partial = ComputedBuffer(f"{b.name}_partial", Layout(size, contiguous_strides(size), dtype, b.layout.device),
-                                 Op("where", (inside, body, identity), dtype), Reduction(b.reduction.op, (chunk,)),
-                                 b.origins, b.lines)
-        back = {d[0]: r0, **dict(zip(d[1:], index_vars(n)))}
-        buffers += [partial, replace(b, body=Load(partial.name, store_index(size).xreplace(back)),
-                                     reduction=Reduction(b.reduction.op, (sympy.Integer(count),)))]
-        decisions.append(FusionDecision(b.name, partial.name, False, f"split reduction: {rnumel} elements per output "
-                                        f"in {count} chunks of {chunk}, then a reduction of the {count} partials"))
-    return replace(ir, buffers=tuple(buffers)), decisions
 
 
 def live_buffers(ir: GraphIR) -> set[str]:

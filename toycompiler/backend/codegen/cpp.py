@@ -28,8 +28,7 @@ import math
 
 import torch
 
-from ..lowering_reductions import IDENTITY
-from ..ir import contiguous_strides, index_vars, linear_index
+from ..ir import IDENTITY, contiguous_strides, index_vars, linear_index
 from .common import IndexPrinter, KernelRenderer, reads_columns
 
 CTYPES = {
@@ -145,15 +144,12 @@ class CppRenderer(KernelRenderer):
 
     def vector_note(self) -> str:
         """Which vector path each op took: glibc's libmvec, multiplications, or plain vector instructions."""
-        libm = sorted(op for op in self.used_ops if op in LIBMVEC)
-        other = sorted(op for op in self.used_ops if op not in LIBMVEC)
-        reductions = sorted({n.reduction.op for n in self.kernel.nodes if n.reduction})
-        scalar = [op for op in reductions if op in ("argmax", "argmin")]
-        parts = [f"libmvec: {', '.join(libm)}" if libm else "", f"instructions: {', '.join(other)}" if other else "",
-                 f"simd reductions: {', '.join(op for op in reductions if op not in scalar)}" if reductions else "",
-                 f"scalar loops: {', '.join(scalar)}" if scalar else "",
-                 "column order: r outside, a block of x inside" if self.column else ""]
-        return "    // vector paths: " + "; ".join(p for p in parts if p)
+        reductions, scalar = {n.reduction.op for n in self.kernel.nodes if n.reduction}, {"argmax", "argmin"}
+        parts = {"libmvec": self.used_ops & LIBMVEC, "instructions": self.used_ops - LIBMVEC,
+                 "simd reductions": reductions - scalar, "scalar loops": reductions & scalar}
+        notes = [f"{what}: {', '.join(sorted(ops))}" for what, ops in parts.items() if ops]
+        notes += ["column order: r outside, a block of x inside"] if self.column else []
+        return "    // vector paths: " + "; ".join(notes)
 
     def footer(self):
         return ["}"]

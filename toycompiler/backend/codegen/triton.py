@@ -32,7 +32,7 @@ import re
 import sympy
 import torch
 
-from ..lowering_reductions import IDENTITY
+from ..ir import IDENTITY
 from .common import HALF, IndexPrinter, KernelRenderer, reads_columns
 
 TL_TYPES = {
