@@ -160,22 +160,18 @@ class TritonRenderer(KernelRenderer):
     def reductions(self, nodes):
         """Persistent: each node's tile reduced along r. Looped: one loop over r for all the nodes, one
         accumulator tile each (the row is loaded once), each tile reduced after the loop."""
-        inits = []
-        for n in nodes:
-            op, dtype = n.reduction.op, self.compute_dtype(self.expr_dtype(n.body))
-            inits.append(self.constant(IDENTITY[op] if dtype.is_floating_point or op in ("sum", "prod") else
-                                       _int_extreme(op, dtype), dtype))
+        dtypes = [self.compute_dtype(self.expr_dtype(n.body)) for n in nodes]
+        inits = [self.constant(_identity(n.reduction.op, dtype), dtype) for n, dtype in zip(nodes, dtypes)]
         if self.persistent:
-            tiles = [self.tmp(f"tl.where(xmask & rmask, {self.expr(n.body, self.vars(n), n)}, {init})",
-                              self.compute_dtype(self.expr_dtype(n.body))) for n, init in zip(nodes, inits)]
+            tiles = [self.tmp(f"tl.where(xmask & rmask, {self.expr(n.body, self.vars(n), n)}, {init})", dtype)
+                     for n, init, dtype in zip(nodes, inits, dtypes)]
         else:
+            if any(n.reduction.op not in COMBINE for n in nodes):
+                raise NotImplementedError(f"looped Triton reduction of {[n.reduction.op for n in nodes]} "
+                                          "(rows longer than config.max_block)")
             tiles = [self.fresh("acc") for _ in nodes]
-            for n, acc, init in zip(nodes, tiles, inits):
-                if n.reduction.op not in COMBINE:
-                    raise NotImplementedError(f"looped Triton reduction {n.reduction.op!r} (rows longer than config.max_block)")
-                dtype = self.compute_dtype(self.expr_dtype(n.body))
-                self.emit(f"{acc} = tl.full([XBLOCK, RBLOCK], {init}, {self.type_name(dtype)})")
-            self.emit(*self.r_loop_open("reduce"))
+            self.emit(*[f"{acc} = tl.full([XBLOCK, RBLOCK], {init}, {self.type_name(dtype)})"
+                        for acc, init, dtype in zip(tiles, inits, dtypes)], *self.r_loop_open("reduce"))
             for n, acc in zip(nodes, tiles):
                 with self.owning(n):
                     combined = COMBINE[n.reduction.op].format(acc=acc, v=self.expr(n.body, self.vars(n), n))
@@ -236,7 +232,10 @@ class TritonRenderer(KernelRenderer):
         return f"{value}.to({self.type_name(dtype)})"
 
 
-def _int_extreme(op: str, dtype: torch.dtype) -> int:
+def _identity(op: str, dtype: torch.dtype) -> int | float:
+    """What a reduction starts from; for integers, the type's extremes stand for -inf and inf."""
+    if dtype.is_floating_point or op in ("sum", "prod"):
+        return IDENTITY[op]
     if dtype == torch.bool:
         return 0 if "max" in op else 1
     info = torch.iinfo(dtype)
