@@ -19,10 +19,6 @@ from typing import Any
 from .variables import ConstantVariable, TensorVariable, Unsupported, Variable, identity_key, wrap_scalar
 
 
-def _index(v: Variable) -> Any:
-    return v.as_python()
-
-
 def wrap_constant_result(value: Any) -> Variable:
     """A compile-time Python result (e.g. ``x.shape``, a folded call) as a variable."""
     if type(value) is tuple:
@@ -54,6 +50,11 @@ class ContainerVariable(Variable):
             raise Unsupported(f"{what} changes {self.source}, which the caller can see; "
                               "the compiled code would not repeat the change", "mutation")
         tx.output.remember(self, "items")
+
+    def delitem(self, tx, index: Variable) -> None:
+        """``del xs[i]``, ``del d[k]``: for lists and dicts made while tracing (DELETE_SUBSCR checks)."""
+        self.before_change(tx, "del")
+        del self.items[index.as_python()]
 
 
 @dataclass(eq=False)
@@ -88,7 +89,7 @@ class TupleVariable(ContainerVariable):
         return list(self.items)
 
     def getitem(self, tx, index):
-        key = _index(index)
+        key = index.as_python()
         if isinstance(key, slice):
             return type(self)(self.items[key])
         try:
@@ -136,15 +137,11 @@ class ListVariable(TupleVariable):
 
     def setitem(self, tx, index: Variable, value: Variable) -> None:
         self.before_change(tx, "item assignment")
-        key = _index(index)
+        key = index.as_python()
         if isinstance(key, slice):
             self.items[key] = value.unpack(tx)
         else:
             self.items[key] = value
-
-    def delitem(self, tx, index: Variable) -> None:
-        self.before_change(tx, "del")
-        del self.items[_index(index)]
 
     def reconstruct(self, cg):
         cg.build_once(self, lambda: cg.build("BUILD_LIST", self.items))
@@ -160,9 +157,9 @@ class ListVariable(TupleVariable):
         elif name == "extend":
             self.items.extend(args[0].unpack(tx))
         elif name == "insert":
-            self.items.insert(_index(args[0]), args[1])
+            self.items.insert(args[0].as_python(), args[1])
         elif name == "pop":
-            return self.items.pop(*[_index(a) for a in args])
+            return self.items.pop(*[a.as_python() for a in args])
         elif name == "clear":
             self.items.clear()
         elif name == "reverse":
@@ -205,18 +202,14 @@ class DictVariable(ContainerVariable):
         return [wrap_constant_result(k) for k in self.items]
 
     def getitem(self, tx, index):
-        key = _index(index)
+        key = index.as_python()
         if key not in self.items:
             raise Unsupported(f"dict has no key {key!r} (KeyError while tracing)", "exception")
         return self.items[key]
 
     def setitem(self, tx, index: Variable, value: Variable) -> None:
         self.before_change(tx, "dict item assignment")
-        self.items[_index(index)] = value
-
-    def delitem(self, tx, index: Variable) -> None:
-        self.before_change(tx, "del")
-        del self.items[_index(index)]
+        self.items[index.as_python()] = value
 
     def reconstruct(self, cg):
         cg.build_once(self, lambda: cg.build_map(self.items))
@@ -230,23 +223,21 @@ class DictVariable(ContainerVariable):
             return ListVariable([TupleVariable([wrap_constant_result(k), v]) for k, v in self.items.items()])
         if name == "get":
             default = args[1] if len(args) > 1 else ConstantVariable(None)
-            return self.items.get(_index(args[0]), default)
+            return self.items.get(args[0].as_python(), default)
         if name == "copy":
             return DictVariable(dict(self.items))
-        if name == "__contains__":
-            return ConstantVariable(_index(args[0]) in self.items)
         self.before_change(tx, f"dict.{name}()")
         if name == "update":
             if args:
                 self.update_from(tx, args[0])
             self.items.update(kwargs)
         elif name == "pop":
-            key = _index(args[0])
+            key = args[0].as_python()
             if key not in self.items and len(args) > 1:
                 return args[1]
             return self.items.pop(key)
         elif name == "setdefault":
-            return self.items.setdefault(_index(args[0]), args[1] if len(args) > 1 else ConstantVariable(None))
+            return self.items.setdefault(args[0].as_python(), args[1] if len(args) > 1 else ConstantVariable(None))
         elif name == "clear":
             self.items.clear()
         return ConstantVariable(None)
@@ -257,7 +248,7 @@ class DictVariable(ContainerVariable):
             return
         for pair in other.unpack(tx):
             k, v = pair.unpack(tx)
-            self.items[_index(k)] = v
+            self.items[k.as_python()] = v
 
 
 @dataclass(eq=False)
@@ -280,9 +271,6 @@ class SetVariable(ContainerVariable):
 
     def unpack(self, tx):
         return list(self.items.values())
-
-    def contains(self, tx, item: Variable) -> bool:
-        return identity_key(item) in self.items
 
     def reconstruct(self, cg):
         """``set((item, ...))``, built once like a list."""
@@ -365,19 +353,10 @@ class ReadOnFirstUse:
         return super().describe() if self._items is not None else f"{self.python_type().__name__} {self.source}"
 
 
-class CallerTupleVariable(ReadOnFirstUse, TupleVariable):
-    pass
-
-
-class CallerListVariable(ReadOnFirstUse, ListVariable):
-    pass
-
-
-class CallerDictVariable(ReadOnFirstUse, DictVariable):
-    pass
-
-
-CALLER_CONTAINERS = {tuple: CallerTupleVariable, list: CallerListVariable, dict: CallerDictVariable}
+# The classes of a caller's containers: CallerTupleVariable(ReadOnFirstUse, TupleVariable), CallerListVariable,
+# CallerDictVariable; by the Python type they stand for.
+CALLER_CONTAINERS = {kind: type(f"Caller{cls.__name__}", (ReadOnFirstUse, cls), {})
+                     for kind, cls in ((tuple, TupleVariable), (list, ListVariable), (dict, DictVariable))}
 
 
 @dataclass(eq=False)

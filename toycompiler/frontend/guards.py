@@ -152,22 +152,11 @@ def device_guard(source: str, device: torch.device) -> str:
 
 
 def signature_params(code: types.CodeType) -> str:
-    """The parameter list of ``code`` as source, without defaults: ``x, y, *args, k, **kw``."""
-    names = code.co_varnames
-    pos = code.co_posonlyargcount
-    n = code.co_argcount
-    kwonly = code.co_kwonlyargcount
-    parts = list(names[:pos]) + (["/"] if pos else []) + list(names[pos:n])
-    i = n + kwonly
-    if code.co_flags & inspect.CO_VARARGS:
-        parts.append("*" + names[i])
-        i += 1
-    elif kwonly:
-        parts.append("*")
-    parts += list(names[n:n + kwonly])
-    if code.co_flags & inspect.CO_VARKEYWORDS:
-        parts.append("**" + names[i])
-    return ", ".join(parts)
+    """The parameter list of ``code`` as source, without defaults: ``x, y, /, z, *args, k, **kw``.
+
+    ``inspect`` reads it from a function made of the bare code (no defaults, no annotations)."""
+    cells = tuple(types.CellType() for _ in code.co_freevars) or None
+    return str(inspect.signature(types.FunctionType(code, {}, None, None, cells)))[1:-1]
 
 
 def guards_artifact(guards: tuple[Guard, ...], params: str, tensors: TensorCheck = TensorCheck()) -> GuardsArtifact:

@@ -382,7 +382,7 @@ def _contains(tx, args, kwargs):
     if isinstance(container, DictVariable):
         return ConstantVariable(item.as_python() in container.items)
     if isinstance(container, SetVariable):
-        return ConstantVariable(container.contains(tx, item))
+        return ConstantVariable(identity_key(item) in container.items)
     if isinstance(container, TupleVariable | IteratorVariable):
         key = identity_key(item)
         return ConstantVariable(any(identity_key(i) == key for i in container.unpack(tx)))

@@ -66,7 +66,7 @@ def build_transformed(fn: types.FunctionType, plan: TransformPlan, input_sources
     ``wrap_resume`` makes each resume function callable (the API compiles them lazily).
     """
     code = fn.__code__
-    original = pybc.Bytecode.from_code(code)
+    original = index_by_offset(code)[0]
     namespace: dict[str, Any] = {"__builtins__": builtins, **objects}
     outputs = {v.node: i for i, v in enumerate(plan.graph_outputs)}
     cg = Codegen(set(original.argnames), namespace, outputs, code.co_firstlineno)
@@ -92,7 +92,7 @@ def build_transformed(fn: types.FunctionType, plan: TransformPlan, input_sources
         _branch(cg, plan, instruction_at(code, plan.offset), resume_names)
     else:
         _return_resume(cg, plan, plan.resumes[0], resume_names[0], instruction_at(code, plan.offset))
-    transformed = _assemble(original, cg.instrs, code)
+    transformed = _assemble(original, cg.instrs)
     func = types.FunctionType(transformed, namespace, code.co_name, fn.__defaults__)
     func.__kwdefaults__ = fn.__kwdefaults__
     return func, disassemble(transformed, f"{code.co_qualname} (transformed)"), tuple(resume_arts)
@@ -116,7 +116,7 @@ def resume_code(code: types.CodeType, point: ResumePoint) -> types.CodeType:
     if key in _resume_codes:
         return _resume_codes[key]
     original, index = index_by_offset(code)
-    items = list(original)
+    items = original.copy()  # with the code's names and place: the new signature is set below
     target = pybc.Label()
     at = index[point.offset]
     items.insert(at, target)
@@ -130,14 +130,12 @@ def resume_code(code: types.CodeType, point: ResumePoint) -> types.CodeType:
     resume_index = sum(isinstance(item, pybc.Instr) for item in items[:first_resume])
     n = sum(1 for k in _resume_codes if k[0] is code)
     name = f"__resume_at_{point.offset}_{n}"
-    out = pybc.Bytecode(items)
-    out.argnames = [f"___stack{i}" for i, null in enumerate(point.stack_nulls) if not null] + list(point.locals)
-    out.argcount, out.posonlyargcount, out.kwonlyargcount = len(out.argnames), 0, 0
-    out.flags = original.flags & ~(CO_VARARGS | CO_VARKEYWORDS)
-    out.name, out.qualname = name, f"{code.co_qualname}.<resume at {point.offset}>"
-    out.filename, out.first_lineno = code.co_filename, code.co_firstlineno
-    out.freevars, out.cellvars = list(original.freevars), list(original.cellvars)
-    _resume_codes[key] = new = out.to_code()
+    items.argnames = [f"___stack{i}" for i, null in enumerate(point.stack_nulls) if not null] + list(point.locals)
+    items.argcount, items.posonlyargcount, items.kwonlyargcount = len(items.argnames), 0, 0
+    items.flags = original.flags & ~(CO_VARARGS | CO_VARKEYWORDS)
+    items.name, items.qualname = name, f"{code.co_qualname}.<resume at {point.offset}>"
+    items.docstring = pybc.UNSET  # constants numbered by first use, as in every code this module makes
+    _resume_codes[key] = new = items.to_code()
     ORIGINS[new] = (code, _offset_map(new, code, resume_index, len(prologue)))
     return new
 
@@ -181,13 +179,11 @@ def _branch(cg: Codegen, plan: TransformPlan, the_inst: pybc.Instr, resume_names
     _return_resume(cg, plan, plan.resumes[1], resume_names[1])
 
 
-def _assemble(original: pybc.Bytecode, instrs: list, code: types.CodeType) -> types.CodeType:
-    """The transformed code object: ``instrs`` with ``code``'s signature, names and place."""
-    out = pybc.Bytecode(instrs)
-    out.argnames = list(original.argnames)
-    out.argcount, out.posonlyargcount = original.argcount, original.posonlyargcount
-    out.kwonlyargcount = original.kwonlyargcount
+def _assemble(original: pybc.Bytecode, instrs: list) -> types.CodeType:
+    """The transformed code object: ``instrs`` with the original's signature, names and place
+    (no cells, no docstring)."""
+    out = original.copy()
+    out[:] = instrs
     out.flags = CO_OPTIMIZED | CO_NEWLOCALS | (original.flags & (CO_VARARGS | CO_VARKEYWORDS))
-    out.name, out.qualname = code.co_name, code.co_qualname
-    out.filename, out.first_lineno = code.co_filename, code.co_firstlineno
+    out.docstring, out.freevars, out.cellvars = pybc.UNSET, [], []
     return out.to_code()

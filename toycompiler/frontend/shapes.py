@@ -30,11 +30,11 @@ import sympy
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
+from torch.utils._sympy.printers import PythonPrinter
 
 # Tensor attribute where mark_dynamic records its dims (torch's own mark_dynamic uses the second one).
 MARK_ATTRIBUTE = "_toycompiler_dynamic_dims"
 TORCH_MARK_ATTRIBUTE = "_dynamo_dynamic_indices"
-RELATIONS = {sympy.Eq: "==", sympy.Ne: "!=", sympy.Lt: "<", sympy.Le: "<=", sympy.Gt: ">", sympy.Ge: ">="}
 
 
 class CountingShapeEnv(ShapeEnv):
@@ -126,9 +126,8 @@ class ShapePolicy:
             out.append((f"{where} == {first}", "both sizes were equal when traced (the same symbol)", where, first))
         for guard in self.shape_env.guards:
             text = self.render(guard.expr)
-            if text not in ("True",):
-                lhs = text.split(" ")[0]
-                out.append((text, "the trace relied on it (a shape computation)", lhs, text))
+            if text != "True":  # actual: the left-hand side
+                out.append((text, "the trace relied on it (a shape computation)", text.split(" ")[0], text))
         return out
 
     def render(self, expr: Any) -> str:
@@ -137,13 +136,8 @@ class ShapePolicy:
         for sym, value in self.shape_env.replacements.items():  # s1 -> s0 when the trace learned they are equal
             if sym not in names and isinstance(sym, sympy.Symbol):
                 names[sym] = value.xreplace(names)
-        expr = expr.xreplace(names)
-        try:  # torch's printer knows its own functions (FloorDiv, PythonMod, ...): ``x.shape[0] // 2``
-            from torch.utils._sympy.printers import PythonPrinter
-        except ImportError:
-            op = RELATIONS.get(type(expr))
-            return f"{expr.lhs} {op} {expr.rhs}" if op else str(expr)
-        return PythonPrinter().doprint(expr)
+        # torch's printer knows its own functions (FloorDiv, PythonMod, ...): ``x.shape[0] // 2``
+        return PythonPrinter().doprint(expr.xreplace(names))
 
     def symbolic_inputs(self) -> dict[str, frozenset[int]]:
         return {k: v for k, v in self.dims.items() if v}
