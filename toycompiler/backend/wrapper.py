@@ -10,7 +10,7 @@ For ``sin(x) + cos(y) * 2`` on the C++ backend it reads::
 
 Library calls appear as ``torch.mm(buf0, arg2, out=buf1)``; a view of a
 buffer (a transposed weight, say) is passed as ``torch.as_strided(...)``; a
-buffer that reuses a dead one's memory is ``buf4 = buf1.view(...)``.
+buffer that reuses a dead one's memory is ``buf4 = buf1`` (``buf1.view(...)`` for another shape).
 
 Outputs that alias an input or each other follow one rule, the one
 ``torch.compile`` documents for its outputs: an output that eager returns as a
@@ -109,8 +109,9 @@ def allocation(ir: GraphIR, name: str, reused: str | None) -> str:
         return f"{name} = {b.store_into}  # written in place (the graph mutates its input)"
     if isinstance(b, ExternKernel) and not any(k == "out" for k, _ in b.kwargs):
         return f"# {name} is allocated by {b.op}"
-    if reused is not None:
-        return f"{name} = {reused}.view({shape(layout.size)})  # reuses {reused}'s memory"
+    if reused is not None:  # the same shape needs no view (a view costs a microsecond or two per call)
+        view = "" if ir.buffer(reused).layout.size == layout.size else f".view({shape(layout.size)})"
+        return f"{name} = {reused}{view}  # reuses {reused}'s memory"
     if all(isinstance(s, int) or getattr(s, "is_Integer", False) for s in layout.size):  # see launcher.empty_strided
         size, stride = tuple(map(int, layout.size)), tuple(map(int, contiguous_strides(layout.size)))
         return f"{name} = empty_strided[{layout.device!r}]({size}, {stride}, {layout.dtype})"
