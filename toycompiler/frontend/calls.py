@@ -90,7 +90,7 @@ FOLDABLE = {
 def call_python(tx: Tx, fn: Any, args: list[Variable], kwargs: dict[str, Variable],
                 source: str | None = None) -> Variable:
     """Call a compile-time-known callable: record it, fold it, inline it, or refuse."""
-    if fn is graph_break or fn is getattr(torch._dynamo, "graph_break", graph_break):
+    if fn is graph_break or fn is torch._dynamo.graph_break:
         raise Unsupported("toycompiler.graph_break() called", "explicit")
     if isinstance(fn, torch.nn.Module):
         return call_module(tx, fn, source, args, kwargs)
@@ -259,12 +259,10 @@ def is_torch_op(fn: Any) -> bool:
 
 
 def _refuse(fn: Any) -> None:
-    """print(), breakpoint(), torch._dynamo.graph_break(): always a graph break."""
+    """print(), breakpoint(), setattr()...: always a graph break (``graph_break()``: see :func:`call_python`)."""
     if _hashable(fn) and fn in REFUSED:
         kind, why = REFUSED[fn]
         raise Unsupported(f"call to {fn.__name__}: {why}", kind)
-    if _name(fn) in ("torch._dynamo.decorators.graph_break", "torch._dynamo.graph_break"):
-        raise Unsupported("torch._dynamo.graph_break() asks for a graph break here", "explicit")
 
 
 def _foldable(fn: Any) -> bool:

@@ -136,7 +136,7 @@ class InstructionTranslator:
 
     def __init__(self, fn: types.FunctionType, args: tuple, kwargs: dict, source: SourceArtifact, config: Config,
                  shapes: ShapePolicy | None = None, label: str = ""):
-        self.fn, self.config, self.source, self.label, self.depth = fn, config, source, label, 0
+        self.config, self.source, self.label, self.depth = config, source, label, 0
         # shared with inlined calls: one graph, one set of guards, the objects they name
         self.output = OutputGraph(source, shapes)
         self.guards = GuardBuilder()
@@ -818,7 +818,7 @@ class InliningTranslator(InstructionTranslator):
         if self.depth > self.MAX_INLINE_DEPTH:
             raise Unsupported(f"inlining {code.co_qualname} goes {self.depth} calls deep (recursion?)",
                               "unsupported-call")
-        self.fn, self.config, self.source = None, parent.config, parent.source
+        self.config, self.source = parent.config, parent.source
         # shared with the caller: one graph, one set of guards, one list of inputs
         self.output, self.guards, self.guard_objects = parent.output, parent.guards, parent.guard_objects
         self.wrapped = parent.wrapped

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.fx
+from torch.fx.experimental.symbolic_shapes import guard_scalar
 
 if TYPE_CHECKING:
     from .reconstruct import Codegen
@@ -237,9 +238,6 @@ class ObjectVariable(Variable):
             return tx.wrap(self.value[key], source)
         return super().getitem(tx, index)
 
-    def truth(self) -> bool:
-        return bool(self.value)
-
     def reconstruct(self, cg):
         cg.load_source(self.source) if simple_source(self.source) else cg.load_const(self.value)
 
@@ -357,6 +355,10 @@ class CellVariable(Variable):
     def describe(self) -> str:
         return f"cell({self.contents.describe() if self.contents else 'empty'})"
 
+    def as_cell(self) -> types.CellType:
+        """A new real cell holding the (constant) contents."""
+        return types.CellType() if self.contents is None else types.CellType(self.contents.as_python())
+
 
 @dataclass(eq=False)
 class RealCellVariable(Variable):
@@ -370,6 +372,9 @@ class RealCellVariable(Variable):
 
     def describe(self) -> str:
         return f"cell {self.name}"
+
+    def as_cell(self) -> types.CellType:
+        return self.cell
 
 
 @dataclass(eq=False)
@@ -389,15 +394,11 @@ class UserFunctionVariable(Variable):
         return types.FunctionType
 
     def as_python(self) -> Any:
-        """A real function with the same code, when everything it captured is a constant."""
-        cells = []
-        for c in self.closure:
-            cell = types.CellType()
-            if c.contents is not None:
-                cell.cell_contents = c.contents.as_python()
-            cells.append(cell)
+        """A real function with the same code, when everything it captured is a constant (a cell of
+        the real enclosing function is that cell itself)."""
+        cells = tuple(c.as_cell() for c in self.closure) or None
         defaults = tuple(d.as_python() for d in self.defaults) or None
-        fn = types.FunctionType(self.code, self.globals, self.code.co_name, defaults, tuple(cells) or None)
+        fn = types.FunctionType(self.code, self.globals, self.code.co_name, defaults, cells)
         fn.__kwdefaults__ = {k: v.as_python() for k, v in self.kwdefaults.items()} or None
         return fn
 
@@ -406,21 +407,13 @@ class UserFunctionVariable(Variable):
 
     def reconstruct(self, cg):
         """The same code, with the caller's real closure cells; a cell made while tracing becomes
-        a new cell holding its (constant) contents."""
+        a new cell holding its (constant) contents (:meth:`as_python`)."""
         if not all(isinstance(d, ConstantVariable) for d in [*self.defaults, *self.kwdefaults.values()]):
             raise CannotResume(f"{self.describe()} has default values that are not constants")
-        cells = []
-        for c in self.closure:
-            if isinstance(c, RealCellVariable):
-                cells.append(c.cell)
-            elif c.contents is not None and c.contents.is_python_constant():
-                cells.append(types.CellType(c.contents.as_python()))
-            else:
-                raise CannotResume(f"{self.describe()} closes over a cell made while tracing")
-        fn = types.FunctionType(self.code, self.globals, self.code.co_name,
-                                tuple(d.value for d in self.defaults) or None, tuple(cells) or None)
-        fn.__kwdefaults__ = {k: d.value for k, d in self.kwdefaults.items()} or None
-        cg.load_const(fn)
+        made_here = [c for c in self.closure if not isinstance(c, RealCellVariable)]
+        if not all(c.contents is not None and c.contents.is_python_constant() for c in made_here):
+            raise CannotResume(f"{self.describe()} closes over a cell made while tracing")
+        cg.load_const(self.as_python())
 
 
 @dataclass(eq=False)
@@ -545,20 +538,14 @@ def wrap_scalar(value: Any) -> Variable:
 
     (Tuples, lists and dicts of values: :func:`.containers.wrap_constant_result`.)
     """
+    # A symbolic size read as a Python value is fixed to its traced value (the ShapeEnv adds the guard).
     if isinstance(value, torch.SymInt | torch.SymFloat | torch.SymBool):
-        value = specialize_symbol(value)
+        value = guard_scalar(value)
     if isinstance(value, torch.Size):
-        return ConstantVariable(torch.Size(specialize_symbol(v) if isinstance(v, torch.SymInt) else v for v in value))
+        return ConstantVariable(torch.Size(guard_scalar(v) if isinstance(v, torch.SymInt) else v for v in value))
     if isinstance(value, CONSTANT_TYPES):
         return ConstantVariable(value)
     return ObjectVariable(value)
-
-
-def specialize_symbol(value: Any) -> Any:
-    """A symbolic size read as a Python value: fix it to its traced value (the ShapeEnv adds the guard)."""
-    from torch.fx.experimental.symbolic_shapes import guard_scalar
-
-    return guard_scalar(value)
 
 
 # Values a ConstantVariable holds: immutable (or copied when rebuilt, like a set) and cheap to compare.
