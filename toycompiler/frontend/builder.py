@@ -17,7 +17,6 @@ Leaves out: dynamic shapes for wrapped sizes, weak references for ID guards.
 
 from __future__ import annotations
 
-import math
 import types
 from typing import TYPE_CHECKING, Any
 
@@ -70,7 +69,7 @@ def _wrap(tx: Tx, value: Any, source: str | None, identity: bool) -> Variable:
         return var
     if isinstance(value, CONSTANT_TYPES) and not isinstance(value, slice | set):
         if source is not None:
-            constant_guard(tx, source, value, line)
+            tx.guards.constant(source, value, line)
         return ConstantVariable(value, source)
     if type(value) in (list, dict) and source is not None:
         return _wrap_mutable_container(tx, value, source, line)
@@ -85,19 +84,6 @@ def _wrap(tx: Tx, value: Any, source: str | None, identity: bool) -> Variable:
             tx.guards.add(f"{training} is {value.training}", "CONSTANT_MATCH", f"{training} was read as a constant",
                           line, training, repr(value.training))
     return ObjectVariable(value, source)
-
-
-def constant_guard(tx: Tx, source: str, value: Any, line: int | None) -> None:
-    """CONSTANT_MATCH, also for values whose repr isn't Python (``inf``, a ``torch.device``)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        why = f"{source} was read as a constant"
-        tx.guards.add(f"type({source}) is float", "TYPE_MATCH", why, line)
-        tx.guards.add(f"str({source}) == {str(value)!r}", "CONSTANT_MATCH", why, line, source, repr(value))
-    elif isinstance(value, torch.device):
-        why = f"{source} was read as a constant"
-        tx.guards.add(f"{source} == torch.device({str(value)!r})", "CONSTANT_MATCH", why, line, source, repr(value))
-    else:
-        tx.guards.constant(source, value, line)
 
 
 def _wrap_mutable_container(tx: Tx, value: Any, source: str, line: int | None) -> Variable:

@@ -31,6 +31,7 @@ dict-version tags, and weakref-based ID guards.
 from __future__ import annotations
 
 import inspect
+import math
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -92,12 +93,18 @@ class GuardBuilder:
                 self.covered.add(expr)
 
     def constant(self, source: str, value: Any, line: int | None) -> None:
-        """CONSTANT_MATCH: a Python value that was baked into the graph."""
-        self.add(f"{source} == {value!r}", "CONSTANT_MATCH", f"{source} was read as a constant", line,
-                 source, repr(value))
+        """CONSTANT_MATCH: a Python value that was baked into the graph, also one whose repr isn't
+        Python (``inf``, a ``torch.device``)."""
+        why = f"{source} was read as a constant"
+        if isinstance(value, float) and not math.isfinite(value):
+            self.add(f"type({source}) is float", "TYPE_MATCH", why, line)
+            self.add(f"str({source}) == {str(value)!r}", "CONSTANT_MATCH", why, line, source, repr(value))
+            return
+        literal = f"torch.device({str(value)!r})" if isinstance(value, torch.device) else repr(value)
+        self.add(f"{source} == {literal}", "CONSTANT_MATCH", why, line, source, repr(value))
         if isinstance(value, bool | int | float):  # True == 1 == 1.0: also pin the type
-            self.add(f"type({source}) is {type(value).__name__}", "TYPE_MATCH", f"{source} was read as a constant",
-                     line, f"type({source}).__name__", type(value).__name__)
+            self.add(f"type({source}) is {type(value).__name__}", "TYPE_MATCH", why, line, f"type({source}).__name__",
+                     type(value).__name__)
 
     def identity(self, source: str, value: Any, line: int | None, name: str) -> None:
         """ID_MATCH: an object (module, function) whose identity the trace relied on.
@@ -106,9 +113,7 @@ class GuardBuilder:
         (identity) and its function instead.
         """
         if isinstance(value, slice):  # immutable and rebuilt on every call: compare by value
-            self.add(f"{source} == {value!r}", "CONSTANT_MATCH", f"{source} was read as a constant", line,
-                     source, repr(value))
-            return
+            return self.constant(source, value, line)
         owner = getattr(value, "__self__", None)
         if owner is not None and not isinstance(owner, types.ModuleType) and hasattr(value, "__name__"):
             why = f"{source} is a method of an object the trace relied on"
