@@ -7,11 +7,11 @@ import dis
 import pytest
 import torch
 import torch.fx
+from toycompiler.checkers import build
 
 from toycompiler import checkers
-from toycompiler.backend import lowering
 from toycompiler.backend import ir as IR
-from toycompiler.checkers import build
+from toycompiler.backend import lowering
 
 # -- lesson 4: the toy translator as the lesson defines it, and the learner's additions ---------------
 

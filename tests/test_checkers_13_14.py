@@ -9,10 +9,10 @@ import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from toycompiler.checkers import debugging
 
 import toycompiler
 from toycompiler import checkers
-from toycompiler.checkers import debugging
 
 # -- lesson 13: the lesson's GPT, smaller ------------------------------------------------------------
 
