@@ -251,9 +251,8 @@ def _fold_over_items(fn: Any, why: str) -> Handler:
 
 HANDLERS[sorted] = _fold_over_items(sorted, "sorted() over tensors compares their values (data-dependent)")
 for _fn in (min, max):
-    HANDLERS[_fn] = _fold_over_items(
-        _fn, "min()/max() of tensors compares their values (data-dependent); use torch.minimum/maximum"
-    )
+    HANDLERS[_fn] = _fold_over_items(_fn, "min()/max() of tensors compares their values (data-dependent); "
+                                     "use torch.minimum/maximum")
 
 
 # -- reductions over iterables ------------------------------------------------------
@@ -270,14 +269,12 @@ def _sum(tx, args, kwargs):
     return acc
 
 
-@handles(any)
-def _any(tx, args, kwargs):
-    return ConstantVariable(any(v.truth() for v in args[0].unpack(tx)))
+def _truth_of_items(fn: Any) -> Handler:
+    """``any(xs)``, ``all(xs)``: each item's truth is known now (a tensor's is not: a break)."""
+    return lambda tx, args, kwargs: ConstantVariable(fn(v.truth() for v in args[0].unpack(tx)))
 
 
-@handles(all)
-def _all(tx, args, kwargs):
-    return ConstantVariable(all(v.truth() for v in args[0].unpack(tx)))
+HANDLERS[any], HANDLERS[all] = _truth_of_items(any), _truth_of_items(all)
 
 
 @handles(functools.reduce)

@@ -178,10 +178,8 @@ class InstructionTranslator:
         try:
             self.dispatch(inst)
         except Exception as e:  # a translator bug must cost a graph break, never the user's call
-            if isinstance(e, Unsupported):
-                reason, kind = e.reason, e.kind
-            else:
-                reason, kind = f"internal error while tracing {inst.opname}: {type(e).__name__}: {e}", "internal-error"
+            internal = (f"internal error while tracing {inst.opname}: {type(e).__name__}: {e}", "internal-error")
+            reason, kind = (e.reason, e.kind) if isinstance(e, Unsupported) else internal
             # Stop here: the graph and the frame state go back to just before ``inst``.
             self.broke = _Break(inst, reason, kind)
             torch._C._set_grad_enabled(grad_mode)
@@ -715,8 +713,7 @@ class InstructionTranslator:
 
     def GET_ITER(self, inst):
         """``for v in obj`` -- the items are known now (variables), so the loop unrolls."""
-        obj = self.pop()
-        self.push(obj if isinstance(obj, IteratorVariable) else IteratorVariable(obj.unpack(self)))
+        self.push(self.call_python(iter, [self.pop()], {}))  # as ``iter(obj)`` does (pybuiltins)
 
     GET_YIELD_FROM_ITER = GET_ITER  # ``yield from it`` (in an inlined generator)
 
