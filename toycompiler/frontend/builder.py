@@ -96,7 +96,7 @@ def _wrap_mutable_container(tx: Tx, value: Any, source: str, line: int | None) -
         why = f"{source} was the same {kind} as {other_source}"
         tx.guards.add(f"{source} is {other_source}", "DUPLICATE_INPUT", why, line)
         return var
-    if _plain_keys(value):
+    if not isinstance(value, dict) or all(type(k) in (str, int, bool) for k in value):  # keys a guard can write
         var = _wrap_container(tx, value, source, line)
     else:
         var = _wrap_dict_by_value(tx, value, source, line)
@@ -140,8 +140,3 @@ def _wrap_dict_by_value(tx: Tx, value: dict, source: str, line: int | None) -> V
 def wrap_cell(tx: Tx, cell: types.CellType, name: str) -> RealCellVariable:
     """A real closure cell; its contents are read (and guarded) through ``___obj_N.cell_contents``."""
     return RealCellVariable(cell, f"{register_object(tx, cell)}.cell_contents", name=name)
-
-
-def _plain_keys(value: Any) -> bool:
-    """Dicts are tracked key by key only when the keys can be written in a guard."""
-    return not isinstance(value, dict) or all(type(k) in (str, int, bool) for k in value)

@@ -94,7 +94,9 @@ def call_python(tx: Tx, fn: Any, args: list[Variable], kwargs: dict[str, Variabl
         raise Unsupported("toycompiler.graph_break() called", "explicit")
     if isinstance(fn, torch.nn.Module):
         return call_module(tx, fn, source, args, kwargs)
-    _refuse(fn)
+    if _hashable(fn) and fn in REFUSED:  # print(), breakpoint(), setattr()...: always a graph break
+        kind, why = REFUSED[fn]
+        raise Unsupported(f"call to {fn.__name__}: {why}", kind)
     if fn in NULL_CONTEXTS:  # record_function("name"): a profiler range, nothing the graph computes
         return NullContextVariable(_name(fn))
     if getattr(fn, "__name__", None) == "clone" and grad_mode_of(getattr(fn, "__self__", None)):
@@ -256,13 +258,6 @@ def is_torch_op(fn: Any) -> bool:
     if in_torch and not module.startswith(("torch._dynamo", "torch.fx", "torch.compiler")):
         return True
     return fn in OPERATOR_FUNCTIONS
-
-
-def _refuse(fn: Any) -> None:
-    """print(), breakpoint(), setattr()...: always a graph break (``graph_break()``: see :func:`call_python`)."""
-    if _hashable(fn) and fn in REFUSED:
-        kind, why = REFUSED[fn]
-        raise Unsupported(f"call to {fn.__name__}: {why}", kind)
 
 
 def _foldable(fn: Any) -> bool:

@@ -41,7 +41,9 @@ def trace_cond(tx, args: list[Variable], kwargs: dict[str, Variable]) -> Variabl
     fakes = [o.example for o in ops]
     true_gm, true_out, single = _trace_branch(tx, true_fn, fakes, "true_fn")
     false_gm, false_out, _ = _trace_branch(tx, false_fn, fakes, "false_fn")
-    _check_same_outputs(true_out, false_out)
+    meta = [[(tuple(t.shape), t.dtype) for t in outs] for outs in (true_out, false_out)]
+    if meta[0] != meta[1]:
+        raise Unsupported(f"torch.cond branches return different shapes/dtypes: {meta[0]} vs {meta[1]}", "exception")
     index = sum(name.startswith("cond_true_") for name in tx.output.submodules)
     names_ = f"cond_true_{index}", f"cond_false_{index}"
     tx.output.submodules.update(zip(names_, (true_gm, false_gm)))
@@ -74,9 +76,3 @@ def _trace_branch(tx, fn: Variable, fakes: list, what: str) -> tuple[torch.fx.Gr
         raise Unsupported(f"torch.cond {what} reads a tensor that is not one of its operands; pass it in `operands`",
                           "unsupported-call")
     return gm, tuple(outputs), single[0]
-
-
-def _check_same_outputs(a: tuple, b: tuple) -> None:
-    meta = [[(tuple(t.shape), t.dtype) for t in outs] for outs in (a, b)]
-    if meta[0] != meta[1]:
-        raise Unsupported(f"torch.cond branches return different shapes/dtypes: {meta[0]} vs {meta[1]}", "exception")
