@@ -59,7 +59,7 @@ def _wrap(tx: Tx, value: Any, source: str | None, identity: bool) -> Variable:
         if source is None:
             raise Unsupported("a tensor reached without a source the compiled code could read it from "
                               "(e.g. a module made inside the function, or a tensor default argument)")
-        for other_source, other in zip(tx.output.input_sources, tx.output.example_inputs):
+        for other_source, other in zip(tx.output.inputs_by_source, tx.output.example_inputs):
             if other is value:  # the same tensor reached twice (f(x, x)): one variable, as in eager
                 why = f"{source} was the same tensor as {other_source}"
                 tx.guards.add(f"{source} is {other_source}", "DUPLICATE_INPUT", why, line)

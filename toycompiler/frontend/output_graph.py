@@ -40,8 +40,7 @@ class OutputGraph:
         self.shapes = shapes or ShapePolicy(dynamic=False)  # which sizes are symbolic: see shapes.py
         self.fake_mode = self.shapes.fake_mode
         self.example_inputs: list[torch.Tensor] = []
-        self.input_sources: list[str] = []
-        self.inputs_by_source: dict[str, TensorVariable] = {}
+        self.inputs_by_source: dict[str, TensorVariable] = {}  # in graph input order, like example_inputs
         self.side_effect_nodes: list[torch.fx.Node] = []  # in-place ops: kept even if unused
         self.submodules: dict[str, torch.nn.Module] = {}  # branch graphs of torch.cond
         self.instructions_run = 0  # by the translator and every inlined call
@@ -60,7 +59,6 @@ class OutputGraph:
         fake = self.shapes.fake(source, value)
         node.meta.update(example_value=fake, toy_source=source)
         self.example_inputs.append(value)
-        self.input_sources.append(source)
         self.events.append(f"graph input {node.name}")
         var = self.inputs_by_source[source] = TensorVariable(node, fake, source)
         return var

@@ -170,8 +170,8 @@ class Codegen:
     """Emits instructions that rebuild symbolic values as real ones (like Dynamo's PyCodegen).
 
     ``namespace`` becomes the transformed function's globals (objects it loads by name);
-    ``outputs`` maps a graph output node to its index in ``___graph_out``. The rebuild
-    functions below use ``reconstruct(part)``, ``load_source``, ``load_const``, ``load_attr``,
+    ``outputs`` maps a graph output node to its index in ``___graph_out``. The variables'
+    ``reconstruct(cg)`` methods use ``reconstruct(part)``, ``load_source``, ``load_const``, ``load_attr``,
     ``emit(opname, arg)`` and ``call(nargs)``.
     """
 
@@ -208,13 +208,11 @@ class Codegen:
         if isinstance(name, str) and getattr(builtins, name, None) is value:
             self.load_global(name)  # print, len, ...: found in builtins
             return
-        for existing, obj in self.namespace.items():
-            if obj is value and existing.startswith("__const_"):
-                self.load_global(existing)
-                return
-        safe = "".join(c if c.isalnum() else "_" for c in str(name or type(value).__name__))
-        const = f"__const_{sum(k.startswith('__const_') for k in self.namespace)}_{safe}"
-        self.namespace[const] = value
+        const = next((k for k, obj in self.namespace.items() if obj is value and k.startswith("__const_")), None)
+        if const is None:  # a new one: ``__const_0_helper``
+            safe = "".join(c if c.isalnum() else "_" for c in str(name or type(value).__name__))
+            const = f"__const_{sum(k.startswith('__const_') for k in self.namespace)}_{safe}"
+            self.namespace[const] = value
         self.load_global(const)
 
     def load_source(self, source: str) -> None:

@@ -237,14 +237,14 @@ class InstructionTranslator:
             brk = GraphBreak(self.broke.reason, self.code.co_filename, line, self.source.line(line), inst.offset,
                              inst.opname, self.broke.kind, self.label, resumes_at, no_resume)
         artifact = TranslationArtifact(self.code.co_qualname, tuple(self.steps), brk)
-        return Translation(gm, tuple(self.output.example_inputs), tuple(self.output.input_sources),
+        return Translation(gm, tuple(self.output.example_inputs), tuple(self.output.inputs_by_source),
                            tuple(self.guards.guards), self.guard_objects, artifact, ops, plan, self.output.shapes,
                            self.guards.tensor_check(self.guard_objects))
 
     def guard_no_aliasing(self) -> None:
         """The tensor inputs (and the caller's lists and dicts) were distinct objects: ``a is b``,
         sets and lookups relied on it."""
-        sources = self.output.input_sources + [src for _, src, _ in self.output.caller_containers.values()]
+        sources = list(self.output.inputs_by_source) + [src for _, src, _ in self.output.caller_containers.values()]
         if len(sources) > 1:
             expr = f"len({{id(t) for t in ({', '.join(sources)})}}) == {len(sources)}"
             self.guards.add(expr, "NO_ALIASING", "the tensor inputs were distinct objects")
