@@ -112,7 +112,7 @@ class Inst:
     argrepr: str
     line: int | None
     is_jump_target: bool
-    flag: bool = False  # the low-bit flag (push NULL / method load), decoded
+    flag: bool = False  # the low-bit flag, decoded: push a NULL before the result (a method load does too)
 
     @property
     def target(self) -> int:
@@ -131,7 +131,8 @@ def normalise(code: types.CodeType) -> list[Inst]:
         if ins.opname in LOW_BIT_MEANS_PUSH_NULL | LOW_BIT_METHOD_OPNAME.keys() | LOW_BIT_MEANS_METHOD:
             flag = bool((ins.arg or 0) & 1)
             if flag and ins.opname in LOW_BIT_METHOD_OPNAME:
-                opname, flag = LOW_BIT_METHOD_OPNAME[ins.opname], False
+                opname = LOW_BIT_METHOD_OPNAME[ins.opname]
+        flag = flag or opname == "LOAD_METHOD"  # a method load pushes NULL first, as the flag says
         if ins.opname == "CALL_INTRINSIC_1":
             opname = INTRINSICS.get(ins.argrepr, opname)
         if ins.opname in JUMPS_SKIP_THEIR_END:
@@ -177,7 +178,7 @@ JUMPS = set(dis.hasjrel) | set(dis.hasjabs)
 @functools.lru_cache(maxsize=256)
 def liveness(code: types.CodeType) -> dict[int, frozenset[str]]:
     """Locals live at each offset: read on some path before being written (backward dataflow)."""
-    insts = [i for i in dis.get_instructions(code) if i.opname != "CACHE"]
+    insts = [i for i, _ in _with_lines(code, None)]
     handlers = exception_ranges(code)
     uses: dict[int, set[str]] = {}
     defs: dict[int, set[str]] = {}
@@ -213,9 +214,7 @@ def index_by_offset(code: types.CodeType) -> tuple[pybc.Bytecode, dict[int, int]
     positions = [k for k, item in enumerate(original) if isinstance(item, pybc.Instr)]
     index: dict[int, int] = {}
     j = 0
-    for ins in dis.get_instructions(code):
-        if ins.opname == "CACHE":
-            continue
+    for ins, _ in _with_lines(code, None):  # without CACHE entries
         index[ins.offset] = positions[j]
         if ins.opname != "EXTENDED_ARG":  # the bytecode package folds EXTENDED_ARG into the next Instr
             assert original[positions[j]].name == ins.opname, (original[positions[j]].name, ins.opname)

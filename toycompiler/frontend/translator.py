@@ -407,17 +407,16 @@ class InstructionTranslator:
     # -- attributes -----------------------------------------------------------------------
 
     def LOAD_ATTR(self, inst):
-        """``LOAD_ATTR shape`` -- attribute of the value on top of the stack."""
+        """``LOAD_ATTR shape`` -- attribute of the value on top of the stack.
+
+        ``LOAD_METHOD sin`` (3.12: ``LOAD_ATTR`` with its low bit set) is the same with a NULL pushed
+        first (the flag): [NULL, bound callable]; CALL treats both layouts alike."""
         obj = self.pop()
-        if inst.flag:  # 3.12 folds PUSH_NULL into LOAD_ATTR for non-method loads
+        if inst.flag:
             self.push(NullVariable())
         self.push(obj.getattr(self, inst.argval))
 
-    def LOAD_METHOD(self, inst):
-        """``LOAD_METHOD sin`` -- pushes [NULL, bound callable]; CALL treats both layouts alike."""
-        obj = self.pop()
-        self.push(NullVariable())
-        self.push(obj.getattr(self, inst.argval))
+    LOAD_METHOD = LOAD_ATTR
 
     def LOAD_SUPER_ATTR(self, inst):
         """3.12: ``LOAD_GLOBAL super; LOAD_DEREF __class__; LOAD_FAST self; LOAD_SUPER_ATTR f``."""
@@ -621,25 +620,19 @@ class InstructionTranslator:
         """``(*a,)`` (3.12: ``CALL_INTRINSIC_1 INTRINSIC_LIST_TO_TUPLE``, renamed by the table)."""
         self.push(TupleVariable(list(self.pop().items)))
 
-    def SET_ADD(self, inst):
-        value = self.pop()
-        self.state.stack[-inst.arg].call_method(self, "add", [value], {})
-
-    def SET_UPDATE(self, inst):
-        values = self.pop()
-        self.state.stack[-inst.arg].call_method(self, "update", [values], {})
-
     def MAP_ADD(self, inst):
         """In a dict comprehension: [dict ..., key, value]."""
         value, key = self.pop(), self.pop()
         self.state.stack[-inst.arg].items[key.as_python()] = value
 
-    def DICT_UPDATE(self, inst):
-        """``{**a, **b}`` -- update the dict ``arg`` slots down."""
-        other = self.pop()
-        self.state.stack[-inst.arg].update_from(self, other)
+    def SET_ADD(self, inst):
+        """``{x for ...}``, ``{*a}``, ``{**a, **b}`` -- call the method :data:`CONTAINER_METHODS` names
+        (``add``, ``update``) on the set or dict ``arg`` slots down, with the popped value."""
+        value = self.pop()
+        self.state.stack[-inst.arg].call_method(self, CONTAINER_METHODS[inst.opname], [value], {})
 
-    DICT_MERGE = DICT_UPDATE  # ``f(**a, **b)``: the same, plus a duplicate-key error we don't model
+    SET_UPDATE = DICT_UPDATE = SET_ADD
+    DICT_MERGE = SET_ADD  # ``f(**a, **b)``: like DICT_UPDATE, plus a duplicate-key error we don't model
 
     # -- unpacking ---------------------------------------------------------------------------
 
@@ -849,6 +842,7 @@ INPLACE_BINARY_OPS = {f"{sym}=": getattr(operator, f"i{fn.__name__.rstrip('_')}"
 UNARY_OPS = {"UNARY_NEGATIVE": operator.neg, "UNARY_POSITIVE": operator.pos, "UNARY_INVERT": operator.invert}
 COMPARE_OPS = {"<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne, ">": operator.gt,
                ">=": operator.ge}
+CONTAINER_METHODS = {"SET_ADD": "add", "SET_UPDATE": "update", "DICT_UPDATE": "update", "DICT_MERGE": "update"}
 # When each conditional jump is taken, given the variable it tests.
 JUMP_CONDITIONS = {"POP_JUMP_IF_TRUE": lambda v: v.truth(), "POP_JUMP_IF_FALSE": lambda v: not v.truth(),
                    "POP_JUMP_IF_NONE": is_none, "POP_JUMP_IF_NOT_NONE": lambda v: not is_none(v),
