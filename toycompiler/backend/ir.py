@@ -12,6 +12,10 @@ Everything here is frozen data and prints as text; no closures.
 Mirrors: torch/_inductor/ir.py (Pointwise, Reduction, ComputedBuffer, Layout,
 ExternKernel, ReinterpretView) and the FloorDiv / ModularIndexing helpers of
 torch/utils/_sympy/functions.py.
+Two rewrites of the IR live here too: :func:`inline_pointwise` (a reduction
+reads its pointwise inputs' expressions, not their buffers) and
+:func:`split_reductions` (Triton: a long reduction as partials plus a final one).
+
 Leaves out: Inductor's inner functions (closures), templates, and most mutation.
 """
 

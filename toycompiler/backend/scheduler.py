@@ -17,6 +17,10 @@ moves, and which dead buffers' memory later buffers can reuse.
 
 Mirrors: torch/_inductor/scheduler.py (Scheduler.fuse_nodes, can_fuse,
 WhyNoFuse) and torch/_inductor/memory.py / wrapper's buffer reuse.
+Before fusing, Triton's schedule splits long reductions with few outputs
+(``ir.split_reductions``); buffers nobody reads any more (their readers inlined
+them) are dropped, each with its reason.
+
 Leaves out: reordering to create fusion opportunities, loop splitting, tiling.
 """
 

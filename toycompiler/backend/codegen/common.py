@@ -14,6 +14,11 @@ softmax row kernel::
         acc1 = 0;    for r: acc1 += exp(in[x, r] - acc0)        # sum
         for r: out[x, r] = exp(in[x, r] - acc0) / acc1          # div
 
+Reductions that need no row value still to come share one loop over r
+(``sum(x)`` and ``sum(x * x)`` of a variance read the row once), and
+neighbouring loops that every index walks as one are merged into one loop
+(``H*W`` of a contiguous NCHW tensor).
+
 Targets differ only in spelling, so each is a small subclass that fills in
 :attr:`KernelRenderer.ops` and a few hooks (loops, loads, stores, reductions).
 

@@ -20,8 +20,10 @@ computed in float32, as Inductor does.
 
 Mirrors: torch/_inductor/codegen/triton.py (TritonKernel, TritonOverrides,
 persistent_reduction) and torch/_inductor/runtime/triton_heuristics.py.
-Leaves out: 2-D tiling of pointwise kernels, split reductions (one long
-reduction over several programs), and autotuning a reduction's RBLOCK.
+A long reduction with few outputs reaches this renderer already split in two
+(``ir.split_reductions``: partial reductions over chunks, then the partials).
+
+Leaves out: 2-D tiling of pointwise kernels and autotuning a reduction's RBLOCK.
 """
 
 from __future__ import annotations
