@@ -60,17 +60,11 @@ def _reduced_numel(x: torch.Tensor, dims) -> int:
     return math.prod(x.shape[d] for d in dims)
 
 
-@register(aten.mean.dim)
-def mean_dim(x, dims, keepdim=False, *, dtype=None):
-    """mean = sum / count (the count is known at compile time)."""
+@register(aten.mean.dim, aten.mean.default)
+def mean(x, dims=None, keepdim=False, *, dtype=None):
+    """mean = sum / count (the count is known at compile time); no dims: over every element."""
     x = x.to(dtype) if dtype is not None else x
-    return aten.sum.dim_IntList(x, dims, keepdim) / _reduced_numel(x, dims)
-
-
-@register(aten.mean.default)
-def mean(x, *, dtype=None):
-    x = x.to(dtype) if dtype is not None else x
-    return aten.sum.default(x) / x.numel()
+    return aten.sum.dim_IntList(x, dims or [], keepdim) / _reduced_numel(x, dims)
 
 
 @register(aten.var_mean.correction)
