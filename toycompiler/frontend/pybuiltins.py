@@ -167,9 +167,7 @@ def _tuple(tx, args, kwargs):
 @handles(dict)
 def _dict(tx, args, kwargs):
     d = DictVariable({})
-    if args:
-        d.update_from(tx, args[0])
-    d.items.update(kwargs)
+    d.call_method(tx, "update", args, kwargs)  # dict(pairs, **kw) is {}.update(pairs, **kw)
     return d
 
 

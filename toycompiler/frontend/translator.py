@@ -545,32 +545,12 @@ class InstructionTranslator:
     def STORE_SUBSCR(self, inst):
         """``STORE_SUBSCR`` -- ``a[i] = v``: [v, a, i]. On a tensor, an in-place node that stays."""
         key, obj, value = self.pop(), self.pop(), self.pop()
-        self.store_item(obj, key, value)
+        obj.setitem(self, key, value)
 
     def STORE_SLICE(self, inst):
         """3.12: ``a[lo:hi] = v`` -- [v, a, lo, hi]."""
         stop, start, obj, value = self.pop(), self.pop(), self.pop(), self.pop()
-        self.store_item(obj, self.make_slice([start, stop]), value)
-
-    def store_item(self, obj: Variable, key: Variable, value: Variable) -> None:
-        if isinstance(obj, TensorVariable):
-            self.record_setitem(obj, key, value)
-        elif isinstance(obj, ListVariable | DictVariable):
-            obj.setitem(self, key, value)
-        else:
-            raise Unsupported(f"item assignment on {obj.describe()} changes an object outside the compiled code",
-                              "mutation")
-
-    def record_setitem(self, obj: TensorVariable, key: Variable, value: Variable) -> None:
-        """``out[idx] = v`` as an ``operator.setitem`` node that dead-code elimination keeps."""
-        try:
-            with self.output.fake_mode:
-                operator.setitem(obj.example, key.fake(), value.fake())
-        except Exception as e:
-            raise Unsupported(f"tensor item assignment failed on fake tensors: {type(e).__name__}: {e}",
-                              "fake-tensor") from e
-        args = (obj.node, key.node_arg(), value.node_arg())
-        self.output.side_effect_nodes.append(self.output.create_node("call_function", operator.setitem, args, {}, None))
+        obj.setitem(self, self.make_slice([start, stop]), value)
 
     def DELETE_SUBSCR(self, inst):
         key, obj = self.pop(), self.pop()

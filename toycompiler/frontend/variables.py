@@ -97,6 +97,11 @@ class Variable:
     def getitem(self, tx: InstructionTranslator, index: Variable) -> Variable:
         return tx.call_python(operator.getitem, [self, index], {})
 
+    def setitem(self, tx: InstructionTranslator, index: Variable, value: Variable) -> None:
+        """``obj[index] = value``: only tensors, and lists and dicts made while tracing, take it."""
+        raise Unsupported(f"item assignment on {self.describe()} changes an object outside the compiled code",
+                          "mutation")
+
     def truth(self) -> bool:
         """``bool(value)`` at compile time, for jumps."""
         return bool(self.as_python())
@@ -311,6 +316,17 @@ class TensorVariable(Variable):
 
     def getitem(self, tx, index):
         return tx.output.record_call("call_function", operator.getitem, [self, index], {})
+
+    def setitem(self, tx, index, value):
+        """``out[idx] = v`` as an ``operator.setitem`` node that dead-code elimination keeps."""
+        try:
+            with tx.output.fake_mode:
+                operator.setitem(self.example, index.fake(), value.fake())
+        except Exception as e:
+            raise Unsupported(f"tensor item assignment failed on fake tensors: {type(e).__name__}: {e}",
+                              "fake-tensor") from e
+        args = (self.node, index.node_arg(), value.node_arg())
+        tx.output.side_effect_nodes.append(tx.output.create_node("call_function", operator.setitem, args, {}, None))
 
     def truth(self) -> bool:
         raise Unsupported("branching on a tensor's value (data-dependent control flow)", "data-dependent-branch")
