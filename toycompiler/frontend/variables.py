@@ -7,11 +7,13 @@ a Python value known at compile time (:class:`ConstantVariable`,
 will inline, a closure cell, or CPython's NULL marker.
 
 Each variable answers the same few questions (``getattr``, ``call``,
-``as_python``, ``unpack``, ``getitem``, ``truth``), so the translator
+``as_python``, ``unpack``, ``getitem``, ``setitem``, ``truth``), so the translator
 dispatches on behaviour, not on ``isinstance`` ladders; the same holds for the
 graph: ``node_arg``, ``fake`` and ``tensors`` say what a value is as an FX
-argument, as a fake-tensor argument, and which tensors it holds. Containers
-(lists, dicts, iterators) live in :mod:`.containers`.
+argument, as a fake-tensor argument, and which tensors it holds; and for the
+transformed code: ``reconstruct(cg)`` emits the instructions that push the
+value as a real one (see :mod:`.reconstruct`). Containers (lists, dicts,
+iterators) live in :mod:`.containers`.
 
 The translator is passed to these methods as ``tx`` (never imported): a
 variable asks it to ``wrap`` a real value, ``call_python`` a callable,
