@@ -18,7 +18,7 @@ from toycompiler.testing import assert_same, device_for
 @pytest.fixture(autouse=True)
 def small_splits(monkeypatch):
     monkeypatch.setattr(ir, "SPLIT_MIN_RNUMEL", 64)
-    monkeypatch.setattr(ir, "SPLIT_PROGRAMS", 16)
+    monkeypatch.setattr(ir, "SPLIT_PROGRAMS", 64)
     monkeypatch.setattr(ir, "SPLIT_MIN_CHUNK", 16)
 
 
