@@ -156,7 +156,7 @@ def make_model(name: str, size: str = "test") -> nn.Module:
     return getattr(models, name)(weights=None, num_classes=10)
 
 
-MODEL_NAMES = ("resnet18", "mobilenet_v3_small", "vit", "gpt")
+MODEL_NAMES = ("gpt", "vit", "mobilenet_v3_small", "resnet18")
 
 
 def inputs_for(name: str, device: str, size: str = "test") -> tuple[tuple, torch.Tensor]:
@@ -288,11 +288,11 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{name:20s} {r['mode']:5s} graphs {r['graphs']} breaks {r['breaks']} kernels {r['kernels']:3d} "
                   f"fallbacks {len(r['fallbacks'])}  ms eager/torch.compile/toy "
                   + " / ".join(f"{v:.3f}" for v in (r["gpu_ms"] or r["wall_ms"]).values()), flush=True)
-    result = {"machine": machine(device), "size": size, "models": rows}
+            result = {"machine": machine(device), "size": size, "models": rows}
+            if args.out:  # after every row: an interrupted run keeps what it measured
+                with open(args.out, "w") as f:
+                    json.dump(result, f, indent=1)
     print("\n" + markdown(result))
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump(result, f, indent=1)
 
 
 if __name__ == "__main__":
