@@ -18,11 +18,15 @@ import pathlib
 import sys
 import tokenize
 
-# Lines of code in toycompiler/. The goal is 6,000: the restructured core reached 6,235 before the work on
-# kernels and model coverage (vectorised C++, reductions along any axis, the decomposition-driven
-# lowerings, outputs that alias inputs, checksummed cache, guards compiled into one check) added about 360.
-# The budget holds what was reached; new features fit inside it by shrinking something else.
-BUDGET = 6600
+# Lines of code in toycompiler/. The goal is 6,000. The restructured core reached 6,235; the kernel and
+# model-coverage work then added about 360 (vectorised C++, reductions along any axis, decomposition-driven
+# lowerings, outputs that alias inputs, checksummed cache, guards compiled into one check), and a second pass
+# cut about 470 while the kernels gained one-pass statistics, split reductions, loop merging and pointwise
+# inlining into reductions (about +140). What is left above 6,000 is mostly the frontend's container and
+# builtin handlers (long method chains in containers.py/pybuiltins.py) and the kernel renderers; closing it
+# needs a redesign of those, not trimming. The budget holds what was reached: new features fit inside it
+# by shrinking something else.
+BUDGET = 6420
 
 
 def code_lines(src: str) -> int:
