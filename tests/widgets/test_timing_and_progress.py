@@ -40,3 +40,13 @@ def test_progress_is_silent_outside_a_live_kernel(capsys):
     with Progress() as p:
         p.update("working...")
     assert not p.live and capsys.readouterr().out == ""
+
+
+def test_large_runs_report_achieved_bandwidth_beside_the_copy_bandwidth():
+    x = torch.randn(1 << 18)  # 1 MB in, 1 MB out
+    t = measure(twice, toycompiler.compile(twice, backend="cpp"), x, repeat=3, backend="cpp")
+    assert t.bytes_moved == 2 * x.numel() * 4 and t.copy_gbps > 0
+    text = str(t)
+    assert text.count("GB/s (copy: ") == 2  # eager and compiled lines
+    small = measure(twice, toycompiler.compile(twice, backend="cpp"), torch.randn(8), repeat=3, backend="cpp")
+    assert small.bytes_moved == 0 and "GB/s" not in str(small)  # 64 bytes: overhead, not bandwidth
