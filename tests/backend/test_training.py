@@ -61,3 +61,25 @@ def test_training_step_of_an_mlp_matches_eager():
     assert_same(mlp_step, x, w1, w2, backend="cpp", backward=True, rtol=1e-4, atol=1e-4)
     backend = toycompiler.explain(mlp_step, backend="cpp")(x, w1, w2).frames[0].backend
     assert backend.kernels and backend.backward.kernels
+
+
+def test_training_with_a_dynamic_batch_falls_back_with_its_reason():
+    """The guards of a ``mark_dynamic`` input admit any batch size, but AOTAutograd traced the example's:
+    kernels fixed to batch 5 once crashed on batch 7 in the backward (a matmul of 16x5 and 7x8). The
+    graph now runs eagerly, for every size, and says why."""
+    from toycompiler.testing import fallback_reasons
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 3))
+    compiled = toycompiler.compile(model, backend="cpp")
+    for n in (5, 7):
+        x = torch.randn(n, 8)
+        torch._dynamo.mark_dynamic(x, 0)
+        compiled(x).sum().backward()
+        got = [p.grad.clone() for p in model.parameters()]
+        model.zero_grad()
+        model(x).sum().backward()
+        for g, p in zip(got, model.parameters()):
+            torch.testing.assert_close(g, p.grad)
+        model.zero_grad()
+    assert any("training with symbolic sizes" in r for r in fallback_reasons(compiled)), fallback_reasons(compiled)

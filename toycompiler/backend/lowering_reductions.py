@@ -75,16 +75,12 @@ def make_reduction(op: str):
         keep_size = tuple(sympy.Integer(1) if d in reduced else x.size[d] for d in range(len(x.size)))
         ref = TensorRef(result.ref.buf, keep_size, contiguous_strides(keep_size))
         return TensorValue(keep_size, out.dtype, result.device, ref_loader(ref), ref)
-    lower.needs_graph = True
     return lower
 
 
-register_lowering(aten.sum)(make_reduction("sum"))
-register_lowering(aten.prod)(make_reduction("prod"))
-register_lowering(aten.amax)(make_reduction("max"))
-register_lowering(aten.amin)(make_reduction("min"))
-register_lowering(aten.argmax)(make_reduction("argmax"))
-register_lowering(aten.argmin)(make_reduction("argmin"))
+for _packet, _op in ((aten.sum, "sum"), (aten.prod, "prod"), (aten.amax, "max"), (aten.amin, "min"),
+                     (aten.argmax, "argmax"), (aten.argmin, "argmin")):
+    register_lowering(_packet, needs_graph=True)(make_reduction(_op))
 
 
 def _max_min_dim(op: str):
@@ -95,12 +91,11 @@ def _max_min_dim(op: str):
         if dim is None:  # max(x) without dim: one value
             return value(graph, node, x)
         return (value(graph, node, x, [dim], keepdim), index(graph, node, x, dim, keepdim))
-    lower.needs_graph = True
     return lower
 
 
-register_lowering(aten.max.dim, aten.max.default)(_max_min_dim("max"))
-register_lowering(aten.min.dim, aten.min.default)(_max_min_dim("min"))
+register_lowering(aten.max.dim, aten.max.default, needs_graph=True)(_max_min_dim("max"))
+register_lowering(aten.min.dim, aten.min.default, needs_graph=True)(_max_min_dim("min"))
 
 
 # -- extern kernels ----------------------------------------------------------------
@@ -123,13 +118,15 @@ def make_extern(fn: str, out_arg: bool = True, nargs: int = 2, kw: tuple[str, ..
             lines=provenance.lines_of(node)))
         ref = TensorRef(name, size, stride)
         return TensorValue(size, out.dtype, str(out.device), ref_loader(ref), ref)
-    lower.needs_graph = True
     return lower
 
 
-register_lowering(aten.mm)(make_extern("torch.mm"))
-register_lowering(aten.bmm)(make_extern("torch.bmm"))
-register_lowering(aten.addmm)(make_extern("torch.addmm", nargs=3, kw=("beta", "alpha")))
+register_lowering(aten.mm, needs_graph=True)(make_extern("torch.mm"))
+register_lowering(aten.bmm, needs_graph=True)(make_extern("torch.bmm"))
+register_lowering(aten.addmm, needs_graph=True)(make_extern("torch.addmm", nargs=3, kw=("beta", "alpha")))
+
+
+@register_lowering(aten.convolution, needs_graph=True)
 def _convolution(graph, node, x, w, bias, *rest):
     """Convolution with an optional bias tensor (three tensor inputs, or two and ``None``)."""
     if bias is None:
@@ -141,6 +138,4 @@ _conv_nobias = make_extern("torch.convolution", out_arg=False, nargs=2,
                            kw=("bias", "stride", "padding", "dilation", "transposed", "output_padding", "groups"))
 _conv_bias = make_extern("torch.convolution", out_arg=False, nargs=3,
                          kw=("stride", "padding", "dilation", "transposed", "output_padding", "groups"))
-_convolution.needs_graph = True
-register_lowering(aten.convolution)(_convolution)
 

@@ -47,6 +47,11 @@ def compile_training(gm: torch.fx.GraphModule, example_inputs: list, compile_gra
     ``compile_graph`` compiles one graph (the pipeline passes its own): the forward and the backward
     each go through it, so either may fall back to eager on its own, with its reason.
     """
+    sizes = [s for n in gm.graph.nodes if n.op == "placeholder"
+             for s in getattr(n.meta.get("val", n.meta.get("example_value")), "shape", ())]
+    if any(isinstance(s, torch.SymInt) for s in sizes):  # the guards would let other sizes in
+        raise NotImplementedError("training with symbolic sizes: AOTAutograd traces the example's sizes here, "
+                                  "so the kernels would fit that size only")
     from torch._dynamo.backends.common import aot_autograd
     from torch._functorch import config as functorch_config
     from torch._functorch.aot_autograd import make_boxed_func
@@ -109,7 +114,7 @@ def _with_traced_layouts(call: Callable, inputs: list) -> Callable:
     that the forward computed into a buffer of its own, say with a batch of 1). Such an input is copied
     into the traced layout first. The forward's code returns the same layouts on every call, so which
     inputs need it is found once."""
-    traced = [(t.shape, t.stride()) if isinstance(t, torch.Tensor) else None for t in inputs]
+    traced = [(t.shape, t.stride()) if isinstance(t, torch.Tensor) and _static(t) else None for t in inputs]
     mismatched: list[int] | None = None
 
     def run(*args: Any) -> Any:
@@ -122,6 +127,11 @@ def _with_traced_layouts(call: Callable, inputs: list) -> Callable:
                 args[i] = torch.empty_strided(*traced[i], dtype=args[i].dtype, device=args[i].device).copy_(args[i])
         return call(*args)
     return run
+
+
+def _static(t: torch.Tensor) -> bool:
+    """Sizes and strides are plain ints (with dynamic shapes they are symbols: left as they come)."""
+    return all(isinstance(v, int) for v in (*t.shape, *t.stride()))
 
 
 def _with_nones(call: Callable, kept: tuple[int, ...], total: int) -> Callable:
