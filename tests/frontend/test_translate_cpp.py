@@ -9,7 +9,10 @@ from test_translate_torch import iadd_input, setitem_slice
 from translate_harness import XY, Case, X, case_id, run_case
 
 torch.manual_seed(0)
-NET = nn.Sequential(nn.Linear(4, 8), nn.GELU(), nn.Linear(8, 4))
+# Frozen: the case's third call (a new batch size) makes the batch dim symbolic, and a graph whose
+# parameters need gradients with symbolic sizes runs eagerly (a known gap, tests/backend/test_training.py);
+# this case is about translating the module call.
+NET = nn.Sequential(nn.Linear(4, 8), nn.GELU(), nn.Linear(8, 4)).requires_grad_(False)
 
 
 def module_call(x):
