@@ -74,7 +74,9 @@ class TritonRenderer(KernelRenderer):
         "log1p": "libdevice.log1p({0})", "expm1": "libdevice.expm1({0})",
         "sign": "tl.where({0} > 0, 1, tl.where({0} < 0, -1, 0)).to({dtype})",
         "add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "div": "{0} / {1}",
-        "fmod": "{0} % {1}", "imod": "{0} % {1}", "truncdiv": "{0} // {1}",  # C's (truncating) % and //, on floats and integers
+        # C's (truncating) remainder and division. Float remainder is libdevice's exact fmod: Triton's float `%`
+        # becomes LLVM's frem, which the GPU computes as a - trunc(a / b) * b (1e10 % 0.3 off by 12).
+        "fmod": "libdevice.fmod({0}, {1})", "imod": "{0} % {1}", "truncdiv": "{0} // {1}",
         "maximum": "tl.maximum({0}, {1}, propagate_nan=tl.PropagateNan.ALL)",
         "minimum": "tl.minimum({0}, {1}, propagate_nan=tl.PropagateNan.ALL)",
         "pow": "libdevice.pow({0}, {1})",

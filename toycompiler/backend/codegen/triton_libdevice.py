@@ -77,4 +77,8 @@ else:
         return tl.where(x == 0, tl.where(y == 0, 1.0, tl.where(y < 0, float("inf"), 0.0)),
                         tl.where((x < 0) & ~y_int, nan, signed))
 
-    libdevice = types.SimpleNamespace(tanh=tanh, tan=tan, pow=pow, trunc=trunc, log1p=log1p, expm1=expm1)
+    @triton.jit
+    def fmod(x, y):
+        return x % y  # the interpreter computes float % with numpy's fmod: exact, the dividend's sign
+
+    libdevice = types.SimpleNamespace(tanh=tanh, tan=tan, pow=pow, trunc=trunc, log1p=log1p, expm1=expm1, fmod=fmod)
