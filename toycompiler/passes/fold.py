@@ -23,20 +23,12 @@ def constant_fold(gm: torch.fx.GraphModule) -> list[str]:
     changes = []
     constant: set[torch.fx.Node] = set()
     for node in list(gm.graph.nodes):
-        if node.op == "get_attr":
-            constant.add(node)
-            continue
-        if node.op != "call_function":
-            continue
-        inputs = node.all_input_nodes
-        is_factory = str(node.target).startswith(FACTORIES)
-        if not (is_factory or (inputs and all(i in constant for i in inputs))):
-            continue
         val = node.meta.get("val")
-        if not isinstance(val, torch.Tensor) or val.numel() > MAX_FOLD_NUMEL:
+        small = node.op == "call_function" and isinstance(val, torch.Tensor) and val.numel() <= MAX_FOLD_NUMEL
+        if node.op == "get_attr" or (small and str(node.target).startswith(FACTORIES)):
+            constant.add(node)  # a weight, or a small factory: the ops reading it can be folded
             continue
-        if is_factory:
-            constant.add(node)
+        if not (small and node.all_input_nodes and all(i in constant for i in node.all_input_nodes)):
             continue
         value = _evaluate(gm, node)
         name = f"_folded_{node.name}"
