@@ -38,10 +38,6 @@ class StageResult(NamedTuple, Generic[T]):
     artifact: Any
 
 
-def _numbered(lines: tuple[str, ...], first: int) -> str:
-    return "\n".join(f"{first + i:4d}  {line}" for i, line in enumerate(lines))
-
-
 def _sections(*sections: tuple[str, Any]) -> list[str]:
     """The lines of a report: ``== title``, then the value's text, for each value that is there (not None)."""
     return [line for title, value in sections if value is not None for line in (f"== {title}", str(value))]
@@ -64,7 +60,8 @@ class SourceArtifact(Artifact):
         return self.lines[i].strip() if 0 <= i < len(self.lines) else ""
 
     def __str__(self) -> str:
-        return f"# {self.filename}:{self.firstlineno}\n" + _numbered(self.lines, self.firstlineno)
+        numbered = (f"{n:4d}  {line}" for n, line in enumerate(self.lines, self.firstlineno))
+        return "\n".join([f"# {self.filename}:{self.firstlineno}", *numbered])
 
 
 # -- stage 1: bytecode ----------------------------------------------------------
@@ -150,10 +147,8 @@ class TranslationArtifact(Artifact):
     graph_break: GraphBreak | None = None
 
     def __str__(self) -> str:
-        out = [f"# symbolic execution of {self.name}"] + [str(s) for s in self.steps]
-        if self.graph_break:
-            out.append(f"graph break: {self.graph_break}")
-        return "\n".join(out)
+        graph_break = [f"graph break: {self.graph_break}"] if self.graph_break else []
+        return "\n".join([f"# symbolic execution of {self.name}", *map(str, self.steps), *graph_break])
 
 
 # -- stage 3: guards ------------------------------------------------------------
@@ -434,11 +429,9 @@ class RuntimeArtifact(Artifact):
     autotune: AutotuneArtifact | None = None
 
     def __str__(self) -> str:
-        out = [f"mode: {self.mode}", f"launch: {self.launch}", f"CUDA graphs: {self.cudagraphs}",
-               f"graph cache: {self.cache}"]
-        if self.autotune is not None:
-            out.append(f"autotune: {self.autotune}")
-        return "\n".join(out)
+        rows = [("mode", self.mode), ("launch", self.launch), ("CUDA graphs", self.cudagraphs),
+                ("graph cache", self.cache), ("autotune", self.autotune)]
+        return "\n".join(f"{title}: {value}" for title, value in rows if value is not None)
 
 
 @dataclass(frozen=True)
@@ -461,14 +454,12 @@ class BackendArtifacts(Artifact):
         return self.output_code.kernels if self.output_code else ()
 
     def __str__(self) -> str:
-        parts = [f"== backend: {self.backend}"]
-        if self.fallback_reason:
-            parts.append(f"fell back to eager: {self.fallback_reason}")
+        fallback = [f"fell back to eager: {self.fallback_reason}"] if self.fallback_reason else []
         sections = [("passes", self.passes), ("lowered IR", self.ir), ("fusion groups", self.schedule)]
         sections += [(f"kernel {k.name} ({k.language})", k.source.rstrip()) for k in self.kernels]
         sections += [("output code", self.output_code and self.output_code.source.rstrip()),
                      ("runtime", self.runtime), ("backward graph (AOTAutograd)", self.backward)]
-        return "\n".join(parts + _sections(*sections))
+        return "\n".join([f"== backend: {self.backend}", *fallback, *_sections(*sections)])
 
 
 # -- one compiled frame, and the whole report -----------------------------------
