@@ -26,7 +26,7 @@ from __future__ import annotations
 import itertools
 import operator
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import sympy
@@ -77,16 +77,12 @@ class TensorValue:
     ref: TensorRef | None = None
 
 
-def ref_loader(ref: TensorRef) -> Callable[[tuple], Expr]:
-    """Element ``idx`` of a strided view: ``buf[offset + sum(idx[i] * stride[i])]``."""
+def strided_value(ref: TensorRef, dtype: torch.dtype, device: str) -> TensorValue:
+    """A strided view of a stored buffer: element ``idx`` is ``buf[offset + sum(idx[i] * stride[i])]``."""
     def load(idx: tuple) -> Expr:
         terms = [i * st for i, s, st in zip(idx, ref.size, ref.stride) if s != 1]
         return Load(ref.buf, sympy.expand(ref.offset + sum(terms, sympy.Integer(0))))
-    return load
-
-
-def strided_value(ref: TensorRef, dtype: torch.dtype, device: str) -> TensorValue:
-    return TensorValue(ref.size, dtype, device, ref_loader(ref), ref)
+    return TensorValue(ref.size, dtype, device, load, ref)
 
 
 LOWERINGS: dict[Any, Callable[..., Any]] = {}
@@ -105,6 +101,11 @@ def register_lowering(*ops: Any, view: bool = False, needs_graph: bool = False) 
 
 
 # -- pointwise ------------------------------------------------------------------
+
+
+def layout_of(val: torch.Tensor) -> Layout:
+    """The layout of a tensor (a fake one: a node's ``meta["val"]``), its sizes as sympy; offset 0."""
+    return Layout(tuple(map(sym, val.shape)), tuple(map(sym, val.stride())), val.dtype, str(val.device))
 
 
 def broadcast_shapes(*sizes: tuple[sympy.Expr, ...]) -> tuple[sympy.Expr, ...]:
@@ -157,17 +158,16 @@ def pointwise(node: torch.fx.Node, op: str, args: list[Any],
 
 
 def make_pointwise(op: str, compute_from_inputs: bool = False) -> Callable[..., TensorValue]:
-    """Lowering for an elementwise op: broadcast the inputs, cast them, apply ``op``."""
+    """Lowering for an elementwise op: broadcast the inputs, cast them, apply ``op``.
+
+    ``compute_from_inputs``: compute in the dtype the inputs promote to (a comparison's result is bool)."""
 
     def lower(node: torch.fx.Node, *args: Any, **kwargs: Any) -> TensorValue:
-        compute = _compute_dtype(node) if compute_from_inputs else None
-        return pointwise(node, op, list(args), compute)
+        if not compute_from_inputs:
+            return pointwise(node, op, list(args))
+        vals = [a.meta["val"] if isinstance(a, torch.fx.Node) else a for a in node.args[:2]]
+        return pointwise(node, op, list(args), torch.result_type(*vals) if len(vals) == 2 else vals[0].dtype)
     return lower
-
-
-def _compute_dtype(node: torch.fx.Node) -> torch.dtype:
-    vals = [a.meta["val"] if isinstance(a, torch.fx.Node) else a for a in node.args[:2]]
-    return torch.result_type(*vals) if len(vals) == 2 else vals[0].dtype
 
 
 # Each ATen op here becomes the kernel op of the same name (``aten.sin`` -> ``sin``).
@@ -177,10 +177,9 @@ POINTWISE_OPS = ("sin", "cos", "tan", "exp", "log", "tanh", "sigmoid", "neg", "a
 # Computed in the inputs' dtype, whatever the result's (bool).
 COMPARISON_OPS = ("gt", "lt", "ge", "le", "eq", "ne", "isnan")
 
-for _name in POINTWISE_OPS:
-    register_lowering(getattr(aten, _name))(make_pointwise(_name))
-for _name in COMPARISON_OPS:
-    register_lowering(getattr(aten, _name))(make_pointwise(_name, compute_from_inputs=True))
+for _name in POINTWISE_OPS + COMPARISON_OPS:
+    register_lowering(getattr(aten, _name))(make_pointwise(_name, compute_from_inputs=_name in COMPARISON_OPS))
+register_lowering(aten.clone, aten.lift_fresh_copy)(make_pointwise("identity"))  # memory_format: by name only
 
 
 @register_lowering(aten.where)
@@ -227,26 +226,17 @@ def _clamp(node, x, min=None, max=None):
     return x
 
 
-@register_lowering(aten.clone, aten.lift_fresh_copy)
-def _clone(node, x, memory_format=None):
-    return pointwise(node, "identity", [x])
-
-
 @register_lowering(aten._to_copy)
 def _to_copy(node, x, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False,
              memory_format=None):
     if device is not None and str(torch.device(device)) != x.device:
         raise LoweringError(f"_to_copy to another device ({device}) is not supported")
-    return pointwise(node, "identity", [x], compute=node.meta["val"].dtype)
+    return pointwise(node, "identity", [x])  # computed in the result's dtype: the cast
 
 
 @register_lowering(aten.copy)
 def _copy(node, dst, src):
-    return pointwise(node, "identity", [_expand_to(src, dst.size)])
-
-
-def _expand_to(v: TensorValue, size: tuple) -> TensorValue:
-    return TensorValue(size, v.dtype, v.device, broadcast_loader(v, size))
+    return pointwise(node, "identity", [TensorValue(dst.size, src.dtype, src.device, broadcast_loader(src, dst.size))])
 
 
 @register_lowering(aten.copy_, needs_graph=True)
@@ -254,12 +244,11 @@ def _copy_into_input(graph: GraphLowering, node: torch.fx.Node, dst: TensorValue
     """``copy_(input, value)``, which functionalization leaves for mutated inputs: a store into the input."""
     if dst.ref is None or dst.ref.buf not in {b.name for b in graph.inputs if b.kind == "input"}:
         raise LoweringError(f"{node.name}: copy_ into something other than a graph input is not supported")
-    value = _expand_to(src, dst.size) if isinstance(src, TensorValue) else \
-        TensorValue(dst.size, dst.dtype, dst.device, lambda idx: Const(src, dst.dtype))
-    body = cast(value.loader(index_vars(len(dst.size))), value.dtype, dst.dtype)
-    graph.buffers.append(ComputedBuffer(
-        f"buf{len(graph.buffers)}", Layout(dst.size, dst.ref.stride, dst.dtype, dst.device, dst.ref.offset), body,
-        origins=(node.name,), lines=provenance.lines_of(node), store_into=dst.ref.buf))
+    idx = index_vars(len(dst.size))
+    body = cast(broadcast_loader(src, dst.size)(idx), src.dtype, dst.dtype) if isinstance(src, TensorValue) \
+        else Const(src, dst.dtype)
+    layout = Layout(dst.size, dst.ref.stride, dst.dtype, dst.device, dst.ref.offset)
+    graph.add_buffer(ComputedBuffer, layout, body, node=node, store_into=dst.ref.buf)
     return dst
 
 
@@ -308,12 +297,8 @@ def fallback_kernel(graph: GraphLowering, node: torch.fx.Node, *args: Any, **kwa
             outs.append(None)
             continue
         mine = [(k, str([j == i for j in range(len(vals))]) if k == "output_mask" else v) for k, v in texts]
-        size, stride = tuple(sym(s) for s in val.shape), tuple(sym(s) for s in val.stride())
-        name = f"buf{len(graph.buffers)}"
-        graph.buffers.append(ExternKernel(name, Layout(size, stride, val.dtype, str(val.device)),
-                                          f"torch.ops.{node.target}", tuple(refs), tuple(mine), (node.name,),
-                                          provenance.lines_of(node), item=i if multiple else None))
-        outs.append(strided_value(TensorRef(name, size, stride), val.dtype, str(val.device)))
+        outs.append(graph.add_buffer(ExternKernel, layout_of(val), f"torch.ops.{node.target}", tuple(refs), tuple(mine),
+                                     node=node, item=i if multiple else None))
     return outs if multiple else outs[0]
 
 
@@ -369,15 +354,13 @@ class GraphLowering:
         return self.add_input(name, val, "constant")
 
     def add_input(self, name: str, val: torch.Tensor, kind: str) -> TensorValue:
-        size = tuple(sym(s) for s in val.shape)
-        stride = tuple(sym(s) for s in val.stride())
-        for d, s in enumerate(size):
+        layout = replace(layout_of(val), offset=sym(val.storage_offset()))
+        for d, s in enumerate(layout.size):
             if isinstance(s, sympy.Symbol):
                 self.size_vars.setdefault(s.name, f"{name}.size({d})")
-        offset = sym(val.storage_offset())
-        self.inputs.append(InputBuffer(name, Layout(size, stride, val.dtype, str(val.device), offset), kind))
+        self.inputs.append(InputBuffer(name, layout, kind))
         # An input's storage offset is applied by passing the tensor itself: loads index from its data pointer.
-        return strided_value(TensorRef(name, size, stride), val.dtype, str(val.device))
+        return strided_value(TensorRef(name, layout.size, layout.stride), layout.dtype, layout.device)
 
     def call_function(self, node: torch.fx.Node) -> Any:
         target = node.target
@@ -404,13 +387,18 @@ class GraphLowering:
 
     def add_computed(self, size: tuple, dtype: torch.dtype, device: str, body: Expr, node: torch.fx.Node | None,
                      reduction: Any = None) -> TensorValue:
+        """A contiguous buffer whose element ``(d0, d1, ...)`` is ``body`` (reduced over r0... if ``reduction``)."""
+        layout = Layout(size, contiguous_strides(size), dtype, device)
+        return self.add_buffer(ComputedBuffer, layout, body, reduction, node=node)
+
+    def add_buffer(self, kind: type, layout: Layout, *fields: Any, node: torch.fx.Node | None,
+                   **more: Any) -> TensorValue:
+        """Append ``kind(buf<n>, layout, *fields, **more)``, from ``node`` (default: the node being lowered);
+        returns its value, read from memory."""
         node = node or self.node
         name = f"buf{len(self.buffers)}"
-        stride = contiguous_strides(size)
-        self.buffers.append(ComputedBuffer(name, Layout(size, stride, dtype, device), body, reduction,
-                                           origins=(node.name,) if node is not None else (),
-                                           lines=provenance.lines_of(node)))
-        return strided_value(TensorRef(name, size, stride), dtype, device)
+        self.buffers.append(kind(name, layout, *fields, origins=(node.name,), lines=provenance.lines_of(node), **more))
+        return strided_value(TensorRef(name, layout.size, layout.stride), layout.dtype, layout.device)
 
     def output(self, node: torch.fx.Node) -> list[TensorRef]:
         if not isinstance(node.args[0], (tuple, list)):

@@ -14,27 +14,24 @@ Leaves out: Welford variance (passes/decompose.py's var_mean says why), scans
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import sympy
 import torch
 
-from .. import provenance
 from .ir import (
     Const,
     ExternKernel,
-    Layout,
     Reduction,
     TensorRef,
     contiguous_strides,
     index_vars,
     inline_pointwise,
-    sym,
 )
-from .lowering import TensorValue, cast, ref_loader, register_lowering
+from .lowering import TensorValue, cast, layout_of, register_lowering, strided_value
 
 aten = torch.ops.aten
-
 
 
 def _dims(dims: Any, ndim: int) -> list[int]:
@@ -58,15 +55,11 @@ def make_reduction(op: str):
             return graph.add_computed((), out.dtype, str(out.device), value, node)
         reduced = _dims(dims, len(x.size))
         kept = [d for d in range(len(x.size)) if d not in reduced]
-        dvars, rvars = index_vars(len(kept)), index_vars(len(reduced), "r")
-        idx = [None] * len(x.size)
-        for d, v in zip(kept, dvars):
-            idx[d] = v
-        for d, v in zip(reduced, rvars):
-            idx[d] = v
+        var = dict(zip(kept + reduced, index_vars(len(kept)) + index_vars(len(reduced), "r")))
+        idx = tuple(var[d] for d in range(len(x.size)))  # x[d0, r0, d1] for a reduction over dim 1 of a 3-d x
         acc_dtype = x.dtype if op in ("max", "min", "argmax", "argmin") else out.dtype
         producers = {b.name: b for b in graph.buffers}
-        body = cast(inline_pointwise(x.loader(tuple(idx)), tuple(idx), producers), x.dtype, acc_dtype)
+        body = cast(inline_pointwise(x.loader(idx), idx, producers), x.dtype, acc_dtype)
         size = tuple(x.size[d] for d in kept)
         result = graph.add_computed(size, out.dtype, str(out.device), body, node,
                                     Reduction(op, tuple(x.size[d] for d in reduced)))
@@ -74,7 +67,7 @@ def make_reduction(op: str):
             return result
         keep_size = tuple(sympy.Integer(1) if d in reduced else x.size[d] for d in range(len(x.size)))
         ref = TensorRef(result.ref.buf, keep_size, contiguous_strides(keep_size))
-        return TensorValue(keep_size, out.dtype, result.device, ref_loader(ref), ref)
+        return strided_value(ref, out.dtype, result.device)
     return lower
 
 
@@ -101,41 +94,28 @@ register_lowering(aten.min.dim, aten.min.default, needs_graph=True)(_max_min_dim
 # -- extern kernels ----------------------------------------------------------------
 
 
-def make_extern(fn: str, out_arg: bool = True, nargs: int = 2, kw: tuple[str, ...] = ()):
-    """A library call: its tensor inputs must be strided buffers (realized if they are not)."""
+def make_extern(fn: str, out_arg: bool = True, ntensors: int = 2, kw: tuple[str, ...] = ()):
+    """A library call: its tensor inputs must be strided buffers (realized if they are not).
+
+    The first ``ntensors`` arguments are tensors; ``kw`` names the ones after them, passed by name. An
+    optional tensor (convolution's ``bias``) is named in ``kw`` too: passed as a tensor when given, as
+    ``bias=None`` when not."""
 
     def lower(graph, node, *args: Any, **kwargs: Any) -> TensorValue:
-        tensors = [a if a.ref is not None else graph.realize(a, node) for a in args[:nargs]]
-        out = node.meta["val"]
-        size = tuple(sym(s) for s in out.shape)
-        stride = tuple(sym(s) for s in out.stride()) if not out_arg else contiguous_strides(size)
-        extras = list(args[nargs:])
-        texts = [(k, repr(v)) for k, v in zip(kw, extras)] + [(k, repr(v)) for k, v in kwargs.items()]
-        name = f"buf{len(graph.buffers)}"
-        graph.buffers.append(ExternKernel(
-            name, Layout(size, stride, out.dtype, str(out.device)), fn, tuple(t.ref for t in tensors),
-            tuple(texts) + ((("out", name),) if out_arg else ()), origins=(node.name,),
-            lines=provenance.lines_of(node)))
-        ref = TensorRef(name, size, stride)
-        return TensorValue(size, out.dtype, str(out.device), ref_loader(ref), ref)
+        tensors = [a if a.ref is not None else graph.realize(a, node) for a in args if isinstance(a, TensorValue)]
+        layout = layout_of(node.meta["val"])
+        texts = [(k, repr(v)) for k, v in zip(kw, args[ntensors:]) if not isinstance(v, TensorValue)]
+        texts += [(k, repr(v)) for k, v in kwargs.items()]
+        if out_arg:  # torch writes into a contiguous buffer the output code allocates
+            layout = replace(layout, stride=contiguous_strides(layout.size))
+            texts.append(("out", f"buf{len(graph.buffers)}"))  # the name add_buffer gives it
+        return graph.add_buffer(ExternKernel, layout, fn, tuple(t.ref for t in tensors), tuple(texts), node=node)
     return lower
 
 
 register_lowering(aten.mm, needs_graph=True)(make_extern("torch.mm"))
 register_lowering(aten.bmm, needs_graph=True)(make_extern("torch.bmm"))
-register_lowering(aten.addmm, needs_graph=True)(make_extern("torch.addmm", nargs=3, kw=("beta", "alpha")))
-
-
-@register_lowering(aten.convolution, needs_graph=True)
-def _convolution(graph, node, x, w, bias, *rest):
-    """Convolution with an optional bias tensor (three tensor inputs, or two and ``None``)."""
-    if bias is None:
-        return _conv_nobias(graph, node, x, w, None, *rest)
-    return _conv_bias(graph, node, x, w, bias, *rest)
-
-
-_conv_nobias = make_extern("torch.convolution", out_arg=False, nargs=2,
-                           kw=("bias", "stride", "padding", "dilation", "transposed", "output_padding", "groups"))
-_conv_bias = make_extern("torch.convolution", out_arg=False, nargs=3,
-                         kw=("stride", "padding", "dilation", "transposed", "output_padding", "groups"))
-
+register_lowering(aten.addmm, needs_graph=True)(make_extern("torch.addmm", ntensors=3, kw=("beta", "alpha")))
+register_lowering(aten.convolution, needs_graph=True)(make_extern(
+    "torch.convolution", out_arg=False,
+    kw=("bias", "stride", "padding", "dilation", "transposed", "output_padding", "groups")))
