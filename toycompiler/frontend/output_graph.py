@@ -155,12 +155,13 @@ class OutputGraph:
         self.journal.append((obj, attr, copy))
 
     def checkpoint(self) -> tuple:
-        """A mark to roll back to: the last node, and how many side effects and journal entries."""
+        """A mark to roll back to: the last node, how many side effects and journal entries, the grad mode."""
         nodes = list(self.graph.nodes)
-        return (nodes[-1] if nodes else None, len(self.side_effect_nodes), len(self.journal))
+        return (nodes[-1] if nodes else None, len(self.side_effect_nodes), len(self.journal), torch.is_grad_enabled())
 
     def rollback(self, mark: tuple) -> None:
-        last, n_effects, n_journal = mark
+        last, n_effects, n_journal, grad_mode = mark
+        torch._C._set_grad_enabled(grad_mode)
         for obj, attr, value in reversed(self.journal[n_journal:]):
             setattr(obj, attr, value)
         del self.journal[n_journal:], self.side_effect_nodes[n_effects:]

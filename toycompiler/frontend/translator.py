@@ -56,8 +56,6 @@ from .shapes import ShapePolicy
 from .variables import (
     CellVariable,
     ConstantVariable,
-    GradModeVariable,
-    NullContextVariable,
     NullVariable,
     ObjectVariable,
     RealCellVariable,
@@ -67,7 +65,6 @@ from .variables import (
     Unsupported,
     UserFunctionVariable,
     Variable,
-    grad_mode_of,
     identity_key,
     is_none,
 )
@@ -174,7 +171,7 @@ class InstructionTranslator:
         self.output.current_line, self.output.current_offset = inst.line, inst.offset
         self.output.events = events = []
         guards_before = len(self.guards.guards)
-        saved, mark, grad_mode = self.state.snapshot(), self.output.checkpoint(), torch.is_grad_enabled()
+        saved, mark = self.state.snapshot(), self.output.checkpoint()
         try:
             self.dispatch(inst)
         except Exception as e:  # a translator bug must cost a graph break, never the user's call
@@ -182,7 +179,6 @@ class InstructionTranslator:
             reason, kind = (e.reason, e.kind) if isinstance(e, Unsupported) else internal
             # Stop here: the graph and the frame state go back to just before ``inst``.
             self.broke = _Break(inst, reason, kind)
-            torch._C._set_grad_enabled(grad_mode)
             self.output.rollback(mark)
             self.state = saved
             self.state.ip -= 1
@@ -276,6 +272,13 @@ class InstructionTranslator:
         del self.state.stack[len(self.state.stack) - n:]
         return items
 
+    def push_loaded(self, inst: bc.Inst, value: Variable) -> None:
+        """Push what a load produced, after a NULL when the instruction's flag asks for one (a method
+        load, or ``LOAD_GLOBAL`` of a function about to be called)."""
+        if inst.flag:
+            self.push(NullVariable())
+        self.push(value)
+
     # -- the stack and no-ops --------------------------------------------------------
 
     def NOP(self, inst):
@@ -339,13 +342,11 @@ class InstructionTranslator:
     def LOAD_GLOBAL(self, inst):
         """``LOAD_GLOBAL torch`` -- a global (or builtin), guarded by value or identity."""
         name = inst.argval
-        if inst.flag:
-            self.push(NullVariable())
         if name in self.globals:  # compiled code reaches the compiled function's own globals as ``G``
-            where = "G" if self.globals is self.guard_objects["G"] else self.register_object(self.globals)
-            self.push(self.wrap(self.globals[name], f"{where}[{name!r}]"))
+            where = self.register_object(self.globals)  # ``G``, or ``___obj_N`` for an inlined function's module
+            self.push_loaded(inst, self.wrap(self.globals[name], f"{where}[{name!r}]"))
         elif name in self.builtins:
-            self.push(ObjectVariable(self.builtins[name]))
+            self.push_loaded(inst, ObjectVariable(self.builtins[name]))
         else:
             raise Unsupported(f"name {name!r} is not defined", "name-error")
 
@@ -411,20 +412,14 @@ class InstructionTranslator:
 
         ``LOAD_METHOD sin`` (3.12: ``LOAD_ATTR`` with its low bit set) is the same with a NULL pushed
         first (the flag): [NULL, bound callable]; CALL treats both layouts alike."""
-        obj = self.pop()
-        if inst.flag:
-            self.push(NullVariable())
-        self.push(obj.getattr(self, inst.argval))
+        self.push_loaded(inst, self.pop().getattr(self, inst.argval))
 
     LOAD_METHOD = LOAD_ATTR
 
     def LOAD_SUPER_ATTR(self, inst):
         """3.12: ``LOAD_GLOBAL super; LOAD_DEREF __class__; LOAD_FAST self; LOAD_SUPER_ATTR f``."""
-        self_var, cls, _super = self.pop(), self.pop(), self.pop()
-        attr = SuperVariable(cls.as_python(), self_var).getattr(self, inst.argval)
-        if inst.flag:
-            self.push(NullVariable())
-        self.push(attr)
+        _super, cls, self_var = self.popn(3)
+        self.push_loaded(inst, SuperVariable(cls.as_python(), self_var).getattr(self, inst.argval))
 
     def STORE_ATTR(self, inst):
         """``STORE_ATTR name`` -- ``obj.name = v``: changes an object the caller can see."""
@@ -454,11 +449,10 @@ class InstructionTranslator:
         args, fn = self.pop(), self.pop()
         if self.state.stack and isinstance(self.state.stack[-1], NullVariable):
             self.pop()
-        if not isinstance(kwargs, DictVariable):
-            kwargs = DictVariable({k.as_python(): kwargs.getitem(self, k) for k in kwargs.unpack(self)})
-        if not all(isinstance(k, str) for k in kwargs.items):
+        kwargs = {k.as_python(): kwargs.getitem(self, k) for k in kwargs.unpack(self)}  # a dict, or a mapping
+        if not all(isinstance(k, str) for k in kwargs):
             raise Unsupported("**kwargs with non-string keys", "exception")
-        self.push(fn.call(self, args.unpack(self), dict(kwargs.items)))
+        self.push(fn.call(self, args.unpack(self), kwargs))
 
     def MAKE_FUNCTION(self, inst):
         """``MAKE_FUNCTION 8 (closure)`` -- a nested def or lambda:
@@ -479,7 +473,8 @@ class InstructionTranslator:
         op = inst.argrepr
         if op in INPLACE_BINARY_OPS and isinstance(a, TensorVariable):
             self.push(calls.record_inplace(self, "call_function", INPLACE_BINARY_OPS[op], [a, b], {}))
-        elif (_is_sequence(a) or _is_sequence(b)) and op.rstrip("=") in ("+", "*"):
+        elif any(isinstance(v, TupleVariable) and not v.is_python_constant() for v in (a, b)) \
+                and op.rstrip("=") in ("+", "*"):
             self.push(self.sequence_op(op, a, b))
         else:
             self.push(self.call_python(INPLACE_BINARY_OPS.get(op) or BINARY_OPS[op], [a, b], {}))
@@ -501,13 +496,12 @@ class InstructionTranslator:
 
     def COMPARE_OP(self, inst):
         """``COMPARE_OP <`` -- on tensors a node (a bool tensor); on constants folded."""
-        b, a = self.pop(), self.pop()
-        self.push(self.call_python(COMPARE_OPS[inst.argval], [a, b], {}))
+        self.push(self.call_python(COMPARE_OPS[inst.argval], self.popn(2), {}))
 
     def IS_OP(self, inst):
         """``IS_OP 1`` -- ``a is not b``: known from what the variables are."""
         b, a = self.pop(), self.pop()
-        if a.is_python_constant() and b.is_python_constant() and not isinstance(a, TensorVariable | TupleVariable):
+        if a.is_python_constant() and b.is_python_constant() and not isinstance(a, TupleVariable):
             same = a.as_python() is b.as_python()
         else:
             same = a is b
@@ -621,8 +615,7 @@ class InstructionTranslator:
         items = self.pop().unpack(self)
         if len(items) != inst.arg:
             raise Unsupported(f"unpacking {len(items)} values into {inst.arg} names (ValueError)", "exception")
-        for item in reversed(items):
-            self.push(item)
+        self.state.stack.extend(reversed(items))
 
     def UNPACK_EX(self, inst):
         """``a, *rest, b = t`` -- arg = before | (after << 8)."""
@@ -630,11 +623,9 @@ class InstructionTranslator:
         items = self.pop().unpack(self)
         if len(items) < before + after:
             raise Unsupported("not enough values to unpack (ValueError)", "exception")
-        for item in reversed(items[len(items) - after:]):
-            self.push(item)
+        self.state.stack.extend(reversed(items[len(items) - after:]))
         self.push(ListVariable(items[before:len(items) - after]))
-        for item in reversed(items[:before]):
-            self.push(item)
+        self.state.stack.extend(reversed(items[:before]))
 
     # -- strings -------------------------------------------------------------------------------
 
@@ -656,13 +647,11 @@ class InstructionTranslator:
     # can't, and is a graph break of kind "data-dependent-branch". ``try`` costs nothing on 3.11+
     # (the exception table is used only when something raises): the except path is never traced.
 
-    def jump(self, inst: bc.Inst) -> None:
+    def JUMP_FORWARD(self, inst):
+        """``JUMP_FORWARD``, ``JUMP_BACKWARD`` -- continue at the target (so does a jump taken, ``self.jump``)."""
         self.state.ip = self.index_of[inst.target]
 
-    def JUMP_FORWARD(self, inst):
-        self.jump(inst)
-
-    JUMP_BACKWARD = JUMP_FORWARD
+    JUMP_BACKWARD = jump = JUMP_FORWARD
 
     def POP_JUMP_IF_TRUE(self, inst):
         """``POP_JUMP_IF_TRUE``, ``_FALSE``, ``_NONE``, ``_NOT_NONE`` -- pop the condition; jump when
@@ -690,24 +679,26 @@ class InstructionTranslator:
 
     GET_YIELD_FROM_ITER = GET_ITER  # ``yield from it`` (in an inlined generator)
 
-    def next_item(self) -> Variable | None:
-        """The next item of the iterator on top of the stack, or None when it is done."""
+    def next_or_jump(self, inst: bc.Inst, *when_done: Variable) -> None:
+        """Push the next item of the iterator on top of the stack; when it is done, replace the
+        iterator by ``when_done`` and jump."""
         iterator = self.state.stack[-1]
         if not isinstance(iterator, IteratorVariable):  # e.g. a real iterator passed to a resume function
             raise Unsupported(f"iterating over {iterator.describe()}, a real iterator, is not traced")
-        return iterator.next(self)
+        item = iterator.next(self)
+        if item is None:
+            self.pop()
+            self.state.stack.extend(when_done)
+            self.jump(inst)
+        else:
+            self.push(item)
 
     def FOR_ITER(self, inst):
         """``FOR_ITER`` -- push the next item, or pop the iterator and leave the loop.
 
         (3.12 jumps to an END_FOR; the bytecode table moves the target past it, which
         is what CPython does at run time too.)"""
-        item = self.next_item()
-        if item is None:
-            self.pop()
-            self.jump(inst)
-        else:
-            self.push(item)
+        self.next_or_jump(inst)
 
     def END_FOR(self, inst):
         """3.12: pops the exhausted iterator and its last value (not reached: FOR_ITER skips it)."""
@@ -717,13 +708,7 @@ class InstructionTranslator:
         """``yield from``'s loop: [iterator, sent] -> [iterator, next item], or, when the
         iterator is done, [return value] and a jump (past 3.12's END_SEND, as CPython does)."""
         self.pop()  # the value sent in: always None for an inlined generator
-        item = self.next_item()
-        if item is None:
-            self.pop()
-            self.push(ConstantVariable(None))
-            self.jump(inst)
-        else:
-            self.push(item)
+        self.next_or_jump(inst, ConstantVariable(None))  # the return value of a finished generator: None
 
     def END_SEND(self, inst):
         """3.12: [iterator, value] -> [value] (not reached: SEND skips it)."""
@@ -736,14 +721,9 @@ class InstructionTranslator:
 
         The normal exit is an ordinary call of the exit function with (None, None, None);
         the exceptional exit is only reached through the exception table, never here."""
-        ctx = self.pop()
-        if isinstance(ctx, ObjectVariable):
-            ctx = grad_mode_of(ctx.value) or ctx
-        if not isinstance(ctx, GradModeVariable | NullContextVariable):
-            raise Unsupported(f"`with {ctx.describe()}:` is not traced: only torch.no_grad(), torch.enable_grad(), "
-                              "torch.set_grad_enabled() and no-op (record_function) blocks are", "unsupported-opcode")
-        self.push(ctx.enter(self))
-        self.push(ctx if isinstance(ctx, NullContextVariable) else ConstantVariable(None))  # what `as` binds
+        exit_function, bound = self.pop().enter(self)  # each kind of context says how (Variable.enter)
+        self.push(exit_function)
+        self.push(bound)  # what `as` binds
 
     # -- return and generators --------------------------------------------------------------------
 
@@ -788,10 +768,9 @@ class InliningTranslator(InstructionTranslator):
         if self.depth > self.MAX_INLINE_DEPTH:
             raise Unsupported(f"inlining {code.co_qualname} goes {self.depth} calls deep (recursion?)",
                               "unsupported-call")
-        self.config, self.source = parent.config, parent.source
+        self.config, self.source, self.wrapped = parent.config, parent.source, parent.wrapped
         # shared with the caller: one graph, one set of guards, one list of inputs
         self.output, self.guards, self.guard_objects = parent.output, parent.guards, parent.guard_objects
-        self.wrapped = parent.wrapped
         self.enter_frame(code, globals_, local_vars, closure)
 
     def run_inline(self) -> Variable:
@@ -862,10 +841,6 @@ UNSUPPORTED: dict[str, str] = {
     "CLEANUP_THROW": "(generator.throw) is not traced",
     "INTERPRETER_EXIT": "(the interpreter's own exit) never appears in a function",
 }
-
-
-def _is_sequence(v: Variable) -> bool:
-    return isinstance(v, TupleVariable) and not v.is_python_constant()
 
 
 def supported_opcodes() -> list[str]:

@@ -108,6 +108,12 @@ class Variable:
         """``bool(value)`` at compile time, for jumps."""
         return bool(self.as_python())
 
+    def enter(self, tx: InstructionTranslator) -> tuple[Variable, Variable]:
+        """``with value:`` -- enter the block: the exit function ``BEFORE_WITH`` leaves on the stack, and
+        what ``as`` binds. Only grad-mode switches and no-op contexts say how."""
+        raise Unsupported(f"`with {self.describe()}:` is not traced: only torch.no_grad(), torch.enable_grad(), "
+                          "torch.set_grad_enabled() and no-op (record_function) blocks are", "unsupported-opcode")
+
     # -- the value as an argument of a graph node ----------------------------------
 
     def node_arg(self) -> Any:
@@ -244,6 +250,10 @@ class ObjectVariable(Variable):
                 source = f"{self.source}._modules[{name!r}]"
             return tx.wrap(self.value[key], source)
         return super().getitem(tx, index)
+
+    def enter(self, tx):
+        grad_mode = grad_mode_of(self.value)  # a torch.no_grad() made outside the trace (e.g. by a decorator)
+        return grad_mode.enter(tx) if grad_mode else super().enter(tx)
 
     def reconstruct(self, cg):
         cg.load_source(self.source) if simple_source(self.source) else cg.load_const(self.value)
@@ -504,12 +514,12 @@ class GradModeVariable(Variable):
     def describe(self) -> str:
         return f"grad_mode({self.enabled})"
 
-    def enter(self, tx: InstructionTranslator) -> Variable:
+    def enter(self, tx):
         previous = self.previous
         if previous is None:
             previous = torch.is_grad_enabled()
             tx.output.set_grad_mode(self.enabled)
-        return GradModeExitVariable(previous)
+        return GradModeExitVariable(previous), ConstantVariable(None)
 
 
 @dataclass(eq=False)
@@ -523,8 +533,8 @@ class NullContextVariable(Variable):
     def describe(self) -> str:
         return f"no-op context {self.name}"
 
-    def enter(self, tx: InstructionTranslator) -> Variable:
-        return self
+    def enter(self, tx):
+        return self, self
 
     def call(self, tx, args, kwargs):
         return ConstantVariable(None)
