@@ -66,39 +66,34 @@ def _identity(node: torch.fx.Node):
 
 
 def _double_negation(node: torch.fx.Node):
-    if node.target is not aten.neg.default:
-        return None
-    inner = node.args[0]
+    inner = node.args[0] if node.target is aten.neg.default else None
     if isinstance(inner, torch.fx.Node) and inner.target is aten.neg.default and _same_kind(inner.args[0], node):
         return inner.args[0], "-(-x) is x"
     return None
 
 
-def _signed(node: torch.fx.Node) -> tuple[torch.fx.Node, float] | None:
-    """``x + c`` / ``x - c`` as (x, +-c) when c is a number."""
-    if node.target in (ADD, SUB) and len(node.args) == 2 and not node.kwargs and _scalar(node.args[1]) and \
-            isinstance(node.args[0], torch.fx.Node):
-        return node.args[0], node.args[1] if node.target is ADD else -node.args[1]
-    return None
+def _affine(node: torch.fx.Node) -> tuple[torch.fx.Node, object, float] | None:
+    """``x + c``, ``x - c``, ``x * c`` with c a number, as ``(x, ADD or MUL, c)``: ``x - c`` is ``(x, ADD, -c)``."""
+    if node.target not in (ADD, SUB, MUL) or len(node.args) != 2 or node.kwargs:
+        return None
+    x, c = node.args
+    if not (isinstance(x, torch.fx.Node) and _scalar(c)):
+        return None
+    return x, MUL if node.target is MUL else ADD, -c if node.target is SUB else c
 
 
 def _constant_chain(node: torch.fx.Node):
     """``(x + a) + b`` -> ``x + (a + b)``; ``(x * a) * b`` -> ``x * (a * b)``."""
-    outer = _signed(node)
-    if outer is not None:
-        inner = _signed(outer[0]) if len(outer[0].users) == 1 else None
-        if inner is not None and _same_kind(inner[0], node):
-            total = inner[1] + outer[1]
-            node.target, node.args = ADD, (inner[0], total)
-            return node, f"(x {_fmt(inner[1])}) {_fmt(outer[1])} is x {_fmt(total)}"
-    if node.target is MUL and len(node.args) == 2 and _scalar(node.args[1]) and not node.kwargs:
-        inner = node.args[0]
-        if isinstance(inner, torch.fx.Node) and inner.target is MUL and len(inner.users) == 1 and \
-                len(inner.args) == 2 and _scalar(inner.args[1]) and _same_kind(inner.args[0], node):
-            a, b = inner.args[1], node.args[1]
-            node.args = (inner.args[0], a * b)
-            return node, f"(x * {a}) * {b} is x * {a * b}"
-    return None
+    outer = _affine(node)
+    inner = _affine(outer[0]) if outer is not None and len(outer[0].users) == 1 else None
+    if inner is None or inner[1] is not outer[1] or not _same_kind(inner[0], node):
+        return None
+    (x, op, a), b = inner, outer[2]
+    if op is MUL:
+        node.args = (x, a * b)
+        return node, f"(x * {a}) * {b} is x * {a * b}"
+    node.target, node.args = ADD, (x, a + b)
+    return node, f"(x {_fmt(a)}) {_fmt(b)} is x {_fmt(a + b)}"
 
 
 def _fmt(c: float) -> str:
