@@ -20,7 +20,10 @@ from .variables import ConstantVariable, TensorVariable, Unsupported, Variable, 
 
 
 def wrap_constant_result(value: Any) -> Variable:
-    """A compile-time Python result (e.g. ``x.shape``, a folded call) as a variable."""
+    """A compile-time Python result (e.g. ``x.shape``, a folded call) as a variable; variables in it
+    (a builtin run on lists of variables, a dict method's result) stay as they are."""
+    if isinstance(value, Variable):
+        return value
     if type(value) is tuple:
         return TupleVariable([wrap_constant_result(v) for v in value])
     if type(value) is list:

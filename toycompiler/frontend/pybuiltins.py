@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import itertools
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -196,42 +196,77 @@ def _next(tx, args, kwargs):
     return item
 
 
-@handles(enumerate)
-def _enumerate(tx, args, kwargs):
-    start = (args[1] if len(args) > 1 else kwargs.get("start", ConstantVariable(0))).as_python()
-    return IteratorVariable([TupleVariable([ConstantVariable(start + i), v]) for i, v in enumerate(args[0].unpack(tx))])
+def _rearrange(tx, fn: Any, columns: list, kwargs: dict[str, Variable]) -> IteratorVariable:
+    """Run ``fn`` (``zip``, ``enumerate``, ``itertools.product``...) now on lists of variables: it only
+    rearranges them. A constant keyword (``start=1``, ``strict=True``) goes in as its value, a variable
+    one (``fillvalue=x``) as the variable; each tuple it makes becomes a tuple of variables."""
+    options = {k: v.as_python() if isinstance(v, ConstantVariable) else v for k, v in kwargs.items()}
+    try:
+        rows = list(fn(*columns, **options))
+    except ValueError as e:  # zip(strict=True) of different lengths
+        raise Unsupported(f"{fn.__name__}() raised ValueError while tracing: {e}", "exception") from e
+    return IteratorVariable([wrap_constant_result(row) for row in rows])
+
+
+def _items(tx, v: Variable) -> Any:
+    """An iterable argument as the real builtin takes it: a constant's value, else the list of variables."""
+    return v.as_python() if isinstance(v, ConstantVariable) else v.unpack(tx)
+
+
+def _drawn(tx, it: IteratorVariable) -> Iterator[Variable]:
+    """An iterator's items drawn one by one as the real builtin asks, so it takes no more than Python would."""
+    return iter(functools.partial(it.next, tx), None)
+
+
+def _rearranging(fn: Any) -> Handler:
+    """``enumerate(xs, 1)``, ``reversed(xs)``, ``itertools.chain/product/zip_longest``: :func:`_rearrange`."""
+    return lambda tx, args, kwargs: _rearrange(tx, fn, [_items(tx, a) for a in args], kwargs)
+
+
+for _fn in (enumerate, reversed, itertools.chain, itertools.product, itertools.zip_longest):
+    HANDLERS[_fn] = _rearranging(_fn)
 
 
 @handles(zip)
 def _zip(tx, args, kwargs):
-    """``zip(xs, ys)``; with ``itertools.count()`` (endless) as long as the others."""
-    columns = [None if isinstance(a, CountVariable) else a.unpack(tx) for a in args]
-    if args and all(c is None for c in columns):
+    """``zip(xs, ys)``; an ``itertools.count()`` among them (endless) is drawn only as far as the others go."""
+    if args and all(isinstance(a, CountVariable) for a in args):
         raise Unsupported("zip() of itertools.count() alone would never end", "unsupported-call")
-    n = min((len(c) for c in columns if c is not None), default=0)
-    columns = [[a.next(tx) for _ in range(n)] if c is None else c for a, c in zip(args, columns)]
-    if kwargs.get("strict") is not None and kwargs["strict"].as_python() and len({len(c) for c in columns}) > 1:
-        raise Unsupported("zip(strict=True) got iterables of different lengths", "exception")
-    return IteratorVariable([TupleVariable(list(row)) for row in zip(*columns)])
+    columns = [_drawn(tx, a) if isinstance(a, CountVariable) else _items(tx, a) for a in args]
+    return _rearrange(tx, zip, columns, kwargs)
 
 
-@handles(reversed)
-def _reversed(tx, args, kwargs):
-    return IteratorVariable(list(reversed(args[0].unpack(tx))))
+@handles(itertools.islice)
+def _islice(tx, args, kwargs):
+    """``islice(it, [start,] stop[, step])``: an iterator gives up only the items the slice reaches."""
+    it, bounds = args[0], [a.as_python() for a in args[1:]]
+    lazily = isinstance(it, IteratorVariable) and slice(*bounds).stop is not None
+    return _rearrange(tx, itertools.islice, [_drawn(tx, it) if lazily else it.unpack(tx), *bounds], {})
+
+
+def _as_function(tx, fn: Variable) -> Callable[..., Variable]:
+    """A variable one can call, as a Python function of variables that a real builtin can call."""
+    return lambda *args: fn.call(tx, list(args), {})
 
 
 @handles(map)
 def _map(tx, args, kwargs):
-    fn, columns = args[0], [a.unpack(tx) for a in args[1:]]
-    return IteratorVariable([fn.call(tx, list(row), {}) for row in zip(*columns)])
+    return _rearrange(tx, map, [_as_function(tx, args[0]), *(a.unpack(tx) for a in args[1:])], {})
 
 
 @handles(filter)
 def _filter(tx, args, kwargs):
     fn, items = args[0], args[1].unpack(tx)
-    if isinstance(fn, ConstantVariable) and fn.value is None:
-        return IteratorVariable([v for v in items if v.truth()])
-    return IteratorVariable([v for v in items if fn.call(tx, [v], {}).truth()])
+    return IteratorVariable([v for v in items if (v if is_none(fn) else fn.call(tx, [v], {})).truth()])
+
+
+@handles(itertools.accumulate)
+def _accumulate(tx, args, kwargs):
+    """``accumulate(xs, func=add, initial=None)``: running results, each a graph node for tensors."""
+    fn = args[1] if len(args) > 1 else kwargs.get("func", ConstantVariable(None))
+    fn = ObjectVariable(operator.add) if is_none(fn) else fn
+    initial = kwargs.get("initial", ConstantVariable(None))
+    return _rearrange(tx, itertools.accumulate, [args[0].unpack(tx), _as_function(tx, fn)], {"initial": initial})
 
 
 def _fold_over_items(fn: Any, why: str) -> Handler:
@@ -259,12 +294,10 @@ for _fn in (min, max):
 @handles(sum)
 def _sum(tx, args, kwargs):
     items = args[0].unpack(tx)
-    acc = args[1] if len(args) > 1 else kwargs.get("start", ConstantVariable(0))
-    if _all_constant(items + [acc]):
-        return ConstantVariable(sum((i.as_python() for i in items), acc.as_python()))
-    for item in items:
-        acc = tx.call_python(operator.add, [acc, item], {})
-    return acc
+    start = args[1] if len(args) > 1 else kwargs.get("start", ConstantVariable(0))
+    if _all_constant(items + [start]):
+        return ConstantVariable(sum((i.as_python() for i in items), start.as_python()))
+    return functools.reduce(_as_function(tx, ObjectVariable(operator.add)), items, start)
 
 
 def _truth_of_items(fn: Any) -> Handler:
@@ -277,33 +310,15 @@ HANDLERS[any], HANDLERS[all] = _truth_of_items(any), _truth_of_items(all)
 
 @handles(functools.reduce)
 def _reduce(tx, args, kwargs):
-    fn, items = args[0], args[1].unpack(tx)
-    if len(args) > 2:
-        acc = args[2]
-    elif items:
-        acc, items = items[0], items[1:]
-    else:
+    items = args[1].unpack(tx)
+    if not items and len(args) < 3:
         raise Unsupported("reduce() of an empty iterable with no initial value", "exception")
-    for item in items:
-        acc = fn.call(tx, [acc, item], {})
-    return acc
+    return functools.reduce(_as_function(tx, args[0]), items, *args[2:])
 
 
 @handles(functools.partial)
 def _partial(tx, args, kwargs):
     return PartialVariable(args[0], list(args[1:]), dict(kwargs))
-
-
-@handles(itertools.chain)
-def _chain(tx, args, kwargs):
-    return IteratorVariable([v for a in args for v in a.unpack(tx)])
-
-
-@handles(itertools.product)
-def _product(tx, args, kwargs):
-    repeat = kwargs["repeat"].as_python() if "repeat" in kwargs else 1
-    columns = [a.unpack(tx) for a in args] * repeat
-    return IteratorVariable([TupleVariable(list(row)) for row in itertools.product(*columns)])
 
 
 class CountVariable(IteratorVariable):
@@ -330,37 +345,6 @@ def _count(tx, args, kwargs):
     start, step = [a.as_python() for a in args] + [0, 1][len(args):]
     return CountVariable(kwargs["start"].as_python() if "start" in kwargs else start,
                          kwargs["step"].as_python() if "step" in kwargs else step)
-
-
-@handles(itertools.islice)
-def _islice(tx, args, kwargs):
-    """``islice(it, [start,] stop[, step])``: an iterator gives up only the items the slice reaches."""
-    bounds = slice(*(a.as_python() for a in args[1:]))
-    it = args[0]
-    if isinstance(it, IteratorVariable) and bounds.stop is not None:
-        items = [item for item in (it.next(tx) for _ in range(bounds.stop)) if item is not None]
-    else:
-        items = it.unpack(tx)
-    return IteratorVariable(items[bounds])
-
-
-@handles(itertools.accumulate)
-def _accumulate(tx, args, kwargs):
-    """``accumulate(xs, func=add, initial=None)``: running results, each a graph node for tensors."""
-    fn = args[1] if len(args) > 1 else kwargs.get("func", ConstantVariable(None))
-    fn = ObjectVariable(operator.add) if is_none(fn) else fn
-    out = [] if is_none(kwargs.get("initial", ConstantVariable(None))) else [kwargs["initial"]]
-    for item in args[0].unpack(tx):
-        out.append(fn.call(tx, [out[-1], item], {}) if out else item)
-    return IteratorVariable(out)
-
-
-@handles(itertools.zip_longest)
-def _zip_longest(tx, args, kwargs):
-    columns = [a.unpack(tx) for a in args]
-    fill = kwargs.get("fillvalue", ConstantVariable(None))
-    rows = range(max((len(c) for c in columns), default=0))
-    return IteratorVariable([TupleVariable([c[i] if i < len(c) else fill for c in columns]) for i in rows])
 
 
 @handles(operator.getitem)
