@@ -12,6 +12,7 @@
 The stages, in order, are listed in :mod:`toycompiler.pipeline`.
 """
 
+import contextlib as _contextlib
 import os as _os
 import sys as _sys
 
@@ -50,10 +51,8 @@ __version__ = "0.1.0"
 __all__ = ["CompileError", "compile", "config", "explain", "get_backend", "graph_break", "list_backends",
            "mark_dynamic", "register_backend", "reset", "set_logs"]
 
-try:
+with _contextlib.suppress(Exception):  # an older torch without the registry: toycompiler.compile still works
     register_with_torch()
-except Exception:  # an older torch without the registry: toycompiler.compile still works
-    pass
 
 
 def load_ipython_extension(ip):

@@ -125,7 +125,8 @@ class CompiledFunction:
     def _give_up(self, args: tuple, kwargs: dict, failures: tuple[A.GuardFailure, ...], why: str, warning: str) -> Any:
         """Stop compiling this function: record why, warn once, and run it (and every later call) eagerly."""
         self.cache.gave_up = True
-        logs.gave_up(self._record_miss(failures, f"{why}: runs eagerly from now on"))
+        miss = self._record_miss(failures, f"{why}: runs eagerly from now on")
+        logs.log("recompiles", lambda: str(miss))
         warnings.warn(f"toycompiler: {warning}", stacklevel=4)
         return self.fn(*args, **kwargs)
 
@@ -198,11 +199,7 @@ def explain(fn: Callable, **compile_options: Any) -> Callable[..., A.Report]:
 def reset() -> None:
     """Forget every compiled entry (like ``torch._dynamo.reset()``)."""
     for cache in _all_caches:
-        cache.entries.clear()
-        cache.failures.clear()
-        cache.misses.clear()
-        cache.seen_shapes.clear()
-        cache.gave_up = False
+        cache.__init__(cache.frame_id)  # every field back to its default: no entry, no miss, no size seen
     _frame_ids.clear()
 
 

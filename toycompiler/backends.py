@@ -72,6 +72,5 @@ def register_with_torch() -> None:
     for name, fn in (("toycompiler", toycompiler_backend), ("toycompiler_cpp", _REGISTRY["cpp"]),
                      ("toycompiler_triton", _REGISTRY["triton"])):
         # Skip names torch is loading through our entry point right now (it registers them itself).
-        from_entry_point = registry._BACKENDS.get(name) is not None
-        if name not in registry._COMPILER_FNS and not from_entry_point:
+        if name not in registry._COMPILER_FNS and registry._BACKENDS.get(name) is None:
             registry.register_backend(compiler_fn=fn, name=name)

@@ -81,8 +81,4 @@ def frame_compiled(art: A.FrameCompilation, miss: A.RecompileRecord | None) -> N
     log("bytecode", lambda: f"{art.label} {name}:\n" + "\n".join(str(c) for c in codes if c is not None))
 
 
-def gave_up(miss: A.RecompileRecord) -> None:
-    log("recompiles", lambda: str(miss))
-
-
 set_logs_from_env()
