@@ -104,11 +104,9 @@ def _type(tx, args, kwargs):
 @handles(callable)
 def _callable(tx, args, kwargs):
     (obj,) = args
-    if isinstance(obj, TensorVariable):
-        return ConstantVariable(False)
     if obj.is_python_constant():
         return ConstantVariable(callable(obj.as_python()))
-    return ConstantVariable(hasattr(obj, "call") and type(obj).call is not Variable.call)
+    return ConstantVariable(type(obj).call is not Variable.call)  # a tensor, a list: no; a function made here: yes
 
 
 @handles(getattr)
@@ -189,11 +187,9 @@ def _next(tx, args, kwargs):
     if not isinstance(it, IteratorVariable):
         return NotImplemented
     item = it.next(tx)
-    if item is None:
-        if len(args) > 1:
-            return args[1]
+    if item is None and len(args) == 1:
         raise Unsupported("next() on an exhausted iterator raised StopIteration while tracing", "exception")
-    return item
+    return args[1] if item is None else item
 
 
 def _rearrange(tx, fn: Any, columns: list, kwargs: dict[str, Variable]) -> IteratorVariable:
@@ -357,16 +353,12 @@ def _getitem(tx, args, kwargs):
 
 @handles(operator.contains)
 def _contains(tx, args, kwargs):
+    """``item in xs`` (a dict's keys, a set's items): compared as :func:`.variables.identity_key` says."""
     container, item = args
-    if isinstance(container, DictVariable):
-        return ConstantVariable(item.as_python() in container.items)
-    if isinstance(container, SetVariable):
-        return ConstantVariable(identity_key(item) in container.items)
-    if isinstance(container, TupleVariable | IteratorVariable):
-        key = identity_key(item)
-        return ConstantVariable(any(identity_key(i) == key for i in container.unpack(tx)))
     if isinstance(container, TensorVariable):
         raise Unsupported("`in` on a tensor compares values (data-dependent)", "data-dependent-branch")
+    if isinstance(container, TupleVariable | DictVariable | SetVariable | IteratorVariable):
+        return ConstantVariable(identity_key(item) in [identity_key(i) for i in container.unpack(tx)])
     return NotImplemented
 
 
