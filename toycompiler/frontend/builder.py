@@ -44,12 +44,11 @@ def wrap(tx: Tx, value: Any, source: str | None, identity: bool = True) -> Varia
     ``identity=False`` skips the ID guard on objects (used for attributes of Python
     modules, like ``torch.relu``: assumed not to be monkey-patched, as Dynamo does).
     """
-    if source is not None and source in tx.wrapped:
-        return tx.wrapped[source]
-    var = _wrap(tx, value, source, identity)
-    if source is not None:
-        tx.wrapped[source] = var
-    return var
+    if source is None:
+        return _wrap(tx, value, None, identity)
+    if source not in tx.wrapped:
+        tx.wrapped[source] = _wrap(tx, value, source, identity)
+    return tx.wrapped[source]
 
 
 def _wrap(tx: Tx, value: Any, source: str | None, identity: bool) -> Variable:
@@ -60,8 +59,7 @@ def _wrap(tx: Tx, value: Any, source: str | None, identity: bool) -> Variable:
                               "(e.g. a module made inside the function, or a tensor default argument)")
         for other_source, other in zip(tx.output.inputs_by_source, tx.output.example_inputs):
             if other is value:  # the same tensor reached twice (f(x, x)): one variable, as in eager
-                why = f"{source} was the same tensor as {other_source}"
-                tx.guards.add(f"{source} is {other_source}", "DUPLICATE_INPUT", why, line)
+                tx.guards.same_object(source, other_source, "tensor", line)
                 return tx.output.inputs_by_source[other_source]
         var = tx.output.add_input(source, value)  # first: it decides the symbolic dims
         tx.guards.tensor(source, value, line, tx.output.shapes.dims.get(source, frozenset()))
@@ -91,9 +89,7 @@ def _wrap_mutable_container(tx: Tx, value: Any, source: str, line: int | None) -
     known = tx.output.caller_containers.get(id(value))
     if known is not None and known[0] is value:
         _, other_source, var = known
-        kind = type(value).__name__
-        why = f"{source} was the same {kind} as {other_source}"
-        tx.guards.add(f"{source} is {other_source}", "DUPLICATE_INPUT", why, line)
+        tx.guards.same_object(source, other_source, type(value).__name__, line)
         return var
     if not isinstance(value, dict) or all(type(k) in (str, int, bool) for k in value):  # keys a guard can write
         var = _wrap_container(tx, value, source, line)

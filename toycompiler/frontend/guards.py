@@ -92,6 +92,10 @@ class GuardBuilder:
             if not dynamic_dims:
                 self.covered.add(expr)
 
+    def same_object(self, source: str, other: str, kind: str, line: int | None) -> None:
+        """DUPLICATE_INPUT: ``source`` reached the object ``other`` did (``f(x, x)``): one variable for both."""
+        self.add(f"{source} is {other}", "DUPLICATE_INPUT", f"{source} was the same {kind} as {other}", line)
+
     def constant(self, source: str, value: Any, line: int | None) -> None:
         """CONSTANT_MATCH: a Python value that was baked into the graph, also one whose repr isn't
         Python (``inf``, a ``torch.device``)."""
@@ -179,35 +183,38 @@ def guards_artifact(guards: tuple[Guard, ...], params: str, tensors: TensorCheck
 
 def compile_check(artifact: GuardsArtifact, objects: dict[str, Any], like: Callable) -> Callable[..., bool]:
     """Turn the guard source into a function with the same signature (and defaults) as ``like``."""
+    return _define(artifact.code, "check", objects, like)[0]
+
+
+def _define(source: str, name: str, objects: dict[str, Any], like: Callable) -> tuple[Callable, dict[str, Any]]:
+    """The function ``name`` defined by ``source``, with ``like``'s defaults, and the namespace it runs in
+    (the guards' names: ``torch``, ``G``, ``___obj_0``...)."""
     namespace = {**GUARD_GLOBALS, "G": like.__globals__, **objects}
-    exec(compile(artifact.code, "<guards>", "exec"), namespace)
-    check = namespace["check"]
-    check.__defaults__ = getattr(like, "__defaults__", None)
-    check.__kwdefaults__ = getattr(like, "__kwdefaults__", None)
-    return check
+    exec(compile(source, "<guards>", "exec"), namespace)
+    fn = namespace[name]
+    fn.__defaults__, fn.__kwdefaults__ = getattr(like, "__defaults__", None), getattr(like, "__kwdefaults__", None)
+    return fn, namespace
 
 
 def first_failure(artifact: GuardsArtifact, objects: dict[str, Any], params: str, like: Callable,
                   args: tuple, kwargs: dict, entry: str) -> GuardFailure:
     """Evaluate guards one by one to say which failed and what the value was (only on a miss)."""
-    namespace = {**GUARD_GLOBALS, "G": like.__globals__, **objects}
-    src = f"def frame_locals({params}):\n    return locals()\n"
-    exec(src, namespace)
-    bind = namespace["frame_locals"]
-    bind.__defaults__, bind.__kwdefaults__ = like.__defaults__, getattr(like, "__kwdefaults__", None)
+    bind, namespace = _define(f"def frame_locals({params}):\n    return locals()\n", "frame_locals", objects, like)
     scope = dict(namespace, **bind(*args, **kwargs))
     for g in artifact.guards:
-        try:
-            ok = eval(g.expr, scope)
-        except Exception as e:  # a failing guard may raise (e.g. .shape of a non-tensor)
-            ok, actual = False, f"{type(e).__name__}: {e}"
-        else:
-            actual = None
+        ok, actual = _evaluate(g.expr, scope)
         if not ok:
-            if actual is None:
-                try:
-                    actual = repr(eval(g.actual, scope)) if g.actual else "False"
-                except Exception as e:
-                    actual = f"{type(e).__name__}: {e}"
+            if actual is None:  # no exception: show what the guard read
+                value, error = _evaluate(g.actual or "False", scope)
+                actual = error or repr(value)
             return GuardFailure(entry, g.expr, g.expected or "True", actual)
     return GuardFailure(entry, "(check function failed though each guard passed alone)", "True", "False")
+
+
+def _evaluate(expr: str, scope: dict[str, Any]) -> tuple[Any, str | None]:
+    """``expr``'s value, or the exception it raised as text (a failing guard may raise: ``.shape`` of a
+    non-tensor)."""
+    try:
+        return eval(expr, scope), None
+    except Exception as e:
+        return None, f"{type(e).__name__}: {e}"

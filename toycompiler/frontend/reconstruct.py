@@ -147,8 +147,7 @@ def _with_graph_outputs(plan: TransformPlan, code: types.CodeType) -> TransformP
         cg.reconstruct(v)
     for point in plan.resumes:
         for name in point.locals:
-            if name not in plan.written:
-                cg.reconstruct_local(name, plan.locals[name])
+            cg.load_local(plan, name)
     return dataclasses.replace(plan, graph_outputs=tuple(cg.needed))
 
 
@@ -158,9 +157,7 @@ ORIGINS: dict[types.CodeType, tuple[types.CodeType, dict[int, int]]] = {}
 
 def origin_of(code: types.CodeType) -> tuple[types.CodeType, dict[int, int]]:
     """The user's code a (resume) code object was copied from, and its offsets -> the original's."""
-    if code in ORIGINS:
-        return ORIGINS[code]
-    return code, {i.offset: i.offset for i in dis.get_instructions(code)}
+    return ORIGINS.get(code) or (code, {i.offset: i.offset for i in dis.get_instructions(code)})
 
 
 # -- emitting instructions -----------------------------------------------------------
@@ -184,7 +181,6 @@ class Codegen:
         self.needed: list[TensorVariable] = []  # (planning) tensors the graph must output, in order
         self.built: dict[int, str] = {}  # id(container made while tracing) -> temporary local holding it
         self.building: set[int] = set()
-        self.temps = 0
 
     def emit(self, name: str, arg: Any = pybc.UNSET, location: Any = None) -> None:
         self.instrs.append(pybc.Instr(name, arg, location=location or self.location))
@@ -297,13 +293,15 @@ class Codegen:
         self.building.add(id(v))
         build()
         self.building.discard(id(v))
-        self.built[id(v)] = name = f"___tmp{self.temps}"
-        self.temps += 1
+        self.built[id(v)] = name = f"___tmp{len(self.built)}"  # (after a branch, the other path reuses names)
         self.emit("COPY", 1)
         self.emit("STORE_FAST", name)
 
-    def reconstruct_local(self, name: str, value: Any) -> None:
-        if isinstance(value, Variable):
-            self.reconstruct(value)
-        else:  # an argument the trace never read: still in the parameter of the same name
+    def load_local(self, plan: TransformPlan, name: str) -> None:
+        """A live local a resume function receives: rebuilt, or read where it already is (a local the
+        breaking instruction stored, an argument the trace never read: still in its parameter)."""
+        value = plan.locals.get(name)
+        if name in plan.written or not isinstance(value, Variable):
             self.emit("LOAD_FAST", name)
+        else:
+            self.reconstruct(value)

@@ -78,24 +78,21 @@ def build_transformed(fn: types.FunctionType, plan: TransformPlan, input_sources
             cg.load_source(source)
         cg.call(len(input_sources))
         cg.emit("STORE_FAST", "___graph_out")
-    resume_arts, resume_names = [], []
-    for point in plan.resumes:
-        rcode = resume_code(origin_of(code)[0], point)
+    resumes = [resume_code(origin_of(code)[0], point) for point in plan.resumes]
+    for rcode in resumes:
         rfn = types.FunctionType(rcode, fn.__globals__, rcode.co_name, None, fn.__closure__)
         namespace[rcode.co_name] = wrap_resume(rfn)
-        resume_names.append(rcode.co_name)
-        resume_arts.append(disassemble(rcode, rcode.co_qualname))
     if plan.kind == "return":
         cg.reconstruct(plan.operands[0])
         cg.emit("RETURN_VALUE")
     elif plan.kind == "jump":
-        _branch(cg, plan, instruction_at(code, plan.offset), resume_names)
+        _branch(cg, plan, instruction_at(code, plan.offset), resumes)
     else:
-        _return_resume(cg, plan, plan.resumes[0], resume_names[0], instruction_at(code, plan.offset))
+        _return_resume(cg, plan, 0, resumes, instruction_at(code, plan.offset))
     transformed = _assemble(original, cg.instrs)
     func = types.FunctionType(transformed, namespace, code.co_name, fn.__defaults__)
     func.__kwdefaults__ = fn.__kwdefaults__
-    return func, disassemble(transformed, f"{code.co_qualname} (transformed)"), tuple(resume_arts)
+    return func, disassemble(transformed, f"{code.co_qualname} (transformed)"), tuple(map(disassemble, resumes))
 
 
 _resume_codes: dict[tuple, types.CodeType] = {}
@@ -140,11 +137,12 @@ def resume_code(code: types.CodeType, point: ResumePoint) -> types.CodeType:
     return new
 
 
-def _return_resume(cg: Codegen, plan: TransformPlan, point: ResumePoint, name: str,
+def _return_resume(cg: Codegen, plan: TransformPlan, k: int, resumes: list[types.CodeType],
                    the_inst: pybc.Instr | None = None) -> None:
-    """``return resume(*stack_below, <the instruction run for real>, *live_locals)`` (no instruction
-    for a branch: the jump already ran)."""
-    cg.load_global(name, push_null=True)
+    """``return resume(*stack_below, <the instruction run for real>, *live_locals)``, for the ``k``-th
+    resume point (no instruction for a branch: the jump already ran)."""
+    point = plan.resumes[k]
+    cg.load_global(resumes[k].co_name, push_null=True)
     for v in plan.below:
         if not isinstance(v, NullVariable):  # re-pushed by the resume function's prologue
             cg.reconstruct(v)
@@ -156,27 +154,24 @@ def _return_resume(cg: Codegen, plan: TransformPlan, point: ResumePoint, name: s
                 cg.emit("KW_NAMES", plan.kw_names, the_inst.location)
             cg.call(len(plan.operands) - 2, the_inst.location)
         else:
-            cg.instrs.append(pybc.Instr(the_inst.name, the_inst.arg, location=the_inst.location))
+            cg.emit(the_inst.name, the_inst.arg, the_inst.location)
     for local in point.locals:
-        if local in plan.written:
-            cg.emit("LOAD_FAST", local)  # stored by the instruction that just ran
-        else:
-            cg.reconstruct_local(local, plan.locals[local])
+        cg.load_local(plan, local)
     cg.call(sum(not null for null in point.stack_nulls) + len(point.locals))
     cg.emit("RETURN_VALUE")
 
 
-def _branch(cg: Codegen, plan: TransformPlan, the_inst: pybc.Instr, resume_names: list[str]) -> None:
+def _branch(cg: Codegen, plan: TransformPlan, the_inst: pybc.Instr, resumes: list[types.CodeType]) -> None:
     """``if <tensor>: return resume_fallthrough(...) else: return resume_target(...)`` (same jump opcode)."""
     cg.reconstruct(plan.operands[0])
     taken = pybc.Label()
     jump = the_inst.name.replace("_FORWARD", "").replace("_BACKWARD", "")
     cg.emit(EMIT.get(jump, jump), taken, the_inst.location)
     built = dict(cg.built)  # containers built before the jump; each branch builds its own after it
-    _return_resume(cg, plan, plan.resumes[0], resume_names[0])
+    _return_resume(cg, plan, 0, resumes)
     cg.instrs.append(taken)
     cg.built = built
-    _return_resume(cg, plan, plan.resumes[1], resume_names[1])
+    _return_resume(cg, plan, 1, resumes)
 
 
 def _assemble(original: pybc.Bytecode, instrs: list) -> types.CodeType:
