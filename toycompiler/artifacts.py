@@ -336,12 +336,10 @@ class ScheduleArtifact(Artifact):
         return sum(g.bytes_read + g.bytes_written for g in self.groups)
 
     def __str__(self) -> str:
-        out = [f"{g.name} ({g.kind}, {g.ranges}): {', '.join(g.nodes)} -> stores {', '.join(g.stores) or '-'}; "
-               f"{g.bytes_read + g.bytes_written} bytes" for g in self.groups]
-        out += [str(d) for d in self.decisions]
-        out += self.memory_plan
-        out.append(f"memory traffic: {self.fused_bytes} bytes fused vs {self.unfused_bytes} unfused")
-        return "\n".join(out)
+        groups = [f"{g.name} ({g.kind}, {g.ranges}): {', '.join(g.nodes)} -> stores {', '.join(g.stores) or '-'}; "
+                  f"{g.bytes_read + g.bytes_written} bytes" for g in self.groups]
+        traffic = f"memory traffic: {self.fused_bytes} bytes fused vs {self.unfused_bytes} unfused"
+        return "\n".join([*groups, *map(str, self.decisions), *self.memory_plan, traffic])
 
 
 # -- stage 7: kernels and the wrapper -------------------------------------------

@@ -65,8 +65,7 @@ def fallback_reasons(compiled: Any) -> list[str]:
     reasons = [b.fallback_reason for b in backends if b is not None and b.fallback_reason]
     reasons += [f"{b.filename}:{b.line}: frame ran eagerly: {b.no_resume_reason}"
                 for b in (f.translation.graph_break for f in frames) if b and b.no_resume_reason]
-    if getattr(getattr(target, "cache", None), "gave_up", False):
-        reasons.append("recompile limit reached: runs eagerly from now on")
+    reasons += [m.outcome for m in getattr(target, "all_misses", ()) if not m.outcome.startswith("compiled")]
     return reasons
 
 

@@ -20,12 +20,11 @@ def cse(gm: torch.fx.GraphModule) -> list[str]:
         if node.op != "call_function" or any(k in str(node.target) for k in NONDETERMINISTIC):
             continue
         key = (node.target, _hashable(node.args), _hashable(tuple(sorted(node.kwargs.items()))))
-        if key in seen:
-            node.replace_all_uses_with(seen[key])
+        first = seen.setdefault(key, node)
+        if first is not node:
+            node.replace_all_uses_with(first)
             gm.graph.erase_node(node)
-            changes.append(f"{node.name} is the same as {seen[key].name}: reused")
-        else:
-            seen[key] = node
+            changes.append(f"{node.name} is the same as {first.name}: reused")
     return changes
 
 

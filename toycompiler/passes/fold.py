@@ -30,17 +30,21 @@ def constant_fold(gm: torch.fx.GraphModule) -> list[str]:
             continue
         if not (small and node.all_input_nodes and all(i in constant for i in node.all_input_nodes)):
             continue
-        value = _evaluate(gm, node)
         name = f"_folded_{node.name}"
-        gm.register_buffer(name, value)
-        with gm.graph.inserting_before(node):
-            attr = gm.graph.get_attr(name)
+        attr = constant_node(gm, name, _evaluate(gm, node), before=node)
         attr.meta.update(node.meta)
         node.replace_all_uses_with(attr)
         gm.graph.erase_node(node)
         constant.add(attr)
         changes.append(f"{node.name} computed at compile time -> {name}")
     return changes
+
+
+def constant_node(gm: torch.fx.GraphModule, name: str, value: torch.Tensor, before: torch.fx.Node) -> torch.fx.Node:
+    """Store ``value`` in the module as ``name``; return a ``get_attr`` node that reads it, placed before ``before``."""
+    gm.register_buffer(name, value)
+    with gm.graph.inserting_before(before):
+        return gm.graph.get_attr(name)
 
 
 def _evaluate(gm: torch.fx.GraphModule, node: torch.fx.Node) -> torch.Tensor:

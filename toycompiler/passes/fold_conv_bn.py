@@ -25,6 +25,8 @@ import torch
 import torch.fx
 from torch.nn.utils.fusion import fuse_conv_bn_weights
 
+from .fold import constant_node
+
 aten = torch.ops.aten
 BATCH_NORM, BATCH_NORM_EVAL = aten.native_batch_norm.default, aten._native_batch_norm_legit_no_training.default
 
@@ -63,12 +65,8 @@ def _fold(gm: torch.fx.GraphModule, bn: torch.fx.Node) -> str:
     tensors = (None if n is None else getattr(gm, n.target) for n in (*conv.args[1:3], *bn.args[1:5]))
     w, b, bn_w, bn_b, mean, var = tensors
     new = fuse_conv_bn_weights(w, b, mean, var, bn.args[-1], bn_w, bn_b)
-    attrs = []
-    for value, what in zip(new, ("weight", "bias")):
-        name = f"_folded_{conv.name}_{what}"
-        gm.register_buffer(name, value.detach())
-        with gm.graph.inserting_before(conv):
-            attrs.append(gm.graph.get_attr(name))
+    attrs = [constant_node(gm, f"_folded_{conv.name}_{what}", value.detach(), before=conv)
+             for value, what in zip(new, ("weight", "bias"))]
     conv.args = (conv.args[0], *attrs, *conv.args[3:])
     for user in list(bn.users):
         if user.args[1] == 0:
