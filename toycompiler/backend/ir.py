@@ -41,6 +41,11 @@ def contiguous_strides(size: tuple[sympy.Expr, ...]) -> tuple[sympy.Expr, ...]:
     return tuple(reversed(strides))
 
 
+def row_major(size: tuple[sympy.Expr, ...], stride: tuple[sympy.Expr, ...]) -> bool:
+    """Whether ``stride`` are the contiguous strides of ``size`` (a size-1 dim's stride does not matter)."""
+    return all(sympy.expand(st - c) == 0 for s, st, c in zip(size, stride, contiguous_strides(size)) if s != 1)
+
+
 def linear_index(idx: tuple[sympy.Expr, ...], strides: tuple[sympy.Expr, ...]) -> sympy.Expr:
     return sympy.expand(sum((i * s for i, s in zip(idx, strides)), sympy.Integer(0)))
 
@@ -79,6 +84,13 @@ class ModularIndexing(sympy.Function):
         if a.is_Integer and b.is_Integer and c.is_Integer:
             return sympy.Integer((int(a) // int(b)) % int(c))
         return None
+
+
+def unravel(flat: sympy.Expr, size: tuple[sympy.Expr, ...]) -> tuple[sympy.Expr, ...]:
+    """Where element ``flat`` of a contiguous tensor of ``size`` sits: the digits of a mixed-radix number,
+    ``(flat // 12, flat // 4 % 3, flat % 4)`` for a ``[2, 3, 4]`` tensor."""
+    return tuple(FloorDiv(flat, st) if k == 0 else ModularIndexing(flat, st, s)
+                 for k, (s, st) in enumerate(zip(size, contiguous_strides(size))))
 
 
 def sym(value: object) -> sympy.Expr:
@@ -219,8 +231,7 @@ class Layout:
 
     @property
     def is_contiguous(self) -> bool:
-        nontrivial = [(st, c) for s, st, c in zip(self.size, self.stride, contiguous_strides(self.size)) if s != 1]
-        return self.offset == 0 and all(sympy.expand(st - c) == 0 for st, c in nontrivial)
+        return self.offset == 0 and row_major(self.size, self.stride)
 
     def __str__(self) -> str:
         return f"[{', '.join(map(str, self.size))}]"
@@ -410,14 +421,12 @@ def split_reductions(ir: GraphIR) -> tuple[GraphIR, list[tuple[str, str, str]]]:
             buffers.append(b)
             continue
         rnumel = int(sympy.Mul(*b.reduction.ranges))
-        chunk = -(-rnumel // count)
+        chunk = sympy.Integer(-(-rnumel // count))  # sympy, like every other range
         n = len(b.layout.size)
         d, r0 = index_vars(n + 1), index_vars(1, "r")[0]
         flat = d[0] * chunk + r0  # d0: the chunk; d1...: the buffer's own indices
-        rs, strides = index_vars(len(b.reduction.ranges), "r"), contiguous_strides(b.reduction.ranges)
-        clamped = sympy.Min(flat, rnumel - 1)
-        digits = {r: FloorDiv(clamped, st) if k == 0 else ModularIndexing(clamped, st, size)
-                  for k, (r, st, size) in enumerate(zip(rs, strides, b.reduction.ranges))}
+        rs = index_vars(len(b.reduction.ranges), "r")
+        digits = dict(zip(rs, unravel(sympy.Min(flat, rnumel - 1), b.reduction.ranges)))
         body = substitute(b.body, {**digits, **dict(zip(index_vars(n), d[1:]))})
         dtype = torch.float32 if b.layout.dtype in (torch.float16, torch.bfloat16) else b.layout.dtype
         inside = Op("lt", (IndexValue(flat, torch.int64), Const(rnumel, torch.int64)), torch.bool)

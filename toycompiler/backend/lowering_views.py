@@ -34,7 +34,9 @@ from .ir import (
     contiguous_strides,
     index_vars,
     linear_index,
+    row_major,
     sym,
+    unravel,
 )
 from .lowering import LoweringError, TensorValue, cast, register_lowering, strided_value
 
@@ -44,13 +46,6 @@ IndexMap = Callable[[tuple], tuple]
 
 def out_size(node) -> tuple[sympy.Expr, ...]:
     return tuple(sym(s) for s in node.meta["val"].shape)
-
-
-def is_contiguous_ref(ref: TensorRef | None) -> bool:
-    if ref is None:
-        return False
-    pairs = zip(ref.size, ref.stride, contiguous_strides(ref.size))
-    return all(sympy.expand(st - c) == 0 for s, st, c in pairs if s != 1)
 
 
 def derive_ref(x: TensorValue, size: tuple, index_map: IndexMap) -> TensorRef | None:
@@ -87,14 +82,11 @@ def _dim(d: int, ndim: int) -> int:
 def view(node, x, *_: Any) -> TensorValue:
     """Same elements in row-major order, new shape: contiguous memory just gets new strides."""
     size = out_size(node)
-    if is_contiguous_ref(x.ref):
+    if x.ref is not None and row_major(x.ref.size, x.ref.stride):
         return strided_value(TensorRef(x.ref.buf, size, contiguous_strides(size), x.ref.offset), x.dtype, x.device)
-    in_strides = contiguous_strides(x.size)
 
-    def index_map(idx: tuple) -> tuple:  # out index -> flat position -> input index (mixed radix digits)
-        flat = linear_index(idx, contiguous_strides(size))
-        return tuple(FloorDiv(flat, st) if k == 0 else ModularIndexing(flat, st, s)
-                     for k, (s, st) in enumerate(zip(x.size, in_strides)))
+    def index_map(idx: tuple) -> tuple:  # out index -> flat position -> input index
+        return unravel(linear_index(idx, contiguous_strides(size)), x.size)
     return view_of(x, size, index_map)
 
 
@@ -160,7 +152,7 @@ def as_strided(graph, node, x, size, stride, storage_offset=None) -> TensorValue
     """A view by explicit strides (decompositions such as group_norm's use it), over contiguous memory only:
     of anything else, the strides would name eager's memory layout, not this IR's."""
     base = node.args[0].meta["val"]
-    if not base.is_contiguous() or (x.ref is not None and not is_contiguous_ref(x.ref)):
+    if not base.is_contiguous() or (x.ref is not None and not row_major(x.ref.size, x.ref.stride)):
         raise LoweringError(f"{node.name}: as_strided of a non-contiguous tensor")
     x = x if x.ref is not None else graph.realize(x, node)
     offset = x.ref.offset + (0 if storage_offset is None else sym(storage_offset) - sym(base.storage_offset()))
@@ -264,25 +256,19 @@ def slice_scatter(node, x, src, dim=0, start=None, end=None, step=1) -> TensorVa
 # -- constants and ranges --------------------------------------------------------
 
 
-def _constant(node, value) -> TensorValue:
-    val = node.meta["val"]
+# zeros and ones (an empty tensor's values are unspecified: zeros will do).
+FILLS = {aten.zeros: 0, aten.empty: 0, aten.empty_permuted: 0, aten.ones: 1}  # the _like and new_ forms become these
+
+
+@register_lowering(aten.full, aten.full_like, aten.scalar_tensor, *FILLS)
+def full(node, *args: Any, **_: Any) -> TensorValue:
+    """Every element is one number: ``full(size, value)``, ``full_like(x, value)``, ``scalar_tensor(value)``,
+    or a value from ``FILLS``."""
+    val, packet = node.meta["val"], node.target.overloadpacket
+    value = FILLS[packet] if packet in FILLS else args[-1]
     if not isinstance(value, (bool, int, float)):
         raise LoweringError(f"{node.target} with a non-number fill value {value!r}")
     return TensorValue(out_size(node), val.dtype, str(val.device), lambda idx: Const(value, val.dtype))
-
-
-@register_lowering(aten.full, aten.full_like)
-def full(node, size_or_like, fill_value, **_: Any) -> TensorValue:
-    return _constant(node, fill_value)
-
-
-register_lowering(aten.scalar_tensor)(lambda node, value, **_: _constant(node, value))
-
-
-# zeros and ones (an empty tensor's values are unspecified: zeros will do).
-FILLS = {aten.zeros: 0, aten.empty: 0, aten.empty_permuted: 0, aten.ones: 1}  # the _like and new_ forms become these
-for _op, _value in FILLS.items():
-    register_lowering(_op)(lambda node, *_, _value=_value, **__: _constant(node, _value))
 
 
 @register_lowering(torch.ops.prims.iota)
