@@ -101,9 +101,9 @@ class TupleVariable(ContainerVariable):
             raise Unsupported(f"{self.describe()}[{key!r}] raised {type(e).__name__}", "exception") from e
 
     def call_method(self, tx, name, args, kwargs):
-        target = [identity_key(i) for i in self.items]
-        value = identity_key(args[0])
-        return ConstantVariable(target.index(value) if name == "index" else target.count(value))
+        """``xs.index(x)``, ``xs.count(x)``: items compared as :func:`.variables.identity_key` says."""
+        keys = [identity_key(i) for i in self.items]
+        return ConstantVariable(getattr(keys, name)(identity_key(args[0]), *[a.as_python() for a in args[1:]]))
 
     def reconstruct(self, cg):
         cg.build("BUILD_TUPLE", self.items)
@@ -150,29 +150,24 @@ class ListVariable(TupleVariable):
         cg.build_once(self, lambda: cg.build("BUILD_LIST", self.items))
 
     def call_method(self, tx, name, args, kwargs):
+        """The list's own method, run on the list of variables: ``xs.append(t)``, ``xs.pop(0)`` (a position
+        is known now); ``remove`` finds the item as ``index`` does."""
         if name in ("index", "count"):
             return super().call_method(tx, name, args, kwargs)
-        if name == "copy":
-            return ListVariable(list(self.items))
-        self.before_change(tx, f"list.{name}()")
-        if name == "append":
-            self.items.append(args[0])
-        elif name == "extend":
-            self.items.extend(args[0].unpack(tx))
-        elif name == "insert":
-            self.items.insert(args[0].as_python(), args[1])
-        elif name == "pop":
-            return self.items.pop(*[a.as_python() for a in args])
-        elif name == "clear":
-            self.items.clear()
-        elif name == "reverse":
-            self.items.reverse()
-        elif name == "sort":
+        if name != "copy":
+            self.before_change(tx, f"list.{name}()")
+        if name == "sort":  # the items are constants: sorted by value
             values = sorted(self.as_python(), **{k: v.as_python() for k, v in kwargs.items()})
             self.items[:] = [wrap_constant_result(v) for v in values]
-        elif name == "remove":
-            self.items.pop([identity_key(i) for i in self.items].index(identity_key(args[0])))
-        return ConstantVariable(None)
+            return ConstantVariable(None)
+        if name == "remove":
+            del self.items[super().call_method(tx, "index", args, {}).value]
+            return ConstantVariable(None)
+        if name == "extend":
+            args = [args[0].unpack(tx)]
+        elif name in ("insert", "pop") and args:
+            args = [args[0].as_python(), *args[1:]]
+        return wrap_constant_result(getattr(self.items, name)(*args))
 
 
 @dataclass(eq=False)
@@ -218,32 +213,19 @@ class DictVariable(ContainerVariable):
         cg.build_once(self, lambda: cg.build_map(self.items))
 
     def call_method(self, tx, name, args, kwargs):
-        if name == "keys":
-            return ListVariable([wrap_constant_result(k) for k in self.items])
-        if name == "values":
-            return ListVariable(list(self.items.values()))
-        if name == "items":
-            return ListVariable([TupleVariable([wrap_constant_result(k), v]) for k, v in self.items.items()])
-        if name == "get":
-            default = args[1] if len(args) > 1 else ConstantVariable(None)
-            return self.items.get(args[0].as_python(), default)
-        if name == "copy":
-            return DictVariable(dict(self.items))
-        self.before_change(tx, f"dict.{name}()")
+        """The dict's own method, run on the dict of variables with the key known now: ``d.get("k", x)``;
+        ``keys()``, ``values()`` and ``items()`` give lists (no live views)."""
+        if name not in ("keys", "values", "items", "get", "copy"):
+            self.before_change(tx, f"dict.{name}()")
         if name == "update":
             if args:
                 self.update_from(tx, args[0])
             self.items.update(kwargs)
-        elif name == "pop":
-            key = args[0].as_python()
-            if key not in self.items and len(args) > 1:
-                return args[1]
-            return self.items.pop(key)
-        elif name == "setdefault":
-            return self.items.setdefault(args[0].as_python(), args[1] if len(args) > 1 else ConstantVariable(None))
-        elif name == "clear":
-            self.items.clear()
-        return ConstantVariable(None)
+            return ConstantVariable(None)
+        if name == "setdefault":
+            args = [*args, ConstantVariable(None)][:2]  # the default it stores is a variable too
+        result = getattr(self.items, name)(*[a.as_python() for a in args[:1]], *args[1:])
+        return wrap_constant_result(list(result) if name in ("keys", "values", "items") else result)
 
     def update_from(self, tx, other: Variable) -> None:
         if isinstance(other, DictVariable):
@@ -283,19 +265,15 @@ class SetVariable(ContainerVariable):
         if name == "copy":
             return SetVariable(dict(self.items))
         tx.output.remember(self, "items")
-        if name == "add":
-            self.items.setdefault(identity_key(args[0]), args[0])
-        elif name in ("update", "__ior__"):
-            for arg in args:
-                for v in arg.unpack(tx):
-                    self.items.setdefault(identity_key(v), v)
-        elif name in ("discard", "remove"):
-            key = identity_key(args[0])
-            if name == "remove" and key not in self.items:
-                raise Unsupported("set.remove() of a missing item (KeyError while tracing)", "exception")
-            self.items.pop(key, None)
-        elif name == "clear":
+        if name == "clear":
             self.items.clear()
+        elif name in ("discard", "remove"):
+            if self.items.pop(identity_key(args[0]), None) is None and name == "remove":
+                raise Unsupported("set.remove() of a missing item (KeyError while tracing)", "exception")
+        else:  # add, update
+            new = args if name == "add" else [v for arg in args for v in arg.unpack(tx)]
+            for v in new:
+                self.items.setdefault(identity_key(v), v)
         return ConstantVariable(None)
 
 
