@@ -113,6 +113,18 @@ def batch_norm_stats(x):
 # -- models -------------------------------------------------------------------------------
 
 
+def linear_gelu(x, w, b):
+    """A narrow linear layer then GELU: the library matmul writes its output and a second kernel reads
+    it back, unless the GELU is fused into a matmul template (``mode="max-autotune"``)."""
+    return F.gelu(F.linear(x, w, b), approximate="tanh")
+
+
+def linear_residual(x, w, b, r):
+    """A linear layer with ReLU added to a residual stream: a cheap epilogue that reads a second
+    [tokens, out] tensor, so fusing it into the matmul saves two full passes over memory."""
+    return r + F.relu(F.linear(x, w, b))
+
+
 def mlp(x, w1, b1, w2, b2):
     return F.linear(F.relu(F.linear(x, w1, b1)), w2, b2)
 
@@ -211,6 +223,17 @@ def _mlp_inputs(requires_grad: bool) -> Callable[[str, bool], tuple]:
     return make
 
 
+def _linear_inputs(device: str, quick: bool) -> tuple:
+    tokens, dim, out = (2000, 96, 384) if quick or device == "cpu" else (50_000, 96, 384)
+    return (torch.randn(tokens, dim, device=device), torch.randn(out, dim, device=device) / math.sqrt(dim),
+            torch.randn(out, device=device))
+
+
+def _residual_inputs(device: str, quick: bool) -> tuple:
+    x, w, b = _linear_inputs(device, quick)
+    return x, w, b, torch.randn(x.shape[0], w.shape[0], device=device)
+
+
 def _block_inputs(device: str, quick: bool) -> tuple:
     batch, seq, dim = (2, 128, 256) if quick or device == "cpu" else (8, 512, 512)
     w = lambda *s: torch.randn(*s, device=device) / math.sqrt(s[0])  # noqa: E731
@@ -239,6 +262,8 @@ WORKLOADS = [
     Workload("col_sum", col_sum, _odd_matrix, True, describe="sum over dim 0 (non-contiguous axis), odd sizes"),
     Workload("mean_023", mean_023, _nchw, True, describe="mean over N, H, W of NCHW"),
     Workload("batch_norm_stats", batch_norm_stats, _nchw, True, describe="batch-norm mean/var then normalise"),
+    Workload("linear_gelu", linear_gelu, _linear_inputs, False, describe="narrow F.linear then GELU, odd sizes"),
+    Workload("linear_residual", linear_residual, _residual_inputs, False, describe="r + relu(F.linear(x)), odd sizes"),
     Workload("mlp", mlp, _mlp_inputs(False), False, describe="2-layer MLP (ReLU)"),
     Workload("transformer_block", transformer_block, _block_inputs, False, describe="pre-norm attention + MLP"),
     Workload("mlp_train_step", mlp_loss, _mlp_inputs(True), False, training=True,
@@ -253,6 +278,10 @@ GPU_WORKLOADS = [
     Workload("layer_norm_bf16", layer_norm, _half(_layer_norm_inputs, torch.bfloat16), True,
              describe="layer_norm over rows, bf16"),
     Workload("col_sum_fp16", col_sum, _half(_odd_matrix, torch.float16), True, describe="column sum, fp16"),
+    Workload("linear_gelu_bf16", linear_gelu, _half(_linear_inputs, torch.bfloat16), False,
+             describe="narrow F.linear then GELU, bf16"),
+    Workload("linear_residual_bf16", linear_residual, _half(_residual_inputs, torch.bfloat16), False,
+             describe="r + relu(F.linear(x)), bf16"),
 ]
 
 COMPILE_WORKLOAD = Workload("ten_ops", ten_ops, _vectors(2), True, describe="10 pointwise ops")

@@ -53,6 +53,10 @@ class Config:
     sibling_fusion: bool = True
     # Let a new buffer take the memory of one that is dead (memory planning).
     reuse_buffers: bool = True
+    # Triton matmuls as a template kernel (tl.dot tiles, with the pointwise work after the matmul fused in)
+    # instead of library calls: None tries both in mode="max-autotune" and keeps the faster graph; True or
+    # False forces the choice (passes/decompose.py, matmul_as_sum).
+    matmul_template: bool | None = None
     # Largest Triton block; rows longer than this use a looped reduction.
     max_block: int = 4096
     # C++ compiler and flags; the cache key includes both.

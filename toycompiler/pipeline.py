@@ -196,6 +196,16 @@ def build_graph(gm: torch.fx.GraphModule, example_inputs: list, target: str, con
     Each stage returns a :class:`~toycompiler.artifacts.StageResult`: ``.value`` for the next stage,
     ``.artifact`` for the report. Returns the artifacts, the constant tensors and the loaded output module.
     """
+    built = build_kernels(gm, example_inputs, target, config, source, clock)
+    if launcher.matmul_race(built, target, config):  # max-autotune: also try matmuls as template kernels
+        templated = build_kernels(gm, example_inputs, target, dataclasses.replace(config, matmul_template=True),
+                                  source, clock)
+        built = clock("autotune", launcher.faster_graph, built, templated, example_inputs)
+    return built
+
+
+def build_kernels(gm: torch.fx.GraphModule, example_inputs: list, target: str, config: Config,
+                  source: A.SourceArtifact | None, clock: StageClock) -> tuple[A.BackendArtifacts, list, Any]:
     passes = clock("passes", run_passes, gm, example_inputs, config)             # FX graph -> ATen FX graph
     ir = clock("lowering", lowering.lower, passes.value, config)                 # ATen graph -> loop IR
     plan = clock("scheduling", scheduler.schedule, ir.value, config, target)     # loop IR -> fused kernels

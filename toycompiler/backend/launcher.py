@@ -28,6 +28,7 @@ Leaves out: Inductor's static CUDA launcher, and autotuning reduction block size
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import timeit
 from collections.abc import Callable
@@ -35,7 +36,8 @@ from typing import Any
 
 import torch
 
-from ..artifacts import AutotuneArtifact, AutotuneChoice
+from ..artifacts import AutotuneArtifact, AutotuneChoice, FusionDecision
+from ..config import Config
 
 
 def direct_launch_available() -> tuple[bool, str]:
@@ -203,6 +205,39 @@ def autotune(module: Any, example_inputs: list, target: str, constants: list = (
     choices = tuple(launcher.choice for launcher in launchers if launcher.choice is not None)
     where = "on the GPU (triton.testing.do_bench)" if launchers[0].direct else "in Triton's interpreter (not meaningful)"
     return AutotuneArtifact(choices, f"benchmarked each candidate once at compile time, {where}")
+
+
+def matmul_race(built: tuple, target: str, config: Config) -> bool:
+    """Whether to build the graph again with matmuls as template kernels and keep the faster: in
+    max-autotune on Triton, when the graph calls a matmul library kernel, unless the user chose
+    (``config.matmul_template``)."""
+    code = built[0].output_code.source
+    return config.matmul_template is None and target == "triton" and config.mode.startswith("max-autotune") \
+        and ("torch.mm(" in code or "torch.addmm(" in code)
+
+
+def faster_graph(library: tuple, template: tuple, example_inputs: list) -> tuple:
+    """Time both builds of one graph on random inputs like the examples; keep the faster, say why.
+
+    ``library`` calls torch's matmul and runs the work after it in separate kernels; ``template`` computes
+    the matmul in a generated kernel with that work fused in. Inductor's max-autotune makes the same
+    choice per matmul (``select_algorithm``); here it is made for the whole graph. The two times go into
+    the autotune record and the fusion view.
+    """
+    inputs = [random_like(t) if isinstance(t, torch.Tensor) else t for t in example_inputs]
+    on_gpu = any(isinstance(t, torch.Tensor) and t.is_cuda for t in inputs)
+    times = [_time(lambda b=b: b[2].call(*inputs, *b[1]), on_gpu) for b in (library, template)]
+    names = ("library matmul + separate kernels", "matmul template with fused epilogue")
+    best = min((0, 1), key=lambda i: times[i])
+    arts, constants, module = (library, template)[best]
+    why = f"{names[best]}: {times[best] * 1e6:.1f} us vs {times[1 - best] * 1e6:.1f} us ({names[1 - best]})"
+    choice = AutotuneChoice("matmul", names[best], times[best], tuple(zip(names, times)), {})
+    old = arts.runtime.autotune
+    tuning = AutotuneArtifact((*old.choices, choice) if old else (choice,), old.note if old else "")
+    schedule = dataclasses.replace(arts.schedule, decisions=(
+        *arts.schedule.decisions, FusionDecision("matmul", "epilogue", best == 1, f"timed, chose the {why}")))
+    return dataclasses.replace(arts, schedule=schedule, runtime=dataclasses.replace(arts.runtime, autotune=tuning)), \
+        constants, module
 
 
 def apply_choices(launchers: list[TritonLauncher], artifact: AutotuneArtifact | None) -> None:

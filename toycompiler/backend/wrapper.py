@@ -125,8 +125,12 @@ def launch(ir: GraphIR, k: RenderedKernel, language: str) -> str:
     if language == "cpp":
         ptrs = [f"{b}.data_ptr()" for b in (*k.inputs, *k.outputs)]
         return _if_nonempty(sizes, f"{k.name}({', '.join(ptrs + sizes)})")
-    grid = f"(max(1, triton.cdiv({sizes[0]}, {dict(k.meta)['XBLOCK']})),)"
-    blocks = ", ".join(f"{n}={v}" for n, v in k.meta)
+    meta, blocks = dict(k.meta), ", ".join(f"{n}={v}" for n, v in k.meta)
+    if "BLOCK_M" in meta:  # a matmul template (codegen/triton.py): one program per tile of the output
+        grid = f"({-(-meta['M'] // meta['BLOCK_M'])}, {-(-meta['N'] // meta['BLOCK_N'])})"
+        blocks += f", num_warps={8 if meta['BLOCK_M'] * meta['BLOCK_N'] >= 128 * 128 else 4}"
+    else:
+        grid = f"(max(1, triton.cdiv({sizes[0]}, {meta['XBLOCK']})),)"
     if len(k.meta) == 1:  # pointwise: 4 elements per thread. With Triton's default 4 warps a 1024 block gives
         # each thread 8, and a transcendental chain then runs 1.1-1.9x slower on an H100 (fewer threads in flight).
         blocks += f", num_warps={max(1, k.meta[0][1] // 128)}"

@@ -36,7 +36,7 @@ def run_passes(gm: torch.fx.GraphModule, example_inputs: list, config: Config) -
     if config.fold_conv_bn:
         gm, changes = fold_conv_bn(gm)
         record("fold_conv_bn", changes)
-    gm, changes = decompose(gm, example_inputs)
+    gm, changes = decompose(gm, example_inputs, bool(config.matmul_template))
     record("decompose", changes)
     cleanups = [("constant_fold", config.constant_folding, constant_fold), ("simplify", config.simplify, simplify),
                 ("cse", config.cse, cse), ("dce", True, dce)]

@@ -193,16 +193,41 @@ def sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None,
                                                            scale=scale, enable_gqa=enable_gqa)[0]
 
 
-def decomposition_table() -> dict:
+def matmul_as_sum(a, b, bias=None, beta=1, alpha=1):
+    """``a @ b`` (plus ``beta * bias``) as the reduction it is: ``out[m, n] = sum over k of a[m, k] * b[k, n]``.
+
+    Used instead of the library call when the matmul template is on (``config.matmul_template``, tried
+    in ``mode="max-autotune"``): the backend sees one sum over ``k`` that Triton codegen renders with
+    ``tl.dot`` on tiles (backend/codegen/triton.py, ``dot_operands``), and the pointwise work after it
+    (bias, activation, residual) fuses into that kernel as the reduction's epilogue, where the library
+    call would write the product out and a second kernel read it back. Products and sum in float32 for
+    every input dtype, one rounding at the end (as cuBLAS does for half-precision inputs). Only 2-d
+    floating matmuls with static sizes; anything else stays a library call.
+    """
+    if a.dtype != b.dtype or a.dtype not in (torch.float32, torch.float16, torch.bfloat16) \
+            or any(_is_symbolic(s) for s in (*a.shape, *b.shape)):
+        return NotImplemented
+    out = (a[:, :, None].float() * b[None, :, :].float()).sum(1)  # casts of the [m, k, n] views: inlined
+    out = out * alpha if alpha != 1 else out
+    if bias is not None:  # a half-precision bias is widened inside the add (type promotion)
+        out = out + (bias if beta == 1 else bias.float() * beta)
+    return out.to(a.dtype)
+
+
+def decomposition_table(matmul_template: bool = False) -> dict:
     table = dict(core_aten_decompositions())
     table.update(get_decompositions(FROM_TORCH))
     table.update(DECOMPOSITIONS)
     for op in KEEP:
         table.pop(op, None)
+    if matmul_template:
+        table[aten.mm.default] = matmul_as_sum
+        table[aten.addmm.default] = lambda bias, a, b, *, beta=1, alpha=1: matmul_as_sum(a, b, bias, beta, alpha)
     return table
 
 
-def decompose(gm: torch.fx.GraphModule, example_inputs: list) -> tuple[torch.fx.GraphModule, list[str]]:
+def decompose(gm: torch.fx.GraphModule, example_inputs: list,
+              matmul_template: bool = False) -> tuple[torch.fx.GraphModule, list[str]]:
     before = [n for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module")]
     with fx_traceback.preserve_node_meta():
         # Running through an Interpreter lets FX copy each node's provenance onto the ATen nodes it becomes.
@@ -211,7 +236,7 @@ def decompose(gm: torch.fx.GraphModule, example_inputs: list) -> tuple[torch.fx.
         # torch picks an attention kernel per device while tracing (flash or memory-efficient on CUDA);
         # asking for the math one makes the decomposition below apply on every device.
         with fake_mode, TRACING, torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH):
-            new = make_fx(interpret, decomposition_table=decomposition_table())(*fakes)
+            new = make_fx(interpret, decomposition_table=decomposition_table(matmul_template))(*fakes)
     after = [n for n in new.graph.nodes if n.op == "call_function"]
     changes = [f"{len(before)} graph op(s) became {len(after)} ATen op(s)"]
     for n in after:

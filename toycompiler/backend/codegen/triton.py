@@ -23,18 +23,40 @@ persistent_reduction) and torch/_inductor/runtime/triton_heuristics.py.
 A long reduction with few outputs reaches this renderer already split in two
 (``ir.split_reductions``: partial reductions over chunks, then the partials).
 
-Leaves out: 2-D tiling of pointwise kernels and autotuning a reduction's RBLOCK.
+A matmul reaches this renderer as a reduction when the matmul template is on
+(``passes/decompose.py``, ``matmul_as_sum``): one sum over k of ``a[x0, k] * b[k, x1]``.
+:meth:`TritonRenderer.dot_operands` recognises it, and the kernel becomes a
+template: one program per ``[BLOCK_M, BLOCK_N]`` tile of the output, a loop over
+k accumulating ``tl.dot`` of an ``a`` tile and a ``b`` tile, then the fused
+epilogue (bias, activation, residual: the reduction's row nodes) on the tile::
+
+    rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    x0 = rm[:, None]          # the output's row of each tile element
+    x1 = rn[None, :]          # and its column
+    acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
+    for k in range(0, K, BLOCK_K):
+        ...
+        acc += tl.dot(a, b)
+    tmp3 = acc + tl.load(in_ptr2 + (x1), xmask, other=0)    # + bias, fused
+
+Mirrors torch/_inductor/kernel/mm.py (the mm template) with its epilogue fusion.
+
+Leaves out: 2-D tiling of pointwise kernels, autotuning a reduction's RBLOCK, and the
+template's tile sizes (only its warps are tuned) and its grouped tile order for L2 reuse.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import re
 
 import sympy
 import torch
 
-from ..ir import IDENTITY
+from ..ir import IDENTITY, Load, Op, index_vars
+from ..scheduler import placement
 from .common import HALF, IndexPrinter, KernelRenderer, reads_columns
 
 TL_TYPES = {
@@ -48,6 +70,19 @@ REDUCE = {"sum": "tl.sum({0}, 1)", "max": "tl.reduce({0}, 1, max_combine)", "min
           "argmax": "tl.argmax({0}, 1).to(tl.int64)", "argmin": "tl.argmin({0}, 1).to(tl.int64)"}
 COMBINE = {"sum": "{acc} + {v}", "prod": "{acc} * {v}", "max": "max_combine({acc}, {v})",
            "min": "min_combine({acc}, {v})"}
+
+
+TL_DOT = (torch.float32, torch.float16, torch.bfloat16)  # input dtypes of the matmul template
+# (BLOCK_M, BLOCK_N, BLOCK_K) for float32 / half inputs: on an H100 the fastest of 6-7 tilings tried on a narrow
+# linear layer with a GELU epilogue (larger tiles leave too few threads for the epilogue's transcendentals)
+TILES = {False: (64, 64, 32), True: (64, 64, 64)}
+
+
+def _widened(e):
+    """What ``e`` computes from, past views (``identity``) and exact widening casts to float32."""
+    while isinstance(e, Op) and (e.op == "identity" or e.op == "to_dtype" and e.dtype == torch.float32):
+        e = e.args[0]
+    return e
 
 
 def next_power_of_2(n: int) -> int:
@@ -103,6 +138,13 @@ class TritonRenderer(KernelRenderer):
         along x, see :func:`reads_columns`) takes 64 columns per program, so each load reads 64
         neighbouring elements of a row (coalesced) and the tile is reduced across its rows.
         """
+        self.dot = self.dot_operands()
+        if self.dot:  # a matmul template: one [BLOCK_M, BLOCK_N] tile of the output per program, k in BLOCK_K steps
+            (m, n), k = map(int, self.xr), int(self.rr[0])
+            tile = TILES[self.dtypes[self.dot[0][0].buf] in HALF]
+            fit = [min(t, max(16, next_power_of_2(size))) for t, size in zip(tile, (m, n, k))]
+            self.blocks = (("M", m), ("N", n), ("K", k), *zip(("BLOCK_M", "BLOCK_N", "BLOCK_K"), fit))
+            return
         self.column = reads_columns(self.kernel)
         rows = next_power_of_2(max(int(self.rnumel), 1)) if self.rnumel.is_Integer else None
         x = pointwise_block(self.xnumel) // 16  # 1 .. 64, fewer for small xnumel
@@ -119,6 +161,56 @@ class TritonRenderer(KernelRenderer):
 
     def meta(self):
         return self.blocks
+
+    def dot_operands(self):
+        """``((a, index), (b, index))`` if the kernel's one reduction is a matmul, else None.
+
+        A matmul is a sum over one r of a product of two loads, the first indexed by (x0, r0), the second
+        by (r0, x1), in one floating dtype, with static sizes; every other node of the kernel works on
+        the (x0, x1) result (its epilogue). Anything else is a plain reduction.
+        """
+        reductions = [n for n in self.kernel.nodes if n.reduction]
+        if len(reductions) != 1 or reductions[0].reduction.op != "sum" or len(self.xr) != 2 or len(self.rr) != 1 \
+                or any(placement(n, self.kernel.xranges, self.kernel.rranges) == "element" for n in self.kernel.nodes) \
+                or not all(s.is_Integer for s in (*self.xr, *self.rr)):
+            return None
+        node = reductions[0]
+        if not (isinstance(node.body, Op) and node.body.op == "mul"):
+            return None
+        loads = [_widened(a) for a in node.body.args]
+        if not all(isinstance(ld, Load) and ld.buf in self.inputs for ld in loads) \
+                or len({self.dtypes[ld.buf] for ld in loads}) != 1 or self.dtypes[loads[0].buf] not in TL_DOT:
+            return None
+        (x0, x1), (r0,) = index_vars(2, "x"), index_vars(1, "r")
+        a, b = (sympy.expand(ld.index.xreplace(self.vars(node))) for ld in loads)
+        if a.free_symbols != {x0, r0} or b.free_symbols != {r0, x1}:
+            return None
+        return (loads[0], a), (loads[1], b)
+
+    def dot_loop(self, node):
+        """The template's loop over k: ``acc += tl.dot(a_tile, b_tile)``, products and sums in float32.
+
+        float32 inputs multiply in full precision (``input_precision="ieee"``) unless torch allows TF32
+        for matmuls (``torch.backends.cuda.matmul.allow_tf32``), as cuBLAS would."""
+        (a, ia), (b, ib) = self.dot
+        r0, ka, kb = index_vars(1, "r")[0], sympy.Symbol("ka"), sympy.Symbol("kb")
+        tf32 = self.dtypes[a.buf] != torch.float32 or torch.backends.cuda.matmul.allow_tf32
+        # Triton's CPU interpreter multiplies bfloat16 tiles as raw bits (numpy has no bfloat16): widen them there
+        to = ".to(tl.float32)" if self.dtypes[a.buf] == torch.bfloat16 and os.environ.get("TRITON_INTERPRET") == "1" \
+            else ""
+        with self.owning(node):
+            self.emit("acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)", "for k in range(0, K, BLOCK_K):", "@INDENT@",
+                      "ka = k + tl.arange(0, BLOCK_K)[None, :]", "kb = k + tl.arange(0, BLOCK_K)[:, None]",
+                      f"a = tl.load({self.ptr[a.buf]} + ({self.printer(ia.xreplace({r0: ka}))}), "
+                      "(x0 < M) & (ka < K), other=0)",
+                      f"b = tl.load({self.ptr[b.buf]} + ({self.printer(ib.xreplace({r0: kb}))}), "
+                      "(kb < K) & (x1 < N), other=0)",
+                      f"acc += tl.dot(a{to}, b{to})" if tf32 else 'acc += tl.dot(a, b, input_precision="ieee")',
+                      "@DEDENT@")
+        return ["acc"]
+
+    def var_defs(self, prefix, ranges, flat, text):
+        return [] if self.dot and prefix == "x" else super().var_defs(prefix, ranges, flat, text)
 
     # -- structure -----------------------------------------------------------------
     def header(self):
@@ -137,6 +229,10 @@ class TritonRenderer(KernelRenderer):
         return [f"def {self.name}({', '.join(args)}, {blocks}):"]
 
     def x_loop_open(self):
+        if self.dot:
+            return ["rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)",
+                    "rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)",
+                    "x0 = rm[:, None]", "x1 = rn[None, :]", "xmask = (x0 < M) & (x1 < N)"]
         if self.kernel.kind == "pointwise":
             return ["xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)", "xmask = xindex < xnumel"]
         lines = ["xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[:, None]", "xmask = xindex < xnumel",
@@ -164,6 +260,8 @@ class TritonRenderer(KernelRenderer):
     def reductions(self, nodes):
         """Persistent: each node's tile reduced along r. Looped: one loop over r for all the nodes, one
         accumulator tile each (the row is loaded once), each tile reduced after the loop."""
+        if self.dot:
+            return self.dot_loop(nodes[0])
         dtypes = [self.compute_dtype(self.expr_dtype(n.body)) for n in nodes]
         inits = [self.constant(_identity(n.reduction.op, dtype), dtype) for n, dtype in zip(nodes, dtypes)]
         if self.persistent:
@@ -200,7 +298,7 @@ class TritonRenderer(KernelRenderer):
         if self.kernel.kind == "pointwise":
             return (pointer if has_x else pointer + " + tl.zeros_like(xindex)"), "xmask"
         if not has_x:
-            pointer += " + tl.zeros([XBLOCK, 1], tl.int32)"
+            pointer += f" + tl.zeros([{'BLOCK_M' if self.dot else 'XBLOCK'}, 1], tl.int32)"
         return pointer, ("xmask & rmask" if has_r else "xmask")
 
     def load(self, ptr, index, dtype):
