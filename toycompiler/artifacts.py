@@ -482,8 +482,7 @@ class FrameCompilation(Artifact):
 
     def __str__(self) -> str:
         parts = [f"==== frame {self.label} {self.source.name}"]
-        if self.recompile_reason:
-            parts.append(f"recompiled because {self.recompile_reason}")
+        parts += [f"recompiled because {self.recompile_reason}"] if self.recompile_reason else []
         parts += [f"symbolic size {s}" for s in self.symbolic_sizes]
         parts += _sections(("source", self.source), ("bytecode", self.bytecode), ("guards", self.guards),
                            ("FX graph", self.graph), ("graph break", self.translation.graph_break))

@@ -31,7 +31,12 @@ _handler: logging.Handler | None = None
 
 
 def set_logs(**channels: bool) -> None:
-    """Turn channels on or off: ``set_logs(graph_breaks=True, guards=True)``; ``set_logs(all=True)``."""
+    """Turn channels on or off: ``set_logs(graph_breaks=True, guards=True)``; ``set_logs(all=True)``.
+
+    The first time a channel is on, the messages go to stderr, unless the application (or pytest)
+    has already configured logging.
+    """
+    global _handler
     if "all" in channels:
         channels = dict.fromkeys(CHANNELS, channels.pop("all")) | channels
     unknown = set(channels) - set(CHANNELS)
@@ -40,7 +45,10 @@ def set_logs(**channels: bool) -> None:
     for name, on in channels.items():
         enabled[name] = bool(on)
         logging.getLogger(f"toycompiler.{name}").setLevel(logging.INFO if on else logging.WARNING)
-    _ensure_handler()
+    if _handler is None and any(enabled.values()) and not logging.getLogger().handlers:
+        _handler = logging.StreamHandler(sys.stderr)
+        _handler.setFormatter(logging.Formatter("[%(name)s] %(message)s"))
+        logging.getLogger("toycompiler").addHandler(_handler)
 
 
 def set_logs_from_env(value: str | None = None) -> None:
@@ -48,15 +56,6 @@ def set_logs_from_env(value: str | None = None) -> None:
     value = os.environ.get("TOYCOMPILER_LOGS", "") if value is None else value
     names = [n.strip().lstrip("+") for n in value.split(",") if n.strip()]
     set_logs(**dict.fromkeys(names, True))
-
-
-def _ensure_handler() -> None:
-    """Print to stderr unless the application (or pytest) already configured logging."""
-    global _handler
-    if _handler is None and any(enabled.values()) and not logging.getLogger().handlers:
-        _handler = logging.StreamHandler(sys.stderr)
-        _handler.setFormatter(logging.Formatter("[%(name)s] %(message)s"))
-        logging.getLogger("toycompiler").addHandler(_handler)
 
 
 def log(channel: str, message: Callable[[], str]) -> None:

@@ -42,11 +42,6 @@ def fold_conv_bn(gm: torch.fx.GraphModule) -> tuple[torch.fx.GraphModule, list[s
     return gm, changes
 
 
-def _is_constant(n: object) -> bool:
-    """A tensor of the graph itself (``get_attr``), or an argument left out (None)."""
-    return n is None or (isinstance(n, torch.fx.Node) and n.op == "get_attr")
-
-
 def _foldable(node: torch.fx.Node) -> bool:
     """An eval-mode batch norm of a convolution that nothing else reads, all their tensors constants."""
     if node.target not in (BATCH_NORM, BATCH_NORM_EVAL) or (node.target is BATCH_NORM and node.args[5]):
@@ -54,16 +49,16 @@ def _foldable(node: torch.fx.Node) -> bool:
     conv = node.args[0]
     if not (isinstance(conv, torch.fx.Node) and conv.target is aten.convolution.default and len(conv.users) == 1):
         return False
-    if conv.args[6] or not all(map(_is_constant, (conv.args[1], conv.args[2], *node.args[1:5]))):
-        return False  # a transposed convolution, or weights and statistics that are graph inputs
+    tensors = conv.args[1:3] + node.args[1:5]  # weights, biases and statistics (None: left out)
+    if conv.args[6] or any(t is not None and t.op != "get_attr" for t in tensors):
+        return False  # a transposed convolution, or tensors that are graph inputs rather than its own constants
     return all(u.target is operator.getitem for u in node.users)
 
 
 def _fold(gm: torch.fx.GraphModule, bn: torch.fx.Node) -> str:
     """New weights and bias for the convolution; the batch norm's output becomes the convolution's."""
     conv = bn.args[0]
-    tensors = (None if n is None else getattr(gm, n.target) for n in (*conv.args[1:3], *bn.args[1:5]))
-    w, b, bn_w, bn_b, mean, var = tensors
+    w, b, bn_w, bn_b, mean, var = (None if n is None else getattr(gm, n.target) for n in conv.args[1:3] + bn.args[1:5])
     new = fuse_conv_bn_weights(w, b, mean, var, bn.args[-1], bn_w, bn_b)
     attrs = [constant_node(gm, f"_folded_{conv.name}_{what}", value.detach(), before=conv)
              for value, what in zip(new, ("weight", "bias"))]
