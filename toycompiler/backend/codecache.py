@@ -26,6 +26,7 @@ import subprocess
 import sys
 import threading
 import types
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -43,6 +44,10 @@ def _hash(*parts: str) -> str:
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:20]
 
 
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
 def _tmp(path: str) -> str:
     """A private name to write ``path`` under before renaming it into place (per process and thread)."""
     return f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
@@ -57,27 +62,26 @@ def _cache_path(config: Config, folder: str, name: str) -> str:
 def _write(path: str, data: bytes) -> None:
     """Write ``path`` whole or not at all: to a private name first, then renamed into place."""
     tmp = _tmp(path)
-    with open(tmp, "wb") as f:
-        f.write(data)
+    Path(tmp).write_bytes(data)
     os.replace(tmp, path)
 
 
-def _write_once(path: str, text: str) -> None:
+def _write_once(path: str, text: str) -> str:
+    """Write ``text`` to ``path`` unless it is there already (a name made from a hash of the content); the path."""
     if not os.path.exists(path):
         _write(path, text.encode())
+    return path
 
 
 def cpp_library(source: str, config: Config) -> tuple[str, bool]:
     """Build ``source`` into a shared library; return its path and whether it was already cached."""
-    flags = list(config.cxx_flags)
-    key = _hash(source, config.cxx, *flags)
+    key = _hash(source, config.cxx, *config.cxx_flags)
     so = _cache_path(config, "cpp", f"{key}.so")
     if os.path.exists(so):
         return so, True
-    cpp = _cache_path(config, "cpp", f"{key}.cpp")
-    _write_once(cpp, source)
+    cpp = _write_once(_cache_path(config, "cpp", f"{key}.cpp"), source)
     tmp = _tmp(so)
-    cmd = [config.cxx, *flags, cpp, "-o", tmp]
+    cmd = [config.cxx, *config.cxx_flags, cpp, "-o", tmp]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True)
     except FileNotFoundError as e:
@@ -107,9 +111,7 @@ def load_triton_kernel(path: str, name: str) -> TritonLauncher:
 
 def write_python(source: str, config: Config, prefix: str) -> str:
     """Write ``source`` to the cache (once per content); its path. Import it with :func:`python_module_at`."""
-    path = _cache_path(config, "py", f"{prefix}_{_hash(source)}.py")
-    _write_once(path, source)
-    return path
+    return _write_once(_cache_path(config, "py", f"{prefix}_{_hash(source)}.py"), source)
 
 
 def python_module_at(path: str) -> types.ModuleType:
@@ -171,7 +173,7 @@ def toycompiler_version() -> str:
     digest = hashlib.sha256()
     for folder, _, files in sorted(os.walk(root)):
         for name in sorted(f for f in files if f.endswith(".py")):
-            digest.update(_read(os.path.join(folder, name)))
+            digest.update(Path(folder, name).read_bytes())
     try:
         import triton
         triton_version = triton.__version__
@@ -179,10 +181,6 @@ def toycompiler_version() -> str:
         triton_version = "none"
     return (f"{digest.hexdigest()[:16]} torch {torch.__version__} triton {triton_version} "
             f"python {sys.version.split()[0]}")
-
-
-def _graph_path(key: str, config: Config) -> str:
-    return _cache_path(config, "graphs", f"{key}.pkl")
 
 
 def save_graph(key: str, artifacts: Any, constants: list, config: Config) -> tuple[bool, str]:
@@ -195,8 +193,9 @@ def save_graph(key: str, artifacts: Any, constants: list, config: Config) -> tup
     if size > _CONSTANT_HASH_LIMIT:
         return False, f"its constant tensors take {size} bytes (more than {_CONSTANT_HASH_LIMIT})"
     named = sorted({artifacts.output_code.path, *(k.path for k in artifacts.kernels)})  # the files it names
-    payload = pickle.dumps((artifacts, [t.detach() for t in constants], {p: _file_digest(p) for p in named}))
-    _write(_graph_path(key, config), hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload)
+    files = {p: _digest(Path(p).read_bytes()) for p in named}
+    payload = pickle.dumps((artifacts, [t.detach() for t in constants], files))
+    _write(_cache_path(config, "graphs", f"{key}.pkl"), _digest(payload).encode() + b"\n" + payload)
     return True, ""
 
 
@@ -207,37 +206,22 @@ def load_graph(key: str, config: Config) -> tuple[tuple[Any, list, types.ModuleT
     is deleted, with the files that no longer match, so the compile that follows writes them afresh;
     the note says what was found, for the report.
     """
-    path = _graph_path(key, config)
+    path = _cache_path(config, "graphs", f"{key}.pkl")
     try:
-        digest, _, payload = _read(path).partition(b"\n")
+        digest, _, payload = Path(path).read_bytes().partition(b"\n")
     except OSError:
         return None, ""
-    if hashlib.sha256(payload).hexdigest().encode() != digest:
+    if _digest(payload).encode() != digest:
         return _discard([path], f"cache entry {key} failed its checksum (truncated or corrupted)")
     artifacts, constants, files = pickle.loads(payload)
-    changed = [p for p, d in files.items() if not os.path.exists(p) or _file_digest(p) != d]
+    changed = [p for p, d in files.items() if not os.path.exists(p) or _digest(Path(p).read_bytes()) != d]
     if changed:
         return _discard([path, *changed], f"cache entry {key}: {', '.join(map(os.path.basename, changed))} "
                                           "missing or changed since it was stored")
-    return (artifacts, constants, output_module(artifacts.output_code.path)), ""
-
-
-def _read(path: str) -> bytes:
-    with open(path, "rb") as f:
-        return f.read()
-
-
-def _file_digest(path: str) -> str:
-    return hashlib.sha256(_read(path)).hexdigest()
+    return (artifacts, constants, python_module_at(artifacts.output_code.path)), ""
 
 
 def _discard(paths: list[str], why: str) -> tuple[None, str]:
     for p in paths:
-        if os.path.exists(p):
-            os.remove(p)
+        Path(p).unlink(missing_ok=True)
     return None, f"{why}: discarded and compiled again"
-
-
-def output_module(path: str) -> types.ModuleType:
-    """The output code at ``path``, imported once per process."""
-    return python_module_at(path)

@@ -71,7 +71,7 @@ def generate(plan: Schedule, target: str, config: Config,
                     for k, p in zip(generated, paths))
     src, line_map = wrapper_source(plan.ir, rendered, loads, target, source, plan.reuses)
     path = codecache.write_python(src, config, "output_code")
-    return StageResult(codecache.output_module(path), OutputCodeArtifact(src, path, kernels, line_map))
+    return StageResult(codecache.python_module_at(path), OutputCodeArtifact(src, path, kernels, line_map))
 
 
 def _build_cpp(kernels: list[RenderedKernel], header: str, config: Config) -> tuple[list[str], list[str]]:
