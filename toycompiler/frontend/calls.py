@@ -33,7 +33,7 @@ import torch
 
 from . import pybuiltins
 from .builder import wrap_cell
-from .containers import DictVariable, TupleVariable, wrap_constant_result
+from .containers import wrap_constant_result
 from .higher_order import trace_cond
 from .pybuiltins import callable_name as _name
 from .pybuiltins import fold
@@ -102,15 +102,13 @@ def call_python(tx: Tx, fn: Any, args: list[Variable], kwargs: dict[str, Variabl
     if getattr(fn, "__name__", None) == "clone" and grad_mode_of(getattr(fn, "__self__", None)):
         return grad_mode_of(fn.__self__)  # @torch.no_grad() makes a fresh context per call
     handler = pybuiltins.HANDLERS.get(fn) if _hashable(fn) else None
-    if handler is not None:
-        result = handler(tx, args, kwargs)
-        if result is not NotImplemented:
-            return result
+    result = handler(tx, args, kwargs) if handler else NotImplemented
+    if result is not NotImplemented:
+        return result
     if any(_is_array(a) for a in [*args, *kwargs.values()]):
         raise Unsupported(f"{_name(fn)}(...) on a numpy array: arrays are not traced (their values are not "
                           "known while tracing, nor constants of the graph)", "numpy")
-    has_tensor = any(a.tensors() for a in [*args, *kwargs.values()])
-    if not has_tensor and _foldable(fn):
+    if _foldable(fn) and not any(a.tensors() for a in [*args, *kwargs.values()]):
         return fold(tx, fn, args, kwargs)
     if isinstance(fn, type) and issubclass(fn, torch.nn.Module):
         return construct_module(tx, fn, args, kwargs)
@@ -219,22 +217,16 @@ def bind_arguments(code: types.CodeType, args: list[Variable], kwargs: dict[str,
     cells = tuple(types.CellType() for _ in code.co_freevars) or None
     shape = types.FunctionType(code, {}, code.co_name, tuple(defaults) or None, cells)
     shape.__kwdefaults__ = dict(kwdefaults) or None
-    signature = inspect.signature(shape)
     try:
-        bound = signature.bind(*args, **kwargs)
+        bound = inspect.signature(shape).bind(*args, **kwargs)
     except TypeError as e:
         raise Unsupported(f"calling {code.co_qualname}: {e}", "exception") from None
     bound.apply_defaults()
     out: dict[str, Variable] = {}
     for name, value in bound.arguments.items():
-        kind = signature.parameters[name].kind
-        if kind is inspect.Parameter.VAR_POSITIONAL:
-            value = TupleVariable(list(value))
-        elif kind is inspect.Parameter.VAR_KEYWORD:
-            value = DictVariable(dict(value))
         if name.startswith("implicit") and name not in code.co_varnames:  # inspect renames ".0" (comprehensions)
             name = "." + name[len("implicit"):]
-        out[name] = value
+        out[name] = wrap_constant_result(value)  # ``*args`` (a tuple) as a TupleVariable, ``**kwargs`` a DictVariable
     return out
 
 
@@ -243,14 +235,12 @@ def bind_arguments(code: types.CodeType, args: list[Variable], kwargs: dict[str,
 
 def is_torch_op(fn: Any) -> bool:
     """Functions recorded into the graph when called with tensors."""
-    if isinstance(fn, torch._ops.OpOverload | torch._ops.OpOverloadPacket):
+    if isinstance(fn, torch._ops.OpOverload | torch._ops.OpOverloadPacket) or fn is torch.Size:
         return True
     if torch._dynamo.trace_rules.is_callable_allowed(fn):  # marked by torch.compiler.allow_in_graph(fn)
         return True
-    if isinstance(fn, type):
-        return fn is torch.Size
     module = getattr(fn, "__module__", None) or ""
-    if not isinstance(module, str):
+    if isinstance(fn, type) or not isinstance(module, str):
         return False
     if module.startswith(("torch.nn.modules", "torch.nn.utils")) and isinstance(fn, types.FunctionType):
         return False  # nn.Module methods (forward, _conv_forward...) are inlined, not recorded
