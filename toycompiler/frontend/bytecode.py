@@ -63,13 +63,12 @@ INTRINSICS: dict[str, str] = {
 # The same for ``yield from``: 3.12's SEND jumps to an END_SEND that CPython skips.
 JUMPS_SKIP_THEIR_END = {"FOR_ITER", "SEND"} if VERSION >= (3, 12) else set()
 
-# Flags packed into the low bit of an argument: (opname, versions) -> meaning.
+# Flags packed into the low bit of an argument: the opnames that have one -> the opname when it is set.
 # 3.11 and 3.12: LOAD_GLOBAL's low bit asks for a NULL before the global.
-# 3.12: LOAD_ATTR's low bit means "method load" (3.11 had LOAD_METHOD).
-LOW_BIT_MEANS_PUSH_NULL = {"LOAD_GLOBAL"} | ({"LOAD_ATTR"} if VERSION >= (3, 12) else set())
-LOW_BIT_METHOD_OPNAME = {"LOAD_ATTR": "LOAD_METHOD"} if VERSION >= (3, 12) else {}
-# 3.12: LOAD_SUPER_ATTR's low bit means "method load" too (pushes [NULL, bound method]).
-LOW_BIT_MEANS_METHOD = {"LOAD_SUPER_ATTR"}
+# 3.12: LOAD_ATTR's low bit means "method load" (3.11 had LOAD_METHOD); so does LOAD_SUPER_ATTR's
+# (it pushes [NULL, bound method]). The translator sees the bit as ``Inst.flag``.
+LOW_BIT_FLAG = {"LOAD_GLOBAL": "LOAD_GLOBAL", "LOAD_SUPER_ATTR": "LOAD_SUPER_ATTR",
+                **({"LOAD_ATTR": "LOAD_METHOD"} if VERSION >= (3, 12) else {})}
 
 # How the transformed code spells the few instructions it emits (the ``bytecode`` package names
 # instructions as CPython does; only these differ). Other versions are refused at ``import toycompiler``.
@@ -127,12 +126,9 @@ def normalise(code: types.CodeType) -> list[Inst]:
     raw = _with_lines(code, code.co_firstlineno)
     next_offset = {a.offset: b.offset for (a, _), (b, _) in zip(raw, raw[1:])}
     for ins, line in raw:
-        opname, flag, argval = ALIASES.get(ins.opname, ins.opname), False, ins.argval
-        if ins.opname in LOW_BIT_MEANS_PUSH_NULL | LOW_BIT_METHOD_OPNAME.keys() | LOW_BIT_MEANS_METHOD:
-            flag = bool((ins.arg or 0) & 1)
-            if flag and ins.opname in LOW_BIT_METHOD_OPNAME:
-                opname = LOW_BIT_METHOD_OPNAME[ins.opname]
-        flag = flag or opname == "LOAD_METHOD"  # a method load pushes NULL first, as the flag says
+        low_bit = ins.opname in LOW_BIT_FLAG and bool(ins.arg & 1)
+        opname = LOW_BIT_FLAG[ins.opname] if low_bit else ALIASES.get(ins.opname, ins.opname)
+        flag, argval = low_bit or opname == "LOAD_METHOD", ins.argval  # a method load pushes NULL first
         if ins.opname == "CALL_INTRINSIC_1":
             opname = INTRINSICS.get(ins.argrepr, opname)
         if ins.opname in JUMPS_SKIP_THEIR_END:
@@ -180,9 +176,7 @@ def liveness(code: types.CodeType) -> dict[int, frozenset[str]]:
     """Locals live at each offset: read on some path before being written (backward dataflow)."""
     insts = [i for i, _ in _with_lines(code, None)]
     handlers = exception_ranges(code)
-    uses: dict[int, set[str]] = {}
-    defs: dict[int, set[str]] = {}
-    succ: dict[int, list[int]] = {}
+    uses, defs, succ = {}, {}, {}  # offset -> names read, names written, successor offsets
     for k, ins in enumerate(insts):
         names = set(ins.argval) if isinstance(ins.argval, tuple) else {ins.argval}
         uses[ins.offset] = names if ins.opname.startswith(("LOAD_FAST", "DELETE_FAST")) else set()

@@ -105,10 +105,9 @@ class ShapePolicy:
                 dims.add(d)
                 where = f"{source}.shape[{d}]"
                 self.why[where] = wanted[d]
-                if expr in self.symbols:
-                    self.aliases.append((where, self.symbols[expr]))
-                else:
-                    self.symbols[expr] = where
+                first = self.symbols.setdefault(expr, where)
+                if first != where:  # the same symbol as a size seen before
+                    self.aliases.append((where, first))
         self.dims[source] = frozenset(dims)
         return fake
 

@@ -434,14 +434,12 @@ class InstructionTranslator:
         self.state.kw_names = self.code.co_consts[inst.arg]
 
     def CALL(self, inst):
-        """``CALL 2`` -- [NULL|callable, callable|self, *args] -> result."""
-        args = self.popn(inst.arg)
-        kw_names, self.state.kw_names = self.state.kw_names, ()
-        kwargs = dict(zip(kw_names, args[len(args) - len(kw_names):])) if kw_names else {}
-        args = args[:len(args) - len(kw_names)]
-        second, first = self.pop(), self.pop()
-        fn, args = (second, args) if isinstance(first, NullVariable) else (first, [second, *args])
-        self.push(fn.call(self, args, kwargs))
+        """``CALL 2`` -- [NULL|callable, callable|self, *args] -> result (the last ``kw_names`` are keywords)."""
+        null_or_fn, fn_or_self, *args = self.popn(inst.arg + 2)
+        fn, args = (fn_or_self, args) if isinstance(null_or_fn, NullVariable) else (null_or_fn, [fn_or_self, *args])
+        positional = len(args) - len(self.state.kw_names)
+        kwargs, self.state.kw_names = dict(zip(self.state.kw_names, args[positional:])), ()
+        self.push(fn.call(self, args[:positional], kwargs))
 
     def CALL_FUNCTION_EX(self, inst):
         """``f(*args, **kw)`` -- [NULL, callable, args tuple, kwargs dict if arg & 1] -> result."""

@@ -491,8 +491,7 @@ class SuperVariable(Variable):
     cannot_rebuild = "super() is only traced inside an inlined method"
 
     def getattr(self, tx, name):
-        obj = self.self_var.as_python()
-        attr = getattr(super(self.cls, obj), name)
+        attr = getattr(super(self.cls, self.self_var.as_python()), name)
         if isinstance(attr, types.MethodType) and isinstance(attr.__func__, types.FunctionType):
             return BoundMethodVariable(ObjectVariable(attr.__func__), self.self_var)
         return tx.wrap(attr, None)
