@@ -530,11 +530,8 @@ class Report(Artifact):
     @property
     def recompile_matrix(self) -> str:
         """One row per cache miss, one column per entry tried: the guard that rejected it."""
-        rows = []
-        for m in self.misses:
-            cells = [f"{f.entry} {f.expr} (got {f.actual})" for f in m.failures]
-            rows.append(f"{m.frame} miss {m.miss}: " + " | ".join(cells) + f"  => {m.outcome}")
-        return "\n".join(rows)
+        cells = [" | ".join(f"{f.entry} {f.expr} (got {f.actual})" for f in m.failures) for m in self.misses]
+        return "\n".join(f"{m.frame} miss {m.miss}: {row}  => {m.outcome}" for m, row in zip(self.misses, cells))
 
     @property
     def stage_times(self) -> dict[str, float]:
@@ -552,8 +549,7 @@ class Report(Artifact):
 
     @property
     def output_code(self) -> str:
-        codes = [f.backend.output_code for f in self.frames if f.backend and f.backend.output_code]
-        return "\n\n".join(c.source for c in codes)
+        return "\n\n".join(f.backend.output_code.source for f in self.frames if f.backend and f.backend.output_code)
 
     def __str__(self) -> str:
         head = [f"graphs: {self.graph_count}, graph breaks: {self.graph_break_count}, "

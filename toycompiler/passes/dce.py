@@ -11,5 +11,4 @@ import torch.fx
 def dce(gm: torch.fx.GraphModule) -> list[str]:
     before = {n.name for n in gm.graph.nodes}
     gm.graph.eliminate_dead_code()
-    removed = sorted(before - {n.name for n in gm.graph.nodes})
-    return [f"removed {name} (unused)" for name in removed]
+    return [f"removed {name} (unused)" for name in sorted(before - {n.name for n in gm.graph.nodes})]
