@@ -16,6 +16,7 @@ nested breaks inside branches.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -26,16 +27,14 @@ from .variables import TensorVariable, Unsupported, Variable
 
 
 def trace_cond(tx, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
-    names = ["pred", "true_fn", "false_fn", "operands"]
-    bound = dict(zip(names, args)) | kwargs
-    missing = [n for n in names if n not in bound]
-    if missing:
-        raise Unsupported(f"torch.cond needs {', '.join(missing)}", "exception")
-    pred, true_fn, false_fn, operands = (bound[n] for n in names)
-    ops = operands.unpack(tx)
-    if not isinstance(pred, TensorVariable):
-        branch = true_fn if pred.truth() else false_fn  # a Python bool: an ordinary if
-        return branch.call(tx, ops, {})
+    try:
+        bound = inspect.signature(torch.cond).bind(*args, **kwargs).arguments
+    except TypeError as e:
+        raise Unsupported(f"torch.cond(...): {e}", "exception") from None
+    pred, true_fn, false_fn = bound["pred"], bound["true_fn"], bound["false_fn"]
+    ops = bound["operands"].unpack(tx) if "operands" in bound else []  # operands=() by default
+    if not isinstance(pred, TensorVariable):  # a Python bool: an ordinary if
+        return (true_fn if pred.truth() else false_fn).call(tx, ops, {})
     if not all(isinstance(o, TensorVariable) for o in ops):
         raise Unsupported("torch.cond operands must all be tensors here", "unsupported-call")
     fakes = [o.example for o in ops]
