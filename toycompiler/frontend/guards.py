@@ -56,12 +56,10 @@ class GuardBuilder:
     covered: set[str] = field(default_factory=set)  # the guards ``___check_tensors`` stands for
 
     def add(self, expr: str, kind: str, reason: str, line: int | None = None,
-            actual: str | None = None, expected: str | None = None) -> bool:
-        if expr in self.seen:
-            return False
-        self.seen.add(expr)
-        self.guards.append(Guard(expr, kind, reason, line, actual, expected))
-        return True
+            actual: str | None = None, expected: str | None = None) -> None:
+        if expr not in self.seen:  # each fact once, where it was first relied on
+            self.seen.add(expr)
+            self.guards.append(Guard(expr, kind, reason, line, actual, expected))
 
     def tensor(self, source: str, t: torch.Tensor, line: int | None,
                dynamic_dims: frozenset[int] = frozenset()) -> None:

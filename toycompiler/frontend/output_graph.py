@@ -28,8 +28,6 @@ from .containers import ListVariable, NamedTupleVariable, TupleVariable, wrap_co
 from .shapes import ShapePolicy
 from .variables import CONSTANT_TYPES, ConstantVariable, TensorVariable, Unsupported, Variable
 
-DATA_DEPENDENT_ERRORS = (DynamicOutputShapeException, DataDependentOutputException)
-
 
 class OutputGraph:
     """The FX graph under construction, its fake tensors and inputs (shared by inlined calls)."""
@@ -52,8 +50,7 @@ class OutputGraph:
         self.initial_grad_mode = torch.is_grad_enabled()
 
     def add_input(self, source: str, value: torch.Tensor) -> TensorVariable:
-        if source in self.inputs_by_source:
-            return self.inputs_by_source[source]
+        """A new graph input, read from ``source`` (``builder.wrap`` makes one per source and per tensor)."""
         name = "".join(c if c.isalnum() else "_" for c in source).strip("_")
         node = self.graph.placeholder(name)
         fake = self.shapes.fake(source, value)
@@ -89,7 +86,7 @@ class OutputGraph:
                     example = getattr(fake_args[0], target)(*fake_args[1:], **fake_kwargs)
                 else:
                     example = target(*fake_args, **fake_kwargs)
-        except DATA_DEPENDENT_ERRORS as e:
+        except (DynamicOutputShapeException, DataDependentOutputException) as e:
             raise Unsupported(f"the output shape of {_op_name(target)} depends on the tensor's values ({e}); "
                               "the graph needs static shapes", "data-dependent") from e
         except Exception as e:

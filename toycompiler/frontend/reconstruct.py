@@ -96,8 +96,7 @@ class TransformPlan:
 
 def plan_return(code: types.CodeType, returned: Variable, offset: int) -> TransformPlan:
     """Traced to the end: the transformed code rebuilds the return value (:class:`CannotResume` if it can't)."""
-    plan = TransformPlan("return", offset, [], [returned])
-    return _with_graph_outputs(plan, code)
+    return _with_graph_outputs(TransformPlan("return", offset, [], [returned]), code)
 
 
 def plan_break(code: types.CodeType, instructions: list, stack: list[Variable], locals_: dict[str, Any],
@@ -135,8 +134,7 @@ def plan_break(code: types.CodeType, instructions: list, stack: list[Variable], 
     written = (inst.argval,) if inst.opname == "STORE_FAST" else ()
     resumes = tuple(ResumePoint(to_original[t], layout, tuple(n for n in original.co_varnames if n in live[
         to_original[t]] and (n in locals_ or n in written))) for t in targets)
-    plan = TransformPlan(kind, offset, below, operands, kw_names, locals_, resumes, written)
-    return _with_graph_outputs(plan, code)
+    return _with_graph_outputs(TransformPlan(kind, offset, below, operands, kw_names, locals_, resumes, written), code)
 
 
 def _with_graph_outputs(plan: TransformPlan, code: types.CodeType) -> TransformPlan:

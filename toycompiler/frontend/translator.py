@@ -633,9 +633,8 @@ class InstructionTranslator:
         value = self.pop()
         if isinstance(value, TensorVariable):
             raise Unsupported("formatting a tensor into a string needs its values", "print")
-        python = value.as_python()
-        convert = FORMAT_CONVERSIONS[inst.arg & 0x03]
-        self.push(ConstantVariable(format(convert(python) if convert else python, spec)))
+        convert = FORMAT_CONVERSIONS[inst.arg & 0x03]  # none, !s, !r or !a
+        self.push(ConstantVariable(format(convert(value.as_python()), spec)))
 
     def BUILD_STRING(self, inst):
         self.push(ConstantVariable("".join(p.as_python() for p in self.popn(inst.arg))))
@@ -804,7 +803,7 @@ CONTAINER_METHODS = {"SET_ADD": "add", "SET_UPDATE": "update", "DICT_UPDATE": "u
 JUMP_CONDITIONS = {"POP_JUMP_IF_TRUE": lambda v: v.truth(), "POP_JUMP_IF_FALSE": lambda v: not v.truth(),
                    "POP_JUMP_IF_NONE": is_none, "POP_JUMP_IF_NOT_NONE": lambda v: not is_none(v),
                    "JUMP_IF_TRUE_OR_POP": lambda v: v.truth(), "JUMP_IF_FALSE_OR_POP": lambda v: not v.truth()}
-FORMAT_CONVERSIONS = {0: None, 1: str, 2: repr, 3: ascii}
+FORMAT_CONVERSIONS = {0: lambda value: value, 1: str, 2: repr, 3: ascii}
 
 # Opcodes that have no handler on purpose, with the reason a user sees.
 UNSUPPORTED: dict[str, str] = {

@@ -232,11 +232,9 @@ class ObjectVariable(Variable):
         return tx.call_python(self.value, args, kwargs, self.source)
 
     def unpack(self, tx):
-        if isinstance(self.value, torch.nn.Sequential | torch.nn.ModuleList):  # ``for layer in self.layers``
-            return [tx.wrap(m, f"{self.source}._modules[{k!r}]" if self.source else None)
-                    for k, m in self.value._modules.items()]
-        if isinstance(self.value, torch.nn.ParameterList):
-            return [tx.wrap(m, f"{self.source}[{i}]" if self.source else None) for i, m in enumerate(self.value)]
+        # ``for layer in self.layers``: each item as ``self.layers[i]`` reads it
+        if isinstance(self.value, torch.nn.Sequential | torch.nn.ModuleList | torch.nn.ParameterList):
+            return [self.getitem(tx, ConstantVariable(i)) for i in range(len(self.value))]
         if isinstance(self.value, torch.nn.ModuleDict | torch.nn.ParameterDict):
             return [ConstantVariable(k) for k in self.value]
         return super().unpack(tx)
