@@ -311,6 +311,7 @@ class ExternKernel:
     lines: tuple[int, ...] = ()
     kind: str = "extern"
     item: int | None = None  # the op returns several tensors: this buffer is ``result[item]``
+    store_into = None  # not a field: a library call never writes into a graph input (see ComputedBuffer)
 
     @property
     def inputs(self) -> tuple[str, ...]:

@@ -58,19 +58,20 @@ class Kernel:
             return "extern"
         return "reduction" if any(n.reduction for n in self.nodes) else "pointwise"
 
-    @property
-    def ranges(self) -> tuple[sympy.Expr, ...]:
-        return self.xranges + self.rranges
-
     def names(self) -> set[str]:
         return {n.name for n in self.nodes}
 
-
-def new_kernel(node: Node) -> Kernel:
-    if isinstance(node, ExternKernel):
-        return Kernel([node], xranges=tuple(node.layout.size))
-    rr = squeeze(node.reduction.ranges) if node.reduction else ()
-    return Kernel([node], xranges=squeeze(node.layout.size), rranges=rr)
+    def add(self, node: Node) -> None:
+        """Put ``node`` in the kernel. The first node sets the loops; a reduction joining pointwise work
+        (a prologue) sets them to its own rows and reduced range."""
+        if isinstance(node, ExternKernel):
+            self.xranges = tuple(node.layout.size)
+        elif not self.nodes or (node.reduction and self.kind == "pointwise"):
+            self.xranges = squeeze(node.layout.size)
+            self.rranges = squeeze(node.reduction.ranges) if node.reduction else ()
+        if isinstance(node, ComputedBuffer):  # what codegen walks to write its value (a reduction's is kept)
+            self.walk[node.name] = 1 if node.reduction else inline_walk(self, node)
+        self.nodes.append(node)
 
 
 # -- where a node sits in a kernel's loops --------------------------------------------
@@ -94,22 +95,11 @@ def node_vars(node: ComputedBuffer, kernel: Kernel) -> dict[sympy.Symbol, sympy.
     Size-1 dims read index 0; the first non-1 dims run over x, the rest (element
     nodes in a reduction kernel) over r; a reduction's r dims run over r.
     """
-    n_x = len(kernel.xranges)
-    xs, rs = list(index_vars(n_x, "x")), list(index_vars(16, "r"))
-    mapping: dict[sympy.Symbol, sympy.Expr] = {}
-    k = 0
-    for d, s in zip(index_vars(len(node.layout.size)), node.layout.size):
-        if s == 1:
-            mapping[d] = sympy.Integer(0)
-        else:
-            mapping[d] = xs[k] if k < n_x else rs[k - n_x]
-            k += 1
-    if node.reduction:
-        j = 0
-        for r, s in zip(index_vars(len(node.reduction.ranges), "r"), node.reduction.ranges):
-            mapping[r] = sympy.Integer(0) if s == 1 else rs[j]
-            j += 0 if s == 1 else 1
-    return mapping
+    loop_vars = iter((*index_vars(len(kernel.xranges), "x"), *index_vars(16, "r")))  # taken in order
+    dims = list(zip(index_vars(len(node.layout.size)), node.layout.size))
+    if node.reduction:  # a reduction's kept dims fill x exactly: its r dims come next
+        dims += zip(index_vars(len(node.reduction.ranges), "r"), node.reduction.ranges)
+    return {d: sympy.Integer(0) if s == 1 else next(loop_vars) for d, s in dims}
 
 
 # -- fusion ---------------------------------------------------------------------------
@@ -127,12 +117,12 @@ def can_fuse(kernel: Kernel, node: Node, config: Config) -> tuple[bool, str]:
     if node.reduction and kernel.kind == "pointwise":
         xr, rr = squeeze(node.layout.size), squeeze(node.reduction.ranges)
         if any(placement(n, xr, rr) is None for n in kernel.nodes):
-            return False, f"iteration spaces differ (pointwise {_fmt(kernel.ranges)} vs reduction {_fmt(xr)} x {_fmt(rr)})"
+            return False, (f"iteration spaces differ (pointwise {_fmt(kernel.xranges)} "
+                           f"vs reduction {_fmt(xr)} x {_fmt(rr)})")
     where = placement(node, xr, rr)
     if where is None:
-        what = f"{_fmt(xr)} x {_fmt(rr)}" if rr else _fmt(xr)
         got = _fmt(squeeze(node.layout.size)) + (f" x {_fmt(squeeze(node.reduction.ranges))}" if node.reduction else "")
-        return False, f"iteration spaces differ ({what} vs {got})"
+        return False, f"iteration spaces differ ({_space(xr, rr)} vs {got})"
     if not config.sibling_fusion and not (kernel.names() & node.reads):
         return False, "they share no data, and sibling fusion is off (config.sibling_fusion=False)"
     if kernel.kind == "reduction" and not node.reduction and not config.epilogue_fusion:
@@ -143,12 +133,11 @@ def can_fuse(kernel: Kernel, node: Node, config: Config) -> tuple[bool, str]:
     probe = Kernel(kernel.nodes + [node], xranges=xr, rranges=rr)
     mine = node_vars(node, probe)
     producers = {n.name: n for n in kernel.nodes}
-    for ld in loads(node.body):
-        if ld.buf in producers:
-            p = producers[ld.buf]
-            stored = store_index(p.layout.size).xreplace(node_vars(p, probe))
-            if sympy.expand(ld.index.xreplace(mine) - stored) != 0:
-                return False, f"{node.name} reads {ld.buf} at a different index ({ld.index}), so it would need other elements"
+    for ld in (ld for ld in loads(node.body) if ld.buf in producers):
+        stored = store_index(producers[ld.buf].layout.size).xreplace(node_vars(producers[ld.buf], probe))
+        if sympy.expand(ld.index.xreplace(mine) - stored) != 0:
+            return False, (f"{node.name} reads {ld.buf} at a different index ({ld.index}), "
+                           "so it would need other elements")
     return True, _why_fused(kernel, node, where, sorted(producers.keys() & node.reads))
 
 
@@ -186,29 +175,21 @@ def schedule(ir: GraphIR, config: Config, target: str = "cpp") -> StageResult[Sc
     live = live_buffers(ir)
     for node in ir.buffers:
         if node.name not in live:
-            reason = "not computed: no one reads it (its readers inlined it)"
-            decisions.append(FusionDecision("-", node.name, False, reason))
+            decisions.append(FusionDecision("-", node.name, False,
+                                            "not computed: no one reads it (its readers inlined it)"))
             continue
-        chosen = None
         for k in _candidates(node, kernels, home):
             ok, reason = can_fuse(kernels[k], node, config)
             decisions.append(FusionDecision(_label(kernels[k]), node.name, ok, reason))
             if ok:
-                chosen = k
                 break
-        if chosen is None:
-            kernels.append(new_kernel(node))
-            chosen = len(kernels) - 1
-        else:
-            kernel = kernels[chosen]
-            if node.reduction and kernel.kind == "pointwise":
-                kernel.xranges, kernel.rranges = squeeze(node.layout.size), squeeze(node.reduction.ranges)
-            kernel.nodes.append(node)
-        if isinstance(node, ComputedBuffer):
-            kernels[chosen].walk[node.name] = 1 if node.reduction else inline_walk(kernels[chosen], node)
-        home[node.name] = chosen
-        if getattr(node, "store_into", None):  # later readers of that input must run after this write
-            home[node.store_into] = chosen
+        else:  # no kernel took it: a new one
+            k = len(kernels)
+            kernels.append(Kernel())
+        kernels[k].add(node)
+        home[node.name] = k
+        if node.store_into:  # later readers of that input must run after this write
+            home[node.store_into] = k
     _plan_stores(ir, kernels)
     if config.verify_ir:
         verify(ir, kernels)
@@ -243,10 +224,9 @@ def verify(ir: GraphIR, kernels: list[Kernel]) -> None:
 def _candidates(node: Node, kernels: list[Kernel], home: dict[str, int]) -> list[int]:
     """Kernels ``node`` could join without running before its inputs: producers first, newest first."""
     deps = [home[b] for b in node.reads if b in home]
-    first = max(deps, default=0)
-    producers = sorted({d for d in deps if d >= first}, reverse=True)
-    others = [k for k in range(len(kernels) - 1, first - 1, -1) if k not in producers]
-    return [k for k in producers + others if k < len(kernels)][:4]
+    first = max(deps, default=0)  # the newest producer: nothing earlier may run the node
+    newest_first = range(len(kernels) - 1, first - 1, -1)
+    return ([first, *(k for k in newest_first if k != first)] if deps else list(newest_first))[:4]
 
 
 @dataclass(frozen=True)
@@ -262,10 +242,8 @@ def _plan_stores(ir: GraphIR, kernels: list[Kernel]) -> None:
     """A buffer goes to memory if it is an output, read by another kernel, or written into an input."""
     for k in kernels:
         read_elsewhere = set().union(*(_reads(other) for other in kernels if other is not k))
-        for n in k.nodes:
-            if n.name in ir.outputs or n.name in read_elsewhere or isinstance(n, ExternKernel) or \
-                    getattr(n, "store_into", None):
-                k.stores.append(n.name)
+        k.stores += [n.name for n in k.nodes if n.name in ir.outputs or n.name in read_elsewhere
+                     or isinstance(n, ExternKernel) or n.store_into]
 
 
 def _reads(k: Kernel) -> set[str]:
@@ -285,8 +263,8 @@ def plan_memory(ir: GraphIR, kernels: list[Kernel]) -> tuple[dict[str, str], lis
     for i, k in enumerate(kernels):
         for name in k.stores:
             node = ir.buffer(name)
-            if getattr(node, "store_into", None) or (isinstance(node, ExternKernel) and not _writes_out(node)):
-                continue
+            if node.store_into or (isinstance(node, ExternKernel) and ("out", name) not in node.kwargs):
+                continue  # it lives in an input, or torch allocates it
             for dead in pool:
                 d = ir.buffer(dead).layout
                 if d.dtype == node.layout.dtype and d.device == node.layout.device and d.is_contiguous and \
@@ -298,13 +276,9 @@ def plan_memory(ir: GraphIR, kernels: list[Kernel]) -> tuple[dict[str, str], lis
         for j in range(i + 1):
             for name in kernels[j].stores:
                 dies = last_use.setdefault(name, j) == i  # never read: dead right after the kernel writing it
-                if dies and name not in keep and not getattr(ir.buffer(name), "store_into", None) and name not in pool:
+                if dies and name not in keep and not ir.buffer(name).store_into and name not in pool:
                     pool.append(name)
     return reuses, plan
-
-
-def _writes_out(node: ExternKernel) -> bool:
-    return any(k == "out" for k, _ in node.kwargs)
 
 
 def _nbytes(ir: GraphIR, name: str) -> int:
@@ -315,20 +289,13 @@ def _nbytes(ir: GraphIR, name: str) -> int:
         return 0
 
 
-def _artifact(ir: GraphIR, kernels: list[Kernel], decisions: list[FusionDecision], reuse: list[str]) -> ScheduleArtifact:
-    groups = []
-    for i, k in enumerate(kernels):
-        external = _reads(k) - k.names()
-        ranges = _fmt(k.xranges) + (f" x {_fmt(k.rranges)}" if k.rranges else "")
-        groups.append(FusionGroup(
-            name=f"kernel{i}", nodes=tuple(n.name for n in k.nodes), ranges=ranges,
-            stores=tuple(k.stores), kind=k.kind,
-            bytes_read=sum(_nbytes(ir, b) for b in external),
-            bytes_written=sum(_nbytes(ir, b) for b in k.stores),
-        ))
-    unfused = 0
-    for n in ir.buffers:
-        unfused += sum(_nbytes(ir, b) for b in n.reads) + _nbytes(ir, n.name)
+def _artifact(ir: GraphIR, kernels: list[Kernel], decisions: list[FusionDecision],
+              reuse: list[str]) -> ScheduleArtifact:
+    groups = [FusionGroup(f"kernel{i}", tuple(n.name for n in k.nodes), _space(k.xranges, k.rranges), tuple(k.stores),
+                          k.kind, bytes_read=sum(_nbytes(ir, b) for b in _reads(k) - k.names()),
+                          bytes_written=sum(_nbytes(ir, b) for b in k.stores))
+              for i, k in enumerate(kernels)]
+    unfused = sum(sum(_nbytes(ir, b) for b in n.reads) + _nbytes(ir, n.name) for n in ir.buffers)  # one kernel each
     plan = tuple(f"{name}: never written to memory (lives in registers inside {g.name})"
                  for g in groups for name in g.nodes if name not in g.stores)
     return ScheduleArtifact(tuple(groups), tuple(decisions), plan + tuple(reuse), unfused)
@@ -340,3 +307,8 @@ def _label(k: Kernel) -> str:
 
 def _fmt(ranges: tuple) -> str:
     return "[" + ", ".join(map(str, ranges)) + "]"
+
+
+def _space(xr: tuple, rr: tuple) -> str:
+    """A kernel's iteration space: ``[64]`` (pointwise), ``[64] x [1024]`` (rows x reduced elements)."""
+    return f"{_fmt(xr)} x {_fmt(rr)}" if rr else _fmt(xr)
