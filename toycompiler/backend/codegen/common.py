@@ -418,6 +418,10 @@ class KernelRenderer:
                 and self.expr_dtype(e.args[0]) == e.dtype:
             self.used_ops.add(f"pow as {abs(int(e.args[1].value))} multiplications")
             return self.expr(pow_as_mul(e.args[0], int(e.args[1].value), e.dtype), mapping, node)
+        if e.op == "pow" and isinstance(e.args[1], Const) and self.expr_dtype(e.args[0]) == e.dtype \
+                and float(e.args[1].value) in (POW_AS_SQRT if self.language == "cpp" else (-0.5, 0.5)):
+            self.used_ops.add("pow as multiplications and a square root")
+            return self.expr(pow_as_sqrt(e.args[0], float(e.args[1].value), e.dtype), mapping, node)
         args = [self.expr(a, mapping, node) for a in e.args]
         if e.op == "to_dtype":
             if e.dtype in HALF and self.expr_dtype(e.args[0]) == torch.float64:  # Triton's CPU interpreter
@@ -486,6 +490,29 @@ def pow_as_mul(base: Expr, n: int, dtype: torch.dtype) -> Expr:
     for _ in range(abs(n) - 1):
         product = Op("mul", (product, base), dtype)
     return product if n > 0 else Op("reciprocal", (product,), dtype)
+
+
+POW_AS_SQRT = (-2.5, -1.5, -0.5, 0.5, 1.5, 2.5)  # C++: half-integer exponents through std::sqrt (Triton: +-0.5)
+
+
+def pow_as_sqrt(base: Expr, y: float, dtype: torch.dtype) -> Expr:
+    """``x ** 1.5`` as ``|x| * sqrt(|x|)`` (``x ** -0.5`` as ``1 / sqrt(|x|)``): a vector square root
+    instruction and a multiplication, where a vector ``pow`` is a long libm call (half the time of a
+    transcendental chain on a CPU). Within two ulps of ``pow``, and with its special values: the magnitude
+    is taken so that ``-0.0`` and ``-inf`` give ``pow``'s ``+0.0`` and ``+inf`` (``sqrt(-0.0)`` is
+    ``-0.0``), and any other negative base gives NaN, as a non-integer power of it does. Exponents
+    0.5 and -0.5 are eager's own special case: ``sqrt(x)`` and ``rsqrt(x)`` exactly (``-0.0 ** 0.5`` is
+    ``-0.0`` in torch), on every backend."""
+    if abs(y) == 0.5:
+        return Op("sqrt" if y > 0 else "rsqrt", (base,), dtype)
+    a = Op("abs", (base,), dtype)
+    root = Op("sqrt", (a,), dtype)
+    if abs(y) > 1:
+        root = Op("mul", (pow_as_mul(a, int(abs(y)), dtype), root), dtype)
+    value = root if y > 0 else Op("reciprocal", (root,), dtype)
+    real = Op("bitwise_or", (Op("ge", (base, Const(0, dtype)), torch.bool),
+                             Op("eq", (base, Const(float("-inf"), dtype)), torch.bool)), torch.bool)
+    return Op("where", (real, value, Const(float("nan"), dtype)), dtype)
 
 
 # Well-known op groups a kernel is named after (``triton_softmax_0`` rather than ``triton_max_sub_exp_sum_div_0``).
