@@ -13,6 +13,7 @@ Leaves out: sets of tensors, dict views as live objects, user-defined containers
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,7 +38,11 @@ class ContainerVariable(Variable):
     """What tuples, lists, dicts and sets share: ``items``, truth by emptiness, methods by name."""
 
     items: Any
+    kind: type  # the Python type it stands for: tuple, list, dict, set
     METHODS: tuple[str, ...] = ()  # the methods ``call_method`` models
+
+    def python_type(self) -> type:
+        return self.kind
 
     def truth(self) -> bool:
         return bool(self.items)
@@ -67,14 +72,11 @@ class TupleVariable(ContainerVariable):
     items: list[Variable] = field(default_factory=list)
     source: str | None = None
     METHODS = ("index", "count")
-    kind = tuple  # the Python type it stands for (list for ListVariable)
+    kind = tuple
 
     def describe(self) -> str:
         inner = ", ".join(i.describe() for i in self.items)
         return f"[{inner}]" if self.kind is list else f"({inner})"
-
-    def python_type(self) -> type:
-        return self.kind
 
     def as_python(self) -> Any:
         return self.kind(i.as_python() for i in self.items)
@@ -177,12 +179,10 @@ class DictVariable(ContainerVariable):
     items: dict[Any, Variable] = field(default_factory=dict)
     source: str | None = None
     METHODS = ("keys", "values", "items", "get", "copy", "update", "pop", "setdefault", "clear")
+    kind = dict
 
     def describe(self) -> str:
         return "{" + ", ".join(f"{k!r}: {v.describe()}" for k, v in self.items.items()) + "}"
-
-    def python_type(self) -> type:
-        return dict
 
     def as_python(self) -> Any:
         return {k: v.as_python() for k, v in self.items.items()}
@@ -217,23 +217,16 @@ class DictVariable(ContainerVariable):
         ``keys()``, ``values()`` and ``items()`` give lists (no live views)."""
         if name not in ("keys", "values", "items", "get", "copy"):
             self.before_change(tx, f"dict.{name}()")
-        if name == "update":
-            if args:
-                self.update_from(tx, args[0])
-            self.items.update(kwargs)
+        if name == "update":  # from a dict, or from (key, value) pairs; then the keywords
+            other = args[0] if args else DictVariable({})
+            if not isinstance(other, DictVariable):
+                other = DictVariable({k.as_python(): v for k, v in (pair.unpack(tx) for pair in other.unpack(tx))})
+            self.items.update(other.items, **kwargs)
             return ConstantVariable(None)
         if name == "setdefault":
             args = [*args, ConstantVariable(None)][:2]  # the default it stores is a variable too
         result = getattr(self.items, name)(*[a.as_python() for a in args[:1]], *args[1:])
         return wrap_constant_result(list(result) if name in ("keys", "values", "items") else result)
-
-    def update_from(self, tx, other: Variable) -> None:
-        if isinstance(other, DictVariable):
-            self.items.update(other.items)
-            return
-        for pair in other.unpack(tx):
-            k, v = pair.unpack(tx)
-            self.items[k.as_python()] = v
 
 
 @dataclass(eq=False)
@@ -244,12 +237,10 @@ class SetVariable(ContainerVariable):
     items: dict[Any, Variable] = field(default_factory=dict)  # identity key -> variable
     source: str | None = None
     METHODS = ("add", "update", "discard", "remove", "clear", "copy")
+    kind = set
 
     def describe(self) -> str:
         return "{" + ", ".join(v.describe() for v in self.items.values()) + "}"
-
-    def python_type(self) -> type:
-        return set
 
     def as_python(self) -> Any:
         return {v.as_python() for v in self.items.values()}
@@ -288,10 +279,11 @@ class IteratorVariable(Variable):
         return f"iterator({len(self.items) - self.index} left)"
 
     def unpack(self, tx):
-        rest = self.items[self.index :]
-        tx.output.remember(self, "index")
-        self.index = len(self.items)
-        return rest
+        return list(self.drawn(tx))
+
+    def drawn(self, tx) -> Iterator[Variable]:
+        """The items one at a time, each taken only when asked for (``zip``, ``islice`` may stop early)."""
+        return iter(lambda: self.next(tx), None)
 
     def next(self, tx) -> Variable | None:
         if self.index >= len(self.items):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import itertools
 import operator
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -209,11 +209,6 @@ def _items(tx, v: Variable) -> Any:
     return v.as_python() if isinstance(v, ConstantVariable) else v.unpack(tx)
 
 
-def _drawn(tx, it: IteratorVariable) -> Iterator[Variable]:
-    """An iterator's items drawn one by one as the real builtin asks, so it takes no more than Python would."""
-    return iter(functools.partial(it.next, tx), None)
-
-
 def _rearranging(fn: Any) -> Handler:
     """``enumerate(xs, 1)``, ``reversed(xs)``, ``itertools.chain/product/zip_longest``: :func:`_rearrange`."""
     return lambda tx, args, kwargs: _rearrange(tx, fn, [_items(tx, a) for a in args], kwargs)
@@ -228,7 +223,7 @@ def _zip(tx, args, kwargs):
     """``zip(xs, ys)``; an ``itertools.count()`` among them (endless) is drawn only as far as the others go."""
     if args and all(isinstance(a, CountVariable) for a in args):
         raise Unsupported("zip() of itertools.count() alone would never end", "unsupported-call")
-    columns = [_drawn(tx, a) if isinstance(a, CountVariable) else _items(tx, a) for a in args]
+    columns = [a.drawn(tx) if isinstance(a, CountVariable) else _items(tx, a) for a in args]
     return _rearrange(tx, zip, columns, kwargs)
 
 
@@ -237,7 +232,7 @@ def _islice(tx, args, kwargs):
     """``islice(it, [start,] stop[, step])``: an iterator gives up only the items the slice reaches."""
     it, bounds = args[0], [a.as_python() for a in args[1:]]
     lazily = isinstance(it, IteratorVariable) and slice(*bounds).stop is not None
-    return _rearrange(tx, itertools.islice, [_drawn(tx, it) if lazily else it.unpack(tx), *bounds], {})
+    return _rearrange(tx, itertools.islice, [it.drawn(tx) if lazily else it.unpack(tx), *bounds], {})
 
 
 def _as_function(tx, fn: Variable) -> Callable[..., Variable]:
