@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from .containers import CALLER_CONTAINERS, wrap_constant_result
-from .variables import CONSTANT_TYPES, ConstantVariable, ObjectVariable, RealCellVariable, Unsupported, Variable
+from .variables import CONSTANT_TYPES, CellVariable, ConstantVariable, ObjectVariable, Unsupported, Variable
 
 if TYPE_CHECKING:
     from .translator import InstructionTranslator as Tx
@@ -132,6 +132,6 @@ def _wrap_dict_by_value(tx: Tx, value: dict, source: str, line: int | None) -> V
     return var
 
 
-def wrap_cell(tx: Tx, cell: types.CellType, name: str) -> RealCellVariable:
+def wrap_cell(tx: Tx, cell: types.CellType, name: str) -> CellVariable:
     """A real closure cell; its contents are read (and guarded) through ``___obj_N.cell_contents``."""
-    return RealCellVariable(cell, f"{register_object(tx, cell)}.cell_contents", name=name)
+    return CellVariable(name=name, cell=cell, source=f"{register_object(tx, cell)}.cell_contents")

@@ -81,11 +81,9 @@ class OutputGraph:
         tensors = [t for v in [*args, *kwargs.values()] for t in v.tensors()]
         versions = [t.example._version for t in tensors]
         try:
+            fn, fn_args = (getattr(fake_args[0], target), fake_args[1:]) if op == "call_method" else (target, fake_args)
             with self.fake_mode:
-                if op == "call_method":
-                    example = getattr(fake_args[0], target)(*fake_args[1:], **fake_kwargs)
-                else:
-                    example = target(*fake_args, **fake_kwargs)
+                example = fn(*fn_args, **fake_kwargs)
         except (DynamicOutputShapeException, DataDependentOutputException) as e:
             raise Unsupported(f"the output shape of {_op_name(target)} depends on the tensor's values ({e}); "
                               "the graph needs static shapes", "data-dependent") from e
@@ -135,8 +133,7 @@ class OutputGraph:
         """At the end of tracing: the graph leaves grad mode as it found it (a break inside a
         ``with torch.no_grad()`` block ends the graph inside the block), and so does tracing."""
         if torch.is_grad_enabled() != self.initial_grad_mode:
-            outputs = [n for n in self.graph.nodes if n.op == "output"]
-            with self.graph.inserting_before(outputs[0] if outputs else None):
+            with self.graph.inserting_before(self.graph.output_node()):
                 self.set_grad_mode(self.initial_grad_mode)
 
     # -- undo, for a graph break in the middle of an instruction ------------------

@@ -196,12 +196,10 @@ class Codegen:
     def load_const(self, value: Any) -> None:
         """Literals inline; any other object through a named global of the transformed function."""
         if isinstance(value, LITERALS) or (isinstance(value, tuple) and all(isinstance(v, LITERALS) for v in value)):
-            self.emit("LOAD_CONST", value)
-            return
+            return self.emit("LOAD_CONST", value)
         name = getattr(value, "__name__", None)
         if isinstance(name, str) and getattr(builtins, name, None) is value:
-            self.load_global(name)  # print, len, ...: found in builtins
-            return
+            return self.load_global(name)  # print, len, ...: found in builtins
         const = next((k for k, obj in self.namespace.items() if obj is value and k.startswith("__const_")), None)
         if const is None:  # a new one: ``__const_0_helper``
             safe = "".join(c if c.isalnum() else "_" for c in str(name or type(value).__name__))
@@ -284,8 +282,7 @@ class Codegen:
         """A mutable container made while tracing: built once, kept in a temporary local, and
         loaded from there wherever it appears again, so that aliases stay one object."""
         if id(v) in self.built:
-            self.emit("LOAD_FAST", self.built[id(v)])
-            return
+            return self.emit("LOAD_FAST", self.built[id(v)])
         if id(v) in self.building:
             raise CannotResume(f"{v.describe()} contains itself")
         self.building.add(id(v))

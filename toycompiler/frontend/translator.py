@@ -58,7 +58,6 @@ from .variables import (
     ConstantVariable,
     NullVariable,
     ObjectVariable,
-    RealCellVariable,
     SuperVariable,
     TensorVariable,
     UnboundVariable,
@@ -372,8 +371,8 @@ class InstructionTranslator:
         for name, cell in zip(self.code.co_freevars, self.closure):
             self.state.cells[name] = cell
 
-    def read_cell(self, cell: Variable) -> Variable:
-        if isinstance(cell, RealCellVariable) and cell.contents is None:
+    def read_cell(self, cell: CellVariable) -> Variable:
+        if cell.cell is not None and cell.contents is None:  # a real cell, read for the first time
             try:
                 value = cell.cell.cell_contents
             except ValueError:
@@ -383,7 +382,7 @@ class InstructionTranslator:
             raise Unsupported(f"free variable {cell.name!r} is used before it is assigned", "exception")
         return cell.contents
 
-    def cell_named(self, name: str) -> Variable:
+    def cell_named(self, name: str) -> CellVariable:
         if name not in self.state.cells:
             raise Unsupported(f"closure variable {name!r} has no cell", "unsupported-opcode")
         return self.state.cells[name]
@@ -395,7 +394,7 @@ class InstructionTranslator:
     def STORE_DEREF(self, inst):
         """``STORE_DEREF y`` -- assign a closure cell; a real outer function's cell: a break."""
         cell = self.cell_named(inst.argval)
-        if isinstance(cell, RealCellVariable):
+        if cell.cell is not None:
             raise Unsupported(f"assigning `nonlocal {inst.argval}` changes a variable of an enclosing function "
                               "outside the compiled code", "mutation")
         self.output.remember(cell, "contents")

@@ -372,35 +372,25 @@ class TensorMethodVariable(Variable):
 
 @dataclass(eq=False)
 class CellVariable(Variable):
-    """A closure cell made while tracing (``MAKE_CELL``), holding a variable."""
+    """A closure cell. One made while tracing (``MAKE_CELL``) holds a variable; a real function's
+    (``cell``, see ``builder.wrap_cell``) has its contents read, and guarded through ``source``, on first use."""
 
     contents: Variable | None = None
     name: str = ""
-    cannot_rebuild = "a closure cell made while tracing"
-
-    def describe(self) -> str:
-        return f"cell({self.contents.describe() if self.contents else 'empty'})"
-
-    def as_cell(self) -> types.CellType:
-        """A new real cell holding the (constant) contents."""
-        return types.CellType() if self.contents is None else types.CellType(self.contents.as_python())
-
-
-@dataclass(eq=False)
-class RealCellVariable(Variable):
-    """A closure cell of a real function: its contents are read (and guarded) on first use."""
-
-    cell: types.CellType
+    cell: types.CellType | None = None  # the real cell, for a cell of a real function
     source: str | None = None
-    contents: Variable | None = None
-    name: str = ""
     cannot_rebuild = "a closure cell is not a value the code can push"
 
     def describe(self) -> str:
-        return f"cell {self.name}"
+        if self.cell is not None:
+            return f"cell {self.name}"
+        return f"cell({self.contents.describe() if self.contents else 'empty'})"
 
     def as_cell(self) -> types.CellType:
-        return self.cell
+        """The real cell; for one made while tracing, a new cell holding the (constant) contents."""
+        if self.cell is not None:
+            return self.cell
+        return types.CellType() if self.contents is None else types.CellType(self.contents.as_python())
 
 
 @dataclass(eq=False)
@@ -411,7 +401,7 @@ class UserFunctionVariable(Variable):
     globals: dict
     defaults: list[Variable] = field(default_factory=list)
     kwdefaults: dict[str, Variable] = field(default_factory=dict)
-    closure: list[Variable] = field(default_factory=list)  # CellVariable / RealCellVariable
+    closure: list[Variable] = field(default_factory=list)  # CellVariables
 
     def describe(self) -> str:
         return f"function {self.code.co_qualname}"
@@ -436,7 +426,7 @@ class UserFunctionVariable(Variable):
         a new cell holding its (constant) contents (:meth:`as_python`)."""
         if not all(isinstance(d, ConstantVariable) for d in [*self.defaults, *self.kwdefaults.values()]):
             raise CannotResume(f"{self.describe()} has default values that are not constants")
-        made_here = [c for c in self.closure if not isinstance(c, RealCellVariable)]
+        made_here = [c for c in self.closure if c.cell is None]
         if not all(c.contents is not None and c.contents.is_python_constant() for c in made_here):
             raise CannotResume(f"{self.describe()} closes over a cell made while tracing")
         cg.load_const(self.as_python())
