@@ -110,7 +110,6 @@ class Inst:
     argval: object
     argrepr: str
     line: int | None
-    is_jump_target: bool
     flag: bool = False  # the low-bit flag, decoded: push a NULL before the result (a method load does too)
 
     @property
@@ -133,7 +132,7 @@ def normalise(code: types.CodeType) -> list[Inst]:
             opname = INTRINSICS.get(ins.argrepr, opname)
         if ins.opname in JUMPS_SKIP_THEIR_END:
             argval = next_offset.get(argval, argval)
-        out.append(Inst(ins.offset, opname, ins.arg, argval, ins.argrepr, line, ins.is_jump_target, flag))
+        out.append(Inst(ins.offset, opname, ins.arg, argval, ins.argrepr, line, flag))
     return out
 
 

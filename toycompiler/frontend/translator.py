@@ -38,7 +38,7 @@ from __future__ import annotations
 import inspect
 import operator
 import types
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -111,15 +111,6 @@ class Translation:
     tensor_check: TensorCheck  # the tensors the check function checks in one C++ call
 
 
-@dataclass(frozen=True)
-class _Break:
-    """Where tracing stopped and why (made into a GraphBreak when the plan is known)."""
-
-    inst: bc.Inst
-    reason: str
-    kind: str
-
-
 class InstructionTranslator:
     """Runs one code object symbolically. Construct, then call :meth:`run`.
 
@@ -152,7 +143,7 @@ class InstructionTranslator:
         self.state = FrameState(locals=dict(locals_))
         self.steps: list[TranslationStep] = []
         self.returned: Variable | None = None
-        self.broke: _Break | None = None
+        self.broke: GraphBreak | None = None  # where tracing stopped and why (see break_at)
         self.yielded: list[Variable] | None = [] if code.co_flags & 0x20 else None  # CO_GENERATOR
 
     # -- the main loop ------------------------------------------------------------
@@ -177,7 +168,7 @@ class InstructionTranslator:
             internal = (f"internal error while tracing {inst.opname}: {type(e).__name__}: {e}", "internal-error")
             reason, kind = (e.reason, e.kind) if isinstance(e, Unsupported) else internal
             # Stop here: the graph and the frame state go back to just before ``inst``.
-            self.broke = _Break(inst, reason, kind)
+            self.broke = self.break_at(inst, reason, kind)
             self.output.rollback(mark)
             self.state = saved
             self.state.ip -= 1
@@ -209,12 +200,12 @@ class InstructionTranslator:
                 plan = plan_return(self.code, self.returned, self.instructions[self.state.ip - 1].offset)
             except CannotResume as e:
                 reason = f"returning {self.returned.describe()} is not supported: the compiled code can't rebuild it"
-                self.broke = _Break(self.instructions[self.state.ip - 1], reason, "unsupported-return")
+                self.broke = self.break_at(self.instructions[self.state.ip - 1], reason, "unsupported-return")
                 self.returned, no_resume = None, str(e)
         else:
             try:
                 plan = plan_break(self.code, self.instructions, self.state.stack, self.state.locals,
-                                  self.state.kw_names, self.broke.inst.offset)
+                                  self.state.kw_names, self.broke.offset)
             except CannotResume as e:
                 no_resume = str(e)
         graph = self.output.graph
@@ -225,16 +216,19 @@ class InstructionTranslator:
         self.output.remove_dead_nodes()
         gm = torch.fx.GraphModule(self.output.submodules, graph, class_name=self.code.co_name)  # + cond branches
         ops = sum(n.op in ("call_function", "call_method", "call_module") for n in graph.nodes)
-        brk = None
-        if self.broke is not None:
-            inst, line = self.broke.inst, self.broke.inst.line or self.code.co_firstlineno
+        if self.broke is not None:  # now that the plan is known: where the resume functions continue
             resumes_at = tuple(p.offset for p in plan.resumes) if plan else ()
-            brk = GraphBreak(self.broke.reason, self.code.co_filename, line, self.source.line(line), inst.offset,
-                             inst.opname, self.broke.kind, self.label, resumes_at, no_resume)
-        artifact = TranslationArtifact(self.code.co_qualname, tuple(self.steps), brk)
+            self.broke = replace(self.broke, resumes_at=resumes_at, no_resume_reason=no_resume)
+        artifact = TranslationArtifact(self.code.co_qualname, tuple(self.steps), self.broke)
         return Translation(gm, tuple(self.output.example_inputs), tuple(self.output.inputs_by_source),
                            tuple(self.guards.guards), self.guard_objects, artifact, ops, plan, self.output.shapes,
                            self.guards.tensor_check(self.guard_objects))
+
+    def break_at(self, inst: bc.Inst, reason: str, kind: str) -> GraphBreak:
+        """A graph break at ``inst``, in the user's code (``finish`` adds where the frame resumes)."""
+        line = inst.line or self.code.co_firstlineno
+        return GraphBreak(reason, self.code.co_filename, line, self.source.line(line), inst.offset, inst.opname, kind,
+                          self.label)
 
     def guard_no_aliasing(self) -> None:
         """The tensor inputs (and the caller's lists and dicts) were distinct objects: ``a is b``,
@@ -582,11 +576,6 @@ class InstructionTranslator:
         value = self.pop()
         self.state.stack[-inst.arg].items.append(value)
 
-    def LIST_EXTEND(self, inst):
-        """``[*a, *b]`` -- extend the list ``arg`` slots down."""
-        seq = self.pop()
-        self.state.stack[-inst.arg].items.extend(seq.unpack(self))
-
     def LIST_TO_TUPLE(self, inst):
         """``(*a,)`` (3.12: ``CALL_INTRINSIC_1 INTRINSIC_LIST_TO_TUPLE``, renamed by the table)."""
         self.push(TupleVariable(list(self.pop().items)))
@@ -597,12 +586,12 @@ class InstructionTranslator:
         self.state.stack[-inst.arg].items[key.as_python()] = value
 
     def SET_ADD(self, inst):
-        """``{x for ...}``, ``{*a}``, ``{**a, **b}`` -- call the method :data:`CONTAINER_METHODS` names
-        (``add``, ``update``) on the set or dict ``arg`` slots down, with the popped value."""
+        """``{x for ...}``, ``{*a}``, ``{**a, **b}``, ``[*a, *b]`` -- call the method :data:`CONTAINER_METHODS`
+        names (``add``, ``update``, ``extend``) on the set, dict or list ``arg`` slots down, with the popped value."""
         value = self.pop()
         self.state.stack[-inst.arg].call_method(self, CONTAINER_METHODS[inst.opname], [value], {})
 
-    SET_UPDATE = DICT_UPDATE = SET_ADD
+    SET_UPDATE = DICT_UPDATE = LIST_EXTEND = SET_ADD
     DICT_MERGE = SET_ADD  # ``f(**a, **b)``: like DICT_UPDATE, plus a duplicate-key error we don't model
 
     # -- unpacking ---------------------------------------------------------------------------
@@ -797,7 +786,8 @@ INPLACE_BINARY_OPS = {f"{sym}=": getattr(operator, f"i{fn.__name__.rstrip('_')}"
 UNARY_OPS = {"UNARY_NEGATIVE": operator.neg, "UNARY_POSITIVE": operator.pos, "UNARY_INVERT": operator.invert}
 COMPARE_OPS = {"<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne, ">": operator.gt,
                ">=": operator.ge}
-CONTAINER_METHODS = {"SET_ADD": "add", "SET_UPDATE": "update", "DICT_UPDATE": "update", "DICT_MERGE": "update"}
+CONTAINER_METHODS = {"SET_ADD": "add", "SET_UPDATE": "update", "DICT_UPDATE": "update", "DICT_MERGE": "update",
+                     "LIST_EXTEND": "extend"}
 # When each conditional jump is taken, given the variable it tests.
 JUMP_CONDITIONS = {"POP_JUMP_IF_TRUE": lambda v: v.truth(), "POP_JUMP_IF_FALSE": lambda v: not v.truth(),
                    "POP_JUMP_IF_NONE": is_none, "POP_JUMP_IF_NOT_NONE": lambda v: not is_none(v),
