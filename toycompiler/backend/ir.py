@@ -178,10 +178,8 @@ def op_names(e: Expr) -> list[str]:
 
 def substitute(e: Expr, mapping: dict) -> Expr:
     """``e`` with its index symbols replaced (``d0 -> r1``...)."""
-    if isinstance(e, Load):
-        return Load(e.buf, sympy.expand(e.index.xreplace(mapping)))
-    if isinstance(e, IndexValue):
-        return IndexValue(sympy.expand(e.index.xreplace(mapping)), e.dtype)
+    if isinstance(e, (Load, IndexValue)):
+        return replace(e, index=sympy.expand(e.index.xreplace(mapping)))
     if isinstance(e, Op):
         return Op(e.op, tuple(substitute(a, mapping) for a in e.args), e.dtype)
     return e
@@ -257,6 +255,10 @@ class InputBuffer:
     name: str
     layout: Layout
     kind: str = "input"
+    origins = lines = ()  # not fields: an input comes from no FX node
+
+    def describe(self) -> str:
+        return f"stride {list(self.layout.stride)}"
 
 
 @dataclass(frozen=True)
@@ -265,6 +267,9 @@ class Reduction:
 
     op: str  # sum, prod, max, min, argmax, argmin
     ranges: tuple[sympy.Expr, ...]
+
+    def __str__(self) -> str:
+        return f"{self.op} over {', '.join(f'r{i} < {s}' for i, s in enumerate(self.ranges))}"
 
 
 @dataclass(frozen=True)
@@ -293,9 +298,11 @@ class ComputedBuffer:
         """The buffers its body loads from."""
         return {ld.buf for ld in loads(self.body)}
 
-    @property
-    def ranges(self) -> tuple[sympy.Expr, ...]:
-        return self.layout.size
+    def describe(self) -> str:
+        """``buf1[d0] = sum over r0 < 8 of load(buf0, 8*d0 + r0)``, and the input it is written into, if any."""
+        text = f"{self.name}[{', '.join(f'd{i}' for i in range(len(self.layout.size)))}] = "
+        text += f"{self.reduction} of {self.body}" if self.reduction else str(self.body)
+        return text + (f"  (written into {self.store_into})" if self.store_into else "")
 
 
 @dataclass(frozen=True)
@@ -311,6 +318,7 @@ class ExternKernel:
     lines: tuple[int, ...] = ()
     kind: str = "extern"
     item: int | None = None  # the op returns several tensors: this buffer is ``result[item]``
+    why: str = ""  # a fallback to torch's kernel: why the loop IR cannot express the op
     store_into = None  # not a field: a library call never writes into a graph input (see ComputedBuffer)
 
     @property
@@ -320,6 +328,10 @@ class ExternKernel:
     @property
     def reads(self) -> set[str]:
         return set(self.inputs)
+
+    def describe(self) -> str:
+        text = f"{self.name} = {self.op}({', '.join(self.inputs)})" + ("" if self.item is None else f"[{self.item}]")
+        return text + (f"  (torch's kernel: {self.why})" if self.why else "")
 
 
 Buffer = Union[InputBuffer, ComputedBuffer, ExternKernel]
@@ -351,21 +363,19 @@ def verify(ir: GraphIR) -> None:
     for b in ir.buffers:
         assert b.name not in seen, f"{b.name} defined twice"
         assert len(b.layout.size) == len(b.layout.stride), f"{b.name}: size and stride ranks differ"
+        for name in b.reads:
+            assert name in seen, f"{b.name} reads {name} before it is computed"
         if isinstance(b, ComputedBuffer):
             allowed = {f"d{i}" for i in range(len(b.layout.size))} | sizes
             if b.reduction:
                 allowed |= {f"r{i}" for i in range(len(b.reduction.ranges))}
             for ld in loads(b.body):
-                assert ld.buf in seen, f"{b.name} reads {ld.buf} before it is computed"
                 free = {s.name for s in ld.index.free_symbols}
                 assert free <= allowed, f"{b.name}: index {ld.index} uses {free - allowed}"
             if b.store_into is not None:
                 assert b.store_into in {i.name for i in ir.inputs}, f"{b.name} stores into unknown {b.store_into}"
             elif not b.reduction:
                 assert b.layout.is_contiguous, f"{b.name}: computed buffers are contiguous"
-        else:
-            for name in b.inputs:
-                assert name in seen, f"{b.name} reads {name} before it is computed"
         seen.add(b.name)
     for out in ir.outputs:
         assert out in seen, f"output {out} is not a buffer"

@@ -287,6 +287,7 @@ def fallback_kernel(graph: GraphLowering, node: torch.fx.Node, *args: Any, **kwa
         if isinstance(a, (list, tuple)):
             return "[" + ", ".join(map(text, a)) + "]"
         return repr(str(a)) if isinstance(a, torch.device) else str(a) if isinstance(a, sympy.Expr) else repr(a)
+    why = FALLBACKS[str(node.target).rsplit(".", 1)[0]]  # aten.gather.default -> aten.gather
     named = {**{arg.name: a for arg, a in zip(node.target._schema.arguments, args)}, **kwargs}
     texts = [(name, text(a)) for name, a in named.items()]
     vals = node.meta["val"]
@@ -298,7 +299,7 @@ def fallback_kernel(graph: GraphLowering, node: torch.fx.Node, *args: Any, **kwa
             continue
         mine = [(k, str([j == i for j in range(len(vals))]) if k == "output_mask" else v) for k, v in texts]
         outs.append(graph.add_buffer(ExternKernel, layout_of(val), f"torch.ops.{node.target}", tuple(refs), tuple(mine),
-                                     node=node, item=i if multiple else None))
+                                     node=node, item=i if multiple else None, why=why))
     return outs if multiple else outs[0]
 
 
@@ -438,24 +439,9 @@ def constant_tensors(gm: torch.fx.GraphModule) -> list[torch.Tensor]:
 
 
 def ir_artifact(ir: GraphIR) -> IRArtifact:
-    rows = [BufferRow(b.name, b.kind, str(b.layout), str(b.layout.dtype).replace("torch.", ""),
-                      f"stride {list(b.layout.stride)}", ()) for b in ir.inputs]
-    for b in ir.buffers:
-        if isinstance(b, ComputedBuffer):
-            idx = ", ".join(f"d{i}" for i in range(len(b.layout.size)))
-            body = f"{b.name}[{idx}] = {b.body}"
-            if b.reduction:
-                r = ", ".join(f"r{i} < {s}" for i, s in enumerate(b.reduction.ranges))
-                body = f"{b.name}[{idx}] = {b.reduction.op} over {r} of {b.body}"
-            if b.store_into:
-                body += f"  (written into {b.store_into})"
-        else:
-            args = ", ".join(a.buf for a in b.args)
-            body = f"{b.name} = {b.op}({args})" + ("" if b.item is None else f"[{b.item}]")
-            why = FALLBACKS.get(b.op.removeprefix("torch.ops.").rsplit(".", 1)[0])
-            body += f"  (torch's kernel: {why})" if why else ""
-        rows.append(BufferRow(b.name, b.kind, str(b.layout), str(b.layout.dtype).replace("torch.", ""),
-                              body, b.origins, b.lines))
+    """One row per buffer, inputs first: each buffer describes itself."""
+    rows = [BufferRow(b.name, b.kind, str(b.layout), str(b.layout.dtype).replace("torch.", ""), b.describe(),
+                      b.origins, b.lines) for b in (*ir.inputs, *ir.buffers)]
     return IRArtifact(tuple(rows), ir.outputs)
 
 
