@@ -3,7 +3,8 @@
 :func:`call_python` is the one place that decides, in this order:
 
 1. an ``nn.Module`` instance: inline its ``forward`` (after checking for hooks);
-2. a builtin the translator models (``len``, ``zip``, ``isinstance``...: :mod:`.pybuiltins`);
+2. a builtin the translator models (``len``, ``zip``, ``isinstance``...: :mod:`.pybuiltins`;
+   ``torch.cond``: :mod:`.higher_order`);
 3. a torch function, tensor operator or custom op: record a graph node;
 4. a Python function or method: inline it (:func:`inline_function`; the child
    translator is made by ``tx.inline_code``);
@@ -34,7 +35,6 @@ import torch
 from . import pybuiltins
 from .builder import wrap_cell
 from .containers import wrap_constant_result
-from .higher_order import trace_cond
 from .pybuiltins import callable_name as _name
 from .pybuiltins import fold
 from .variables import (
@@ -68,6 +68,7 @@ REFUSED = {
     input: ("unsupported-call", "input() reads from the user"),
     setattr: ("mutation", "setattr() changes an object the caller can see; not traced"),
     id: ("unsupported-call", "id() of a traced value has no meaning at run time"),
+    **dict.fromkeys((graph_break, torch._dynamo.graph_break), ("explicit", "a graph break asked for on purpose")),
 }
 # Context managers traced as a no-op ``with`` (TorchDynamo does the same for profiler ranges).
 NULL_CONTEXTS = (torch.autograd.profiler.record_function, contextlib.nullcontext)
@@ -90,11 +91,9 @@ FOLDABLE = {
 def call_python(tx: Tx, fn: Any, args: list[Variable], kwargs: dict[str, Variable],
                 source: str | None = None) -> Variable:
     """Call a compile-time-known callable: record it, fold it, inline it, or refuse."""
-    if fn is graph_break or fn is torch._dynamo.graph_break:
-        raise Unsupported("toycompiler.graph_break() called", "explicit")
     if isinstance(fn, torch.nn.Module):
         return call_module(tx, fn, source, args, kwargs)
-    if _hashable(fn) and fn in REFUSED:  # print(), breakpoint(), setattr()...: always a graph break
+    if _hashable(fn) and fn in REFUSED:  # print(), breakpoint(), graph_break()...: always a graph break
         kind, why = REFUSED[fn]
         raise Unsupported(f"call to {fn.__name__}: {why}", kind)
     if fn in NULL_CONTEXTS:  # record_function("name"): a profiler range, nothing the graph computes
@@ -114,8 +113,6 @@ def call_python(tx: Tx, fn: Any, args: list[Variable], kwargs: dict[str, Variabl
         return construct_module(tx, fn, args, kwargs)
     if isinstance(fn, torch._library.custom_ops.CustomOpDef):  # @torch.library.custom_op
         fn = fn._opoverload
-    if fn is torch.cond:
-        return trace_cond(tx, args, kwargs)
     if is_torch_op(fn):
         return tx.output.record_call("call_function", fn, args, kwargs)
     return call_python_function(tx, fn, source, args, kwargs)
@@ -271,5 +268,4 @@ def _hashable(fn: Any) -> bool:
 
 def _is_array(v: Variable) -> bool:
     """A numpy array (after a ``.numpy()`` break, a resume function receives one)."""
-    kind = type(v.value) if isinstance(v, ObjectVariable) else None
-    return kind is not None and kind.__name__ == "ndarray" and kind.__module__ == "numpy"
+    return isinstance(v, ObjectVariable) and f"{type(v.value).__module__}.{type(v.value).__name__}" == "numpy.ndarray"

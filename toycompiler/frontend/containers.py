@@ -95,10 +95,8 @@ class TupleVariable(ContainerVariable):
 
     def getitem(self, tx, index):
         key = index.as_python()
-        if isinstance(key, slice):
-            return type(self)(self.items[key])
         try:
-            return self.items[key]
+            return type(self)(self.items[key]) if isinstance(key, slice) else self.items[key]
         except (IndexError, TypeError) as e:
             raise Unsupported(f"{self.describe()}[{key!r}] raised {type(e).__name__}", "exception") from e
 
@@ -143,10 +141,7 @@ class ListVariable(TupleVariable):
     def setitem(self, tx, index: Variable, value: Variable) -> None:
         self.before_change(tx, "item assignment")
         key = index.as_python()
-        if isinstance(key, slice):
-            self.items[key] = value.unpack(tx)
-        else:
-            self.items[key] = value
+        self.items[key] = value.unpack(tx) if isinstance(key, slice) else value
 
     def reconstruct(self, cg):
         cg.build_once(self, lambda: cg.build("BUILD_LIST", self.items))

@@ -4,8 +4,11 @@ Most builtins called on constants are simply folded. These handlers are for
 the calls whose arguments may hold tensors or containers of them:
 ``len(x)`` is ``x.shape[0]``, ``zip(xs, ys)`` pairs variables, ``sum(ts)``
 adds graph nodes, ``isinstance(x, torch.Tensor)`` is known from the variable's
-kind. A handler returns ``NotImplemented`` to let the caller fold the call on
-constants instead; :func:`fold` is that folding (run the function now).
+kind, ``torch.cond`` is :func:`.higher_order.trace_cond`. A handler returns
+``NotImplemented`` to let the caller fold the call on constants instead;
+:func:`fold` is that folding (run the function now). Builtins that only
+rearrange items (``zip``, ``enumerate``, ``itertools.product``...) run for real
+on lists of variables (:func:`_rearrange`).
 
 Mirrors: torch/_dynamo/variables/builtin.py (BuiltinVariable) and
 torch/_dynamo/polyfills/ (itertools, functools).
@@ -22,6 +25,7 @@ from typing import Any
 import torch
 
 from .containers import DictVariable, IteratorVariable, ListVariable, SetVariable, TupleVariable, wrap_constant_result
+from .higher_order import trace_cond
 from .variables import (
     ConstantVariable,
     GradModeVariable,
@@ -62,8 +66,7 @@ def callable_name(fn: Any) -> str:
 
 def handles(*fns: Any) -> Callable[[Handler], Handler]:
     def register(h: Handler) -> Handler:
-        for fn in fns:
-            HANDLERS[fn] = h
+        HANDLERS.update(dict.fromkeys(fns, h))
         return h
 
     return register
@@ -123,8 +126,6 @@ def _getattr(tx, args, kwargs):
 @handles(hasattr)
 def _hasattr(tx, args, kwargs):
     obj, name = args[0], args[1].as_python()
-    if isinstance(obj, TensorVariable):
-        return ConstantVariable(hasattr(obj.example, name))
     if obj.is_python_constant():
         return ConstantVariable(hasattr(obj.as_python(), name))
     return ConstantVariable(hasattr(obj.python_type(), name))
@@ -171,8 +172,7 @@ def _dict(tx, args, kwargs):
 
 @handles(set)
 def _set(tx, args, kwargs):
-    items = args[0].unpack(tx) if args else []
-    return SetVariable({identity_key(v): v for v in items})
+    return SetVariable({identity_key(v): v for v in (args[0].unpack(tx) if args else [])})
 
 
 @handles(iter)
@@ -267,8 +267,7 @@ def _fold_over_items(fn: Any, why: str) -> Handler:
         items = args[0].unpack(tx) if len(args) == 1 else list(args)
         if not (_all_constant(items) and _all_constant(list(kwargs.values()))):
             raise Unsupported(why, "data-dependent-branch")
-        values = [i.as_python() for i in items]
-        return fold(tx, fn, [ObjectVariable(values)], kwargs)
+        return fold(tx, fn, [ObjectVariable([i.as_python() for i in items])], kwargs)
 
     return handler
 
@@ -359,19 +358,18 @@ def _contains(tx, args, kwargs):
 
 @handles(super)
 def _super(tx, args, kwargs):
-    if args:
-        return SuperVariable(args[0].as_python(), args[1])
-    cell = tx.state.cells.get("__class__")
-    if cell is None or not tx.code.co_argcount:
-        raise Unsupported("super() outside a method", "unsupported-call")
-    cls = tx.read_cell(cell).as_python()
-    first = tx.state.locals.get(tx.code.co_varnames[0])
-    if first is None:
-        first = tx.read_cell(tx.state.cells[tx.code.co_varnames[0]])
-    return SuperVariable(cls, tx.load_local_value(first, tx.code.co_varnames[0]))
+    if not args:  # in a method, super() is super(__class__, <the method's first argument>)
+        if "__class__" not in tx.state.cells or not tx.code.co_argcount:
+            raise Unsupported("super() outside a method", "unsupported-call")
+        cls = tx.read_cell(tx.state.cells["__class__"])
+        name = tx.code.co_varnames[0]
+        first = tx.state.locals.get(name)  # None: the argument lives in a cell (a closure reads it)
+        args = [cls, tx.read_cell(tx.state.cells[name]) if first is None else tx.load_local_value(first, name)]
+    return SuperVariable(args[0].as_python(), args[1])
 
 
 HANDLERS[torch.is_tensor] = lambda tx, args, kwargs: ConstantVariable(isinstance(args[0], TensorVariable))
+HANDLERS[torch.cond] = trace_cond
 
 
 def _global_state(fn: Any, expr: str) -> Handler:
