@@ -77,12 +77,9 @@ class CppIndexPrinter(IndexPrinter):
 
 
 def _simd_declarations(names: tuple[str, ...]) -> list[str]:
-    out = []
-    for name in names:
-        two = name == "pow"
-        out.append(f'__attribute__((simd("notinbranch"))) float {name}f(float{", float" if two else ""}) noexcept;')
-        out.append(f'__attribute__((simd("notinbranch"))) double {name}(double{", double" if two else ""}) noexcept;')
-    return out
+    """``float sinf(float)`` and ``double sin(double)`` for each name, declared as vector functions (pow takes two)."""
+    return [f'__attribute__((simd("notinbranch"))) {t} {name}{suffix}({t}{f", {t}" if name == "pow" else ""}) noexcept;'
+            for name in names for t, suffix in (("float", "f"), ("double", ""))]
 
 
 # glibc's vector math (libmvec) lets a ``#pragma omp simd`` loop call sin, exp,
@@ -109,13 +106,11 @@ class CppRenderer(KernelRenderer):
     comment_mark = "//"
     printer = CppIndexPrinter()
     spill_ops = LIBMVEC
-    ops = {
-        "sin": "std::sin({0})", "cos": "std::cos({0})", "tan": "std::tan({0})", "exp": "std::exp({0})",
-        "log": "std::log({0})", "tanh": "std::tanh({0})", "sqrt": "std::sqrt({0})", "erf": "std::erf({0})",
-        "rsqrt": "{dtype}(1) / std::sqrt({0})", "reciprocal": "{dtype}(1) / {0}", "abs": "std::abs({0})",
-        "neg": "-{0}", "relu": "toy_relu({0})", "sigmoid": "toy_sigmoid({0})",
-        "floor": "std::floor({0})", "ceil": "std::ceil({0})", "trunc": "std::trunc({0})",
-        "log1p": "std::log1p({0})", "expm1": "std::expm1({0})", "sign": "toy_sign({0})",
+    ops = {  # C's <cmath> has most ops under their own name: std::sin(x)...
+        **{op: f"std::{op}({{0}})" for op in ("sin", "cos", "tan", "exp", "log", "tanh", "sqrt", "erf", "abs", "floor",
+                                              "ceil", "trunc", "log1p", "expm1", "isnan")},
+        "rsqrt": "{dtype}(1) / std::sqrt({0})", "reciprocal": "{dtype}(1) / {0}",
+        "neg": "-{0}", "relu": "toy_relu({0})", "sigmoid": "toy_sigmoid({0})", "sign": "toy_sign({0})",
         "add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "div": "{0} / {1}",
         "fmod": "std::fmod({0}, {1})",  # integers: C's % and /, a zero divisor giving 0 instead of a crash
         "imod": "({1} == 0 ? {dtype}(0) : {dtype}({0} % {1}))",
@@ -125,7 +120,6 @@ class CppRenderer(KernelRenderer):
         "eq": "{0} == {1}", "ne": "{0} != {1}", "where": "{0} ? {1} : {2}",
         "logical_not": "!{0}", "logical_and": "{0} && {1}", "logical_or": "{0} || {1}",
         "bitwise_not": "static_cast<{dtype}>(~{0})", "bitwise_and": "{0} & {1}", "bitwise_or": "{0} | {1}",
-        "isnan": "std::isnan({0})",
     }
 
     def type_name(self, dtype: torch.dtype) -> str:
@@ -260,11 +254,10 @@ class CppRenderer(KernelRenderer):
                 for n, acc in zip(nodes, accs)]
 
     def init(self, op: str, dtype: torch.dtype) -> str:
-        value = IDENTITY[op]
+        """The accumulator's start: ``IDENTITY[op]``, but integers have no infinity (their lowest or max value)."""
         if op in ("max", "argmax", "min", "argmin") and not dtype.is_floating_point:
-            which = "lowest" if "max" in op else "max"
-            return f"std::numeric_limits<{self.type_name(dtype)}>::{which}()"
-        return self.constant(value, dtype)
+            return f"std::numeric_limits<{self.type_name(dtype)}>::{'lowest' if 'max' in op else 'max'}()"
+        return self.constant(IDENTITY[op], dtype)
 
     def define(self, name, expr):
         return f"const int64_t {name} = {expr};"
