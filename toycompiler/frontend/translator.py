@@ -58,7 +58,6 @@ from .variables import (
     ConstantVariable,
     NullVariable,
     ObjectVariable,
-    SuperVariable,
     TensorVariable,
     UnboundVariable,
     Unsupported,
@@ -411,8 +410,8 @@ class InstructionTranslator:
 
     def LOAD_SUPER_ATTR(self, inst):
         """3.12: ``LOAD_GLOBAL super; LOAD_DEREF __class__; LOAD_FAST self; LOAD_SUPER_ATTR f``."""
-        _super, cls, self_var = self.popn(3)
-        self.push_loaded(inst, SuperVariable(cls.as_python(), self_var).getattr(self, inst.argval))
+        super_, cls, self_var = self.popn(3)  # ``super(cls, self).f``, as CPython does
+        self.push_loaded(inst, super_.call(self, [cls, self_var], {}).getattr(self, inst.argval))
 
     def STORE_ATTR(self, inst):
         """``STORE_ATTR name`` -- ``obj.name = v``: changes an object the caller can see."""

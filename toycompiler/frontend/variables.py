@@ -328,15 +328,9 @@ class TensorVariable(Variable):
         return tx.output.record_call("call_function", operator.getitem, [self, index], {})
 
     def setitem(self, tx, index, value):
-        """``out[idx] = v`` as an ``operator.setitem`` node that dead-code elimination keeps."""
-        try:
-            with tx.output.fake_mode:
-                operator.setitem(self.example, index.fake(), value.fake())
-        except Exception as e:
-            raise Unsupported(f"tensor item assignment failed on fake tensors: {type(e).__name__}: {e}",
-                              "fake-tensor") from e
-        args = (self.node, index.node_arg(), value.node_arg())
-        tx.output.side_effect_nodes.append(tx.output.create_node("call_function", operator.setitem, args, {}, None))
+        """``out[idx] = v`` as an ``operator.setitem`` node, which dead-code elimination keeps: ``record_call``
+        sees that it changed the tensor."""
+        tx.output.record_call("call_function", operator.setitem, [self, index, value], {})
 
     def truth(self) -> bool:
         raise Unsupported("branching on a tensor's value (data-dependent control flow)", "data-dependent-branch")
