@@ -52,10 +52,7 @@ ALIASES: dict[str, str] = {
 
 # 3.12 moved rarely used operations into CALL_INTRINSIC_1; those we trace get
 # their 3.11 opcode back (the argument names the intrinsic).
-INTRINSICS: dict[str, str] = {
-    "INTRINSIC_UNARY_POSITIVE": "UNARY_POSITIVE",
-    "INTRINSIC_LIST_TO_TUPLE": "LIST_TO_TUPLE",
-}
+INTRINSICS: dict[str, str] = {"INTRINSIC_UNARY_POSITIVE": "UNARY_POSITIVE", "INTRINSIC_LIST_TO_TUPLE": "LIST_TO_TUPLE"}
 
 # 3.12's FOR_ITER jumps to an END_FOR when the iterator is exhausted, and CPython
 # skips that END_FOR at run time; 3.11's jumps past the loop directly. Either way

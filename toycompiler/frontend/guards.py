@@ -124,8 +124,7 @@ class GuardBuilder:
             self.add(f"{source}.__name__ == {value.__name__!r}", "ID_MATCH", why, line, f"{source}.__name__",
                      repr(value.__name__))
             return
-        self.add(f"{source} is {name}", "ID_MATCH", f"{source} was called or read as an object", line,
-                 source, name)
+        self.add(f"{source} is {name}", "ID_MATCH", f"{source} was called or read as an object", line, source, name)
 
     def tensor_check(self, objects: dict[str, Any]) -> TensorCheck:
         """The static tensors' guards as one C++ check, registered as ``___check_tensors``."""

@@ -149,9 +149,7 @@ class InstructionTranslator:
 
     def run(self) -> Translation:
         while self.returned is None and self.broke is None:
-            inst = self.instructions[self.state.ip]
-            self.state.ip += 1
-            self.step(inst)
+            self.step(self.instructions[self.state.ip])
         return self.finish()
 
     def step(self, inst: bc.Inst) -> None:
@@ -160,7 +158,8 @@ class InstructionTranslator:
         self.output.current_line, self.output.current_offset = inst.line, inst.offset
         self.output.events = events = []
         guards_before = len(self.guards.guards)
-        saved, mark = self.state.snapshot(), self.output.checkpoint()
+        saved, mark = self.state.snapshot(), self.output.checkpoint()  # to go back to if ``inst`` breaks
+        self.state.ip += 1
         try:
             self.dispatch(inst)
         except Exception as e:  # a translator bug must cost a graph break, never the user's call
@@ -170,7 +169,6 @@ class InstructionTranslator:
             self.broke = self.break_at(inst, reason, kind)
             self.output.rollback(mark)
             self.state = saved
-            self.state.ip -= 1
             self.output.events.append(f"graph break: {reason}")
         events += [f"guard added: {g.expr}" for g in self.guards.guards[guards_before:]]
         after = tuple(v.describe() for v in self.state.stack)
@@ -490,11 +488,9 @@ class InstructionTranslator:
 
     def IS_OP(self, inst):
         """``IS_OP 1`` -- ``a is not b``: known from what the variables are."""
-        b, a = self.pop(), self.pop()
-        if a.is_python_constant() and b.is_python_constant() and not isinstance(a, TupleVariable):
-            same = a.as_python() is b.as_python()
-        else:
-            same = a is b
+        a, b = self.popn(2)
+        known = a.is_python_constant() and b.is_python_constant() and not isinstance(a, TupleVariable)
+        same = a.as_python() is b.as_python() if known else a is b  # two constants, or two variables
         self.push(ConstantVariable(same != bool(inst.arg)))
 
     def CONTAINS_OP(self, inst):

@@ -420,8 +420,8 @@ class UserFunctionVariable(Variable):
         a new cell holding its (constant) contents (:meth:`as_python`)."""
         if not all(isinstance(d, ConstantVariable) for d in [*self.defaults, *self.kwdefaults.values()]):
             raise CannotResume(f"{self.describe()} has default values that are not constants")
-        made_here = [c for c in self.closure if c.cell is None]
-        if not all(c.contents is not None and c.contents.is_python_constant() for c in made_here):
+        # a real cell (``c.cell``) is passed on as it is; one made while tracing needs constant contents
+        if not all(c.cell or (c.contents is not None and c.contents.is_python_constant()) for c in self.closure):
             raise CannotResume(f"{self.describe()} closes over a cell made while tracing")
         cg.load_const(self.as_python())
 
