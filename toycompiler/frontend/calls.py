@@ -101,7 +101,7 @@ def call_python(tx: Tx, fn: Any, args: list[Variable], kwargs: dict[str, Variabl
     if getattr(fn, "__name__", None) == "clone" and grad_mode_of(getattr(fn, "__self__", None)):
         return grad_mode_of(fn.__self__)  # @torch.no_grad() makes a fresh context per call
     handler = pybuiltins.HANDLERS.get(fn) if _hashable(fn) else None
-    result = handler(tx, args, kwargs) if handler else NotImplemented
+    result = handler(tx, *args, **kwargs) if handler else NotImplemented
     if result is not NotImplemented:
         return result
     if any(_is_array(a) for a in [*args, *kwargs.values()]):

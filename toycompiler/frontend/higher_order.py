@@ -26,7 +26,8 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from .variables import TensorVariable, Unsupported, Variable
 
 
-def trace_cond(tx, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
+def trace_cond(tx, /, *args: Variable, **kwargs: Variable) -> Variable:
+    """``torch.cond(pred, true_fn, false_fn, operands)``, called with variables as ``torch.cond`` itself is."""
     try:
         bound = inspect.signature(torch.cond).bind(*args, **kwargs).arguments
     except TypeError as e:

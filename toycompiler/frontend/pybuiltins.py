@@ -39,8 +39,11 @@ from .variables import (
     is_none,
 )
 
-Handler = Callable[[Any, list[Variable], dict[str, Variable]], Variable]
+# A handler has the builtin's own signature, with the translator first and variables for values, so Python
+# binds the call's arguments: ``def _sum(tx, iterable, /, start=ZERO)`` for ``sum(iterable, /, start=0)``.
+Handler = Callable[..., Variable]
 HANDLERS: dict[Any, Handler] = {}
+NONE, ZERO, EMPTY = ConstantVariable(None), ConstantVariable(0), TupleVariable([])  # the builtins' defaults
 
 
 def fold(tx: Any, fn: Any, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
@@ -80,8 +83,7 @@ def _all_constant(vs: list[Variable]) -> bool:
 
 
 @handles(len)
-def _len(tx, args, kwargs):
-    (obj,) = args
+def _len(tx, obj, /):
     if isinstance(obj, TensorVariable):
         if obj.example.dim() == 0:
             raise Unsupported("len() of a 0-d tensor", "exception")
@@ -92,59 +94,55 @@ def _len(tx, args, kwargs):
 
 
 @handles(isinstance)
-def _isinstance(tx, args, kwargs):
-    obj, cls = args
+def _isinstance(tx, obj, cls, /):
     return ConstantVariable(issubclass(obj.python_type(), cls.as_python()))
 
 
 @handles(type)
-def _type(tx, args, kwargs):
-    if len(args) == 1 and not args[0].is_python_constant():
-        return ObjectVariable(args[0].python_type())
+def _type(tx, obj, /, *rest):
+    if not rest and not obj.is_python_constant():
+        return ObjectVariable(obj.python_type())
     return NotImplemented
 
 
 @handles(callable)
-def _callable(tx, args, kwargs):
-    (obj,) = args
+def _callable(tx, obj, /):
     if obj.is_python_constant():
         return ConstantVariable(callable(obj.as_python()))
     return ConstantVariable(type(obj).call is not Variable.call)  # a tensor, a list: no; a function made here: yes
 
 
 @handles(getattr)
-def _getattr(tx, args, kwargs):
-    obj, name = args[0], args[1].as_python()
+def _getattr(tx, obj, name, /, *default):
     try:
-        return obj.getattr(tx, name)
+        return obj.getattr(tx, name.as_python())
     except Unsupported:
-        if len(args) == 3 and obj.is_python_constant() and not hasattr(obj.as_python(), name):
-            return args[2]
+        if default and obj.is_python_constant() and not hasattr(obj.as_python(), name.as_python()):
+            return default[0]
         raise
 
 
 @handles(hasattr)
-def _hasattr(tx, args, kwargs):
-    obj, name = args[0], args[1].as_python()
+def _hasattr(tx, obj, name, /):
     if obj.is_python_constant():
-        return ConstantVariable(hasattr(obj.as_python(), name))
-    return ConstantVariable(hasattr(obj.python_type(), name))
+        return ConstantVariable(hasattr(obj.as_python(), name.as_python()))
+    return ConstantVariable(hasattr(obj.python_type(), name.as_python()))
 
 
 # -- conversions that need a tensor's data ---------------------------------------
 
 
 @handles(int, float, bool, complex)
-def _scalar(tx, args, kwargs):
+def _scalar(tx, /, *args, **kwargs):
     if args and isinstance(args[0], TensorVariable):
         raise Unsupported("converting a tensor to a Python number needs its data (like .item())", "item")
     return NotImplemented
 
 
 @handles(abs)
-def _abs(tx, args, kwargs):
-    if isinstance(args[0], TensorVariable):
-        return tx.output.record_call("call_function", operator.abs, args, {})
+def _abs(tx, x, /):
+    if isinstance(x, TensorVariable):
+        return tx.output.record_call("call_function", operator.abs, [x], {})
     return NotImplemented
 
 
@@ -152,44 +150,42 @@ def _abs(tx, args, kwargs):
 
 
 @handles(list)
-def _list(tx, args, kwargs):
-    return ListVariable(args[0].unpack(tx) if args else [])
+def _list(tx, iterable=EMPTY, /):
+    return ListVariable(iterable.unpack(tx))
 
 
 @handles(tuple)
-def _tuple(tx, args, kwargs):
-    if args and isinstance(args[0], ConstantVariable):
+def _tuple(tx, iterable=EMPTY, /):
+    if isinstance(iterable, ConstantVariable):
         return NotImplemented  # keeps torch.Size -> tuple exact
-    return TupleVariable(args[0].unpack(tx) if args else [])
+    return TupleVariable(iterable.unpack(tx))
 
 
 @handles(dict)
-def _dict(tx, args, kwargs):
+def _dict(tx, /, *args, **kwargs):
     d = DictVariable({})
     d.call_method(tx, "update", args, kwargs)  # dict(pairs, **kw) is {}.update(pairs, **kw)
     return d
 
 
 @handles(set)
-def _set(tx, args, kwargs):
-    return SetVariable({identity_key(v): v for v in (args[0].unpack(tx) if args else [])})
+def _set(tx, iterable=EMPTY, /):
+    return SetVariable({identity_key(v): v for v in iterable.unpack(tx)})
 
 
 @handles(iter)
-def _iter(tx, args, kwargs):
-    (obj,) = args
+def _iter(tx, obj, /):
     return obj if isinstance(obj, IteratorVariable) else IteratorVariable(obj.unpack(tx))
 
 
 @handles(next)
-def _next(tx, args, kwargs):
-    it = args[0]
+def _next(tx, it, /, *default):
     if not isinstance(it, IteratorVariable):
         return NotImplemented
     item = it.next(tx)
-    if item is None and len(args) == 1:
+    if item is None and not default:
         raise Unsupported("next() on an exhausted iterator raised StopIteration while tracing", "exception")
-    return args[1] if item is None else item
+    return default[0] if item is None else item
 
 
 def _rearrange(tx, fn: Any, columns: list, kwargs: dict[str, Variable]) -> IteratorVariable:
@@ -211,7 +207,7 @@ def _items(tx, v: Variable) -> Any:
 
 def _rearranging(fn: Any) -> Handler:
     """``enumerate(xs, 1)``, ``reversed(xs)``, ``itertools.chain/product/zip_longest``: :func:`_rearrange`."""
-    return lambda tx, args, kwargs: _rearrange(tx, fn, [_items(tx, a) for a in args], kwargs)
+    return lambda tx, /, *args, **kwargs: _rearrange(tx, fn, [_items(tx, a) for a in args], kwargs)
 
 
 for _fn in (enumerate, reversed, itertools.chain, itertools.product, itertools.zip_longest):
@@ -219,18 +215,18 @@ for _fn in (enumerate, reversed, itertools.chain, itertools.product, itertools.z
 
 
 @handles(zip)
-def _zip(tx, args, kwargs):
+def _zip(tx, /, *iterables, **kwargs):
     """``zip(xs, ys)``; an ``itertools.count()`` among them (endless) is drawn only as far as the others go."""
-    if args and all(isinstance(a, CountVariable) for a in args):
+    if iterables and all(isinstance(a, CountVariable) for a in iterables):
         raise Unsupported("zip() of itertools.count() alone would never end", "unsupported-call")
-    columns = [a.drawn(tx) if isinstance(a, CountVariable) else _items(tx, a) for a in args]
+    columns = [a.drawn(tx) if isinstance(a, CountVariable) else _items(tx, a) for a in iterables]
     return _rearrange(tx, zip, columns, kwargs)
 
 
 @handles(itertools.islice)
-def _islice(tx, args, kwargs):
+def _islice(tx, it, /, *bounds):
     """``islice(it, [start,] stop[, step])``: an iterator gives up only the items the slice reaches."""
-    it, bounds = args[0], [a.as_python() for a in args[1:]]
+    bounds = [b.as_python() for b in bounds]
     lazily = isinstance(it, IteratorVariable) and slice(*bounds).stop is not None
     return _rearrange(tx, itertools.islice, [it.drawn(tx) if lazily else it.unpack(tx), *bounds], {})
 
@@ -241,29 +237,26 @@ def _as_function(tx, fn: Variable) -> Callable[..., Variable]:
 
 
 @handles(map)
-def _map(tx, args, kwargs):
-    return _rearrange(tx, map, [_as_function(tx, args[0]), *(a.unpack(tx) for a in args[1:])], {})
+def _map(tx, fn, /, *iterables):
+    return _rearrange(tx, map, [_as_function(tx, fn), *(a.unpack(tx) for a in iterables)], {})
 
 
 @handles(filter)
-def _filter(tx, args, kwargs):
-    fn, items = args[0], args[1].unpack(tx)
-    return IteratorVariable([v for v in items if (v if is_none(fn) else fn.call(tx, [v], {})).truth()])
+def _filter(tx, fn, iterable, /):
+    return IteratorVariable([v for v in iterable.unpack(tx) if (v if is_none(fn) else fn.call(tx, [v], {})).truth()])
 
 
 @handles(itertools.accumulate)
-def _accumulate(tx, args, kwargs):
+def _accumulate(tx, iterable, func=NONE, *, initial=NONE):
     """``accumulate(xs, func=add, initial=None)``: running results, each a graph node for tensors."""
-    fn = args[1] if len(args) > 1 else kwargs.get("func", ConstantVariable(None))
-    fn = ObjectVariable(operator.add) if is_none(fn) else fn
-    initial = kwargs.get("initial", ConstantVariable(None))
-    return _rearrange(tx, itertools.accumulate, [args[0].unpack(tx), _as_function(tx, fn)], {"initial": initial})
+    add = ObjectVariable(operator.add) if is_none(func) else func
+    return _rearrange(tx, itertools.accumulate, [iterable.unpack(tx), _as_function(tx, add)], {"initial": initial})
 
 
 def _fold_over_items(fn: Any, why: str) -> Handler:
     """``sorted(xs)``, ``min(xs)``, ``max(a, b)``: folded when every item is a constant."""
 
-    def handler(tx, args, kwargs):
+    def handler(tx, /, *args, **kwargs):
         items = args[0].unpack(tx) if len(args) == 1 else list(args)
         if not (_all_constant(items) and _all_constant(list(kwargs.values()))):
             raise Unsupported(why, "data-dependent-branch")
@@ -282,9 +275,8 @@ for _fn in (min, max):
 
 
 @handles(sum)
-def _sum(tx, args, kwargs):
-    items = args[0].unpack(tx)
-    start = args[1] if len(args) > 1 else kwargs.get("start", ConstantVariable(0))
+def _sum(tx, iterable, /, start=ZERO):
+    items = iterable.unpack(tx)
     if _all_constant(items + [start]):
         return ConstantVariable(sum((i.as_python() for i in items), start.as_python()))
     return functools.reduce(_as_function(tx, ObjectVariable(operator.add)), items, start)
@@ -292,23 +284,23 @@ def _sum(tx, args, kwargs):
 
 def _truth_of_items(fn: Any) -> Handler:
     """``any(xs)``, ``all(xs)``: each item's truth is known now (a tensor's is not: a break)."""
-    return lambda tx, args, kwargs: ConstantVariable(fn(v.truth() for v in args[0].unpack(tx)))
+    return lambda tx, iterable, /: ConstantVariable(fn(v.truth() for v in iterable.unpack(tx)))
 
 
 HANDLERS[any], HANDLERS[all] = _truth_of_items(any), _truth_of_items(all)
 
 
 @handles(functools.reduce)
-def _reduce(tx, args, kwargs):
-    items = args[1].unpack(tx)
-    if not items and len(args) < 3:
+def _reduce(tx, fn, iterable, /, *initial):
+    items = iterable.unpack(tx)
+    if not items and not initial:
         raise Unsupported("reduce() of an empty iterable with no initial value", "exception")
-    return functools.reduce(_as_function(tx, args[0]), items, *args[2:])
+    return functools.reduce(_as_function(tx, fn), items, *initial)
 
 
 @handles(functools.partial)
-def _partial(tx, args, kwargs):
-    return PartialVariable(args[0], list(args[1:]), dict(kwargs))
+def _partial(tx, fn, /, *args, **kwargs):
+    return PartialVariable(fn, list(args), kwargs)
 
 
 class CountVariable(IteratorVariable):
@@ -331,24 +323,20 @@ class CountVariable(IteratorVariable):
 
 
 @handles(itertools.count)
-def _count(tx, args, kwargs):
-    start, step = [a.as_python() for a in args] + [0, 1][len(args):]
-    return CountVariable(kwargs["start"].as_python() if "start" in kwargs else start,
-                         kwargs["step"].as_python() if "step" in kwargs else step)
+def _count(tx, start=ZERO, step=ConstantVariable(1)):
+    return CountVariable(start.as_python(), step.as_python())
 
 
 @handles(operator.getitem)
-def _getitem(tx, args, kwargs):
-    obj, index = args
+def _getitem(tx, obj, index, /):
     if isinstance(obj, TensorVariable | TupleVariable | DictVariable):
         return obj.getitem(tx, index)
     return NotImplemented
 
 
 @handles(operator.contains)
-def _contains(tx, args, kwargs):
+def _contains(tx, container, item, /):
     """``item in xs`` (a dict's keys, a set's items): compared as :func:`.variables.identity_key` says."""
-    container, item = args
     if isinstance(container, TensorVariable):
         raise Unsupported("`in` on a tensor compares values (data-dependent)", "data-dependent-branch")
     if isinstance(container, TupleVariable | DictVariable | SetVariable | IteratorVariable):
@@ -357,7 +345,7 @@ def _contains(tx, args, kwargs):
 
 
 @handles(super)
-def _super(tx, args, kwargs):
+def _super(tx, *args):
     if not args:  # in a method, super() is super(__class__, <the method's first argument>)
         if "__class__" not in tx.state.cells or not tx.code.co_argcount:
             raise Unsupported("super() outside a method", "unsupported-call")
@@ -368,14 +356,14 @@ def _super(tx, args, kwargs):
     return SuperVariable(args[0].as_python(), args[1])
 
 
-HANDLERS[torch.is_tensor] = lambda tx, args, kwargs: ConstantVariable(isinstance(args[0], TensorVariable))
+HANDLERS[torch.is_tensor] = lambda tx, obj, /: ConstantVariable(isinstance(obj, TensorVariable))
 HANDLERS[torch.cond] = trace_cond
 
 
 def _global_state(fn: Any, expr: str) -> Handler:
     """Global torch state the function reads: its value now, and a guard that it stays so."""
 
-    def handler(tx, args, kwargs):
+    def handler(tx):
         value = fn()
         line = tx.output.current_line
         tx.guards.add(f"{expr} == {value}", "GLOBAL_STATE", f"{expr} was read", line, expr, str(value))
@@ -388,14 +376,13 @@ HANDLERS[torch.is_grad_enabled] = _global_state(torch.is_grad_enabled, "torch.is
 HANDLERS[torch.get_default_dtype] = _global_state(torch.get_default_dtype, "torch.get_default_dtype()")
 
 
-HANDLERS[torch.no_grad] = lambda tx, args, kwargs: GradModeVariable(False)
-HANDLERS[torch.enable_grad] = lambda tx, args, kwargs: GradModeVariable(True)
+HANDLERS[torch.no_grad] = lambda tx: GradModeVariable(False)
+HANDLERS[torch.enable_grad] = lambda tx: GradModeVariable(True)
 
 
 @handles(torch.set_grad_enabled)
-def _set_grad_enabled(tx, args, kwargs):
+def _set_grad_enabled(tx, mode):
     """Switches at once (it works as a plain call too); as a ``with``, the exit switches back."""
-    (mode,) = [*args, *kwargs.values()]
     previous = torch.is_grad_enabled()
     tx.output.set_grad_mode(bool(mode.as_python()))
     return GradModeVariable(bool(mode.as_python()), previous)
