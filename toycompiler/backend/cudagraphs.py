@@ -50,10 +50,9 @@ class CUDAGraphRunner:
 
     def __call__(self, *args: torch.Tensor) -> Any:
         key = tuple((a.shape, a.stride()) for a in args)
-        recording = self.graphs.get(key)
-        if recording is None:
-            recording = self.graphs[key] = _Recording(self.call, args)
-        return recording.replay(args)
+        if key not in self.graphs:
+            self.graphs[key] = _Recording(self.call, args)
+        return self.graphs[key].replay(args)
 
 
 class _Recording:

@@ -34,11 +34,8 @@ def index_vars(n: int, prefix: str = "d") -> tuple[sympy.Symbol, ...]:
 
 
 def contiguous_strides(size: tuple[sympy.Expr, ...]) -> tuple[sympy.Expr, ...]:
-    strides, acc = [], sympy.Integer(1)
-    for s in reversed(size):
-        strides.append(acc)
-        acc = acc * s
-    return tuple(reversed(strides))
+    """Row-major strides: each dim's is the product of the sizes after it (``[2, 3, 4]`` -> ``(12, 4, 1)``)."""
+    return tuple(sympy.Mul(*size[k + 1:]) for k in range(len(size)))
 
 
 def row_major(size: tuple[sympy.Expr, ...], stride: tuple[sympy.Expr, ...]) -> bool:
@@ -171,9 +168,7 @@ def index_exprs(e: Expr) -> list[sympy.Expr]:
 
 def op_names(e: Expr) -> list[str]:
     """The ops of an expression, innermost first (used to name kernels)."""
-    if isinstance(e, Op):
-        return [n for a in e.args for n in op_names(a)] + [e.op]
-    return []
+    return [n for a in e.args for n in op_names(a)] + [e.op] if isinstance(e, Op) else []
 
 
 def substitute(e: Expr, mapping: dict) -> Expr:

@@ -143,17 +143,15 @@ def pointwise(node: torch.fx.Node, op: str, args: list[Any],
     out = node.meta["val"]
     size = broadcast_shapes(*(a.size for a in args if isinstance(a, TensorValue)))
     computes = compute if isinstance(compute, tuple) else (compute or out.dtype,) * len(args)
-    operands = []
-    for a, dt in zip(args, computes):
-        if isinstance(a, TensorValue):
-            operands.append((broadcast_loader(a, size), a.dtype, dt))
-        elif isinstance(a, (bool, int, float)):
-            operands.append((lambda idx, a=a, dt=dt: Const(a, dt), dt, dt))
-        else:
+    for a in args:
+        if not isinstance(a, (TensorValue, bool, int, float)):
             raise LoweringError(f"{node.target}: operand {a!r} is not a tensor or a number")
 
+    def operand(a: Any, dtype: torch.dtype, idx: tuple) -> Expr:  # a tensor's element (broadcast), or a number
+        return cast(broadcast_loader(a, size)(idx), a.dtype, dtype) if isinstance(a, TensorValue) else Const(a, dtype)
+
     def loader(idx: tuple) -> Expr:
-        return Op(op, tuple(cast(load(idx), src, dst) for load, src, dst in operands), out.dtype)
+        return Op(op, tuple(operand(a, dt, idx) for a, dt in zip(args, computes)), out.dtype)
     return TensorValue(size, out.dtype, str(out.device), loader)
 
 
@@ -227,8 +225,7 @@ def _clamp(node, x, min=None, max=None):
 
 
 @register_lowering(aten._to_copy)
-def _to_copy(node, x, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False,
-             memory_format=None):
+def _to_copy(node, x, device=None, **_: Any):  # dtype, layout...: keyword-only; the dtype is the node's
     if device is not None and str(torch.device(device)) != x.device:
         raise LoweringError(f"_to_copy to another device ({device}) is not supported")
     return pointwise(node, "identity", [x])  # computed in the result's dtype: the cast
@@ -373,10 +370,11 @@ class GraphLowering:
             raise LoweringError(f"no lowering for {target} (node {node.name})")
         args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: self.values[n])
         value = lower(self, node, *args, **kwargs) if lower.needs_graph else lower(node, *args, **kwargs)
-        if isinstance(value, TensorValue) and target not in VIEW_OPS and packet not in VIEW_OPS \
-                and not is_cheap(value):
-            value = self.realize(value, node)
-        return value
+        if not isinstance(value, TensorValue) or target in VIEW_OPS or packet in VIEW_OPS:
+            return value
+        # Constants and index ramps (``full``, ``arange``) load nothing: consumers recompute them inline.
+        cheap = value.ref is None and not loads(value.loader(index_vars(len(value.size))))
+        return value if cheap else self.realize(value, node)
 
     def realize(self, value: TensorValue, node: torch.fx.Node | None = None) -> TensorValue:
         """Store ``value`` in a new contiguous buffer (unless it already is one)."""
@@ -417,12 +415,6 @@ class GraphLowering:
             stride = tuple(sym(s) if size == 1 else st for size, st, s in zip(ref.size, ref.stride, val.stride()))
             ref = TensorRef(ref.buf, ref.size, stride, ref.offset)
         return ref
-
-
-def is_cheap(value: TensorValue) -> bool:
-    """Constants and index ramps (``full``, ``arange``) load nothing: consumers recompute them inline."""
-    probe = value.loader(index_vars(len(value.size)))
-    return value.ref is None and not loads(probe)
 
 
 def lower(gm: torch.fx.GraphModule, config: Config) -> StageResult[GraphIR]:

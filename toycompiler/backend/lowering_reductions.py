@@ -35,9 +35,7 @@ aten = torch.ops.aten
 
 
 def _dims(dims: Any, ndim: int) -> list[int]:
-    if dims is None or dims == [] or dims == ():
-        return list(range(ndim))
-    dims = [dims] if isinstance(dims, int) else list(dims)
+    dims = [dims] if isinstance(dims, int) else list(dims or range(ndim))  # None or []: every dim
     return sorted({d + ndim if d < 0 else d for d in dims})
 
 
@@ -45,8 +43,6 @@ def make_reduction(op: str):
     """Lowering for ``op`` over ``dims``: kept dims become d0.., reduced dims r0.."""
 
     def lower(graph, node, x: TensorValue, dims=None, keepdim=False, *, dtype=None, **_: Any) -> TensorValue:
-        if op in ("argmax", "argmin"):
-            dims = None if dims is None else [dims]
         out = node.meta["val"]
         if isinstance(out, (tuple, list)):  # max.dim / min.dim: (values, indices)
             out = out[1] if op.startswith("arg") else out[0]

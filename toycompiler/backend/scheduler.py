@@ -180,7 +180,7 @@ def schedule(ir: GraphIR, config: Config, target: str = "cpp") -> StageResult[Sc
             continue
         for k in _candidates(node, kernels, home):
             ok, reason = can_fuse(kernels[k], node, config)
-            decisions.append(FusionDecision(_label(kernels[k]), node.name, ok, reason))
+            decisions.append(FusionDecision("+".join(n.name for n in kernels[k].nodes), node.name, ok, reason))
             if ok:
                 break
         else:  # no kernel took it: a new one
@@ -252,10 +252,7 @@ def _reads(k: Kernel) -> set[str]:
 
 def plan_memory(ir: GraphIR, kernels: list[Kernel]) -> tuple[dict[str, str], list[str]]:
     """Give a new buffer the memory of a dead one of the same dtype and element count."""
-    last_use: dict[str, int] = {}
-    for i, k in enumerate(kernels):
-        for b in _reads(k):
-            last_use[b] = i
+    last_use = {b: i for i, k in enumerate(kernels) for b in _reads(k)}  # the last kernel reading each buffer
     keep = set(ir.outputs) | {b.name for b in ir.inputs}
     pool: list[str] = []  # dead buffers whose memory is free
     reuses: dict[str, str] = {}
@@ -299,10 +296,6 @@ def _artifact(ir: GraphIR, kernels: list[Kernel], decisions: list[FusionDecision
     plan = tuple(f"{name}: never written to memory (lives in registers inside {g.name})"
                  for g in groups for name in g.nodes if name not in g.stores)
     return ScheduleArtifact(tuple(groups), tuple(decisions), plan + tuple(reuse), unfused)
-
-
-def _label(k: Kernel) -> str:
-    return "+".join(n.name for n in k.nodes)
 
 
 def _fmt(ranges: tuple) -> str:
