@@ -112,8 +112,7 @@ def _wrap_container(tx: Tx, value: Any, source: str, line: int | None) -> Variab
 def _read_container(tx: Tx, value: Any, source: str) -> list[Variable] | dict[Any, Variable]:
     line = tx.output.current_line
     if isinstance(value, dict):
-        keys = list(value)
-        tx.guards.add(f"list({source}.keys()) == {keys!r}", "DICT_KEYS", f"{source}'s keys were read", line)
+        tx.guards.add(f"list({source}.keys()) == {list(value)!r}", "DICT_KEYS", f"{source}'s keys were read", line)
         return {k: wrap(tx, v, f"{source}[{k!r}]") for k, v in value.items()}
     tx.guards.add(f"len({source}) == {len(value)}", "LENGTH_MATCH", f"{source} was unpacked", line)
     return [wrap(tx, v, f"{source}[{i}]") for i, v in enumerate(value)]

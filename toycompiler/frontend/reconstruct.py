@@ -91,7 +91,7 @@ class TransformPlan:
     locals: dict[str, Any] = field(default_factory=dict)  # the translator's locals (Variables, or unread arguments)
     resumes: tuple[ResumePoint, ...] = ()  # one per successor (two for a branch: fallthrough, then jump target)
     written: tuple[str, ...] = ()  # locals the instruction stores: the resume reads them after it ran
-    graph_outputs: tuple[TensorVariable, ...] = ()  # what the graph must return, in order
+    graph_outputs: tuple[torch.fx.Node, ...] = ()  # what the graph must return, in order
 
 
 def plan_return(code: types.CodeType, returned: Variable, offset: int) -> TransformPlan:
@@ -140,13 +140,13 @@ def plan_break(code: types.CodeType, instructions: list, stack: list[Variable], 
 def _with_graph_outputs(plan: TransformPlan, code: types.CodeType) -> TransformPlan:
     """A dry run of the rebuilding: the tensors the transformed code needs from the graph (graph
     inputs are reloaded from their source); :class:`CannotResume` for a value it can't rebuild."""
-    cg = Codegen(set(bc.index_by_offset(code)[0].argnames), {}, {}, 0, planning=True)
+    cg = Codegen(set(bc.index_by_offset(code)[0].argnames), {}, (), 0, planning=True)
     for v in [*plan.below, *plan.operands]:
         cg.reconstruct(v)
     for point in plan.resumes:
         for name in point.locals:
             cg.load_local(plan, name)
-    return dataclasses.replace(plan, graph_outputs=tuple(cg.needed))
+    return dataclasses.replace(plan, graph_outputs=tuple(cg.outputs))
 
 
 # Resume functions made so far: resume code -> (the user's code it was copied from, offsets -> the original's).
@@ -165,18 +165,18 @@ class Codegen:
     """Emits instructions that rebuild symbolic values as real ones (like Dynamo's PyCodegen).
 
     ``namespace`` becomes the transformed function's globals (objects it loads by name);
-    ``outputs`` maps a graph output node to its index in ``___graph_out``. The variables'
+    ``outputs`` maps each of the graph's outputs (nodes) to its index in ``___graph_out``. The variables'
     ``reconstruct(cg)`` methods use ``reconstruct(part)``, ``load_source``, ``load_const``, ``load_attr``,
     ``emit(opname, arg)`` and ``call(nargs)``.
     """
 
-    def __init__(self, params: set[str], namespace: dict[str, Any], outputs: dict[torch.fx.Node, int],
+    def __init__(self, params: set[str], namespace: dict[str, Any], graph_outputs: tuple[torch.fx.Node, ...],
                  lineno: int, planning: bool = False) -> None:
-        self.params, self.namespace, self.outputs = params, namespace, outputs
+        self.params, self.namespace = params, namespace
+        self.outputs = {node: i for i, node in enumerate(graph_outputs)}  # (planning: grows, in order of need)
         self.location = InstrLocation(lineno, None, None, None)
         self.instrs: list[Any] = []
         self.planning = planning  # a dry run made by plan_break: collects the graph outputs needed
-        self.needed: list[TensorVariable] = []  # (planning) tensors the graph must output, in order
         self.built: dict[int, str] = {}  # id(container made while tracing) -> temporary local holding it
         self.building: set[int] = set()
 
@@ -253,7 +253,6 @@ class Codegen:
             if not self.planning:
                 raise CannotResume(f"tensor {v.describe()} is neither a graph output nor an input")
             self.outputs[v.node] = len(self.outputs)
-            self.needed.append(v)
         self.emit("LOAD_FAST", "___graph_out")
         self.emit("LOAD_CONST", self.outputs[v.node])
         self.emit("BINARY_SUBSCR")

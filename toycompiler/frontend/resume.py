@@ -68,8 +68,7 @@ def build_transformed(fn: types.FunctionType, plan: TransformPlan, input_sources
     code = fn.__code__
     original = index_by_offset(code)[0]
     namespace: dict[str, Any] = {"__builtins__": builtins, **objects}
-    outputs = {v.node: i for i, v in enumerate(plan.graph_outputs)}
-    cg = Codegen(set(original.argnames), namespace, outputs, code.co_firstlineno)
+    cg = Codegen(set(original.argnames), namespace, plan.graph_outputs, code.co_firstlineno)
     cg.emit("RESUME", 0)
     if compiled_graph is not None:
         namespace["__compiled_graph"] = compiled_graph

@@ -206,7 +206,7 @@ class InstructionTranslator:
             except CannotResume as e:
                 no_resume = str(e)
         graph = self.output.graph
-        graph.output(tuple(v.node for v in plan.graph_outputs) if plan else ())
+        graph.output(plan.graph_outputs if plan else ())
         self.output.restore_grad_mode()
         self.guard_no_aliasing()
         self.guards.shapes(self.output.shapes)
@@ -433,11 +433,8 @@ class InstructionTranslator:
 
     def CALL_FUNCTION_EX(self, inst):
         """``f(*args, **kw)`` -- [NULL, callable, args tuple, kwargs dict if arg & 1] -> result."""
-        kwargs = self.pop() if inst.arg & 1 else DictVariable({})
-        args, fn = self.pop(), self.pop()
-        if self.state.stack and isinstance(self.state.stack[-1], NullVariable):
-            self.pop()
-        kwargs = {k.as_python(): kwargs.getitem(self, k) for k in kwargs.unpack(self)}  # a dict, or a mapping
+        _null, fn, args, *mapping = self.popn(3 + (inst.arg & 1))
+        kwargs = {k.as_python(): mapping[0].getitem(self, k) for k in mapping[0].unpack(self)} if mapping else {}
         if not all(isinstance(k, str) for k in kwargs):
             raise Unsupported("**kwargs with non-string keys", "exception")
         self.push(fn.call(self, args.unpack(self), kwargs))
