@@ -145,8 +145,7 @@ def call_method(tx: Tx, tensor: TensorVariable, name: str, args: list[Variable],
         raise Unsupported(f"Tensor.{name}() needs the tensor's data, which is unknown while tracing",
                           DATA_METHODS[name])
     if name in TensorVariable.STATIC_METHODS and not (name == "type" and args):
-        values, kw = [a.as_python() for a in args], {k: v.as_python() for k, v in kwargs.items()}
-        return wrap_constant_result(getattr(tensor.example, name)(*values, **kw))
+        return fold(tx, getattr(tensor.example, name), args, kwargs)
     if as_property:
         return tx.output.record_call("call_function", getattr, [tensor, ConstantVariable(name)], {})
     if name.endswith("_") and not name.startswith("_"):
@@ -219,12 +218,9 @@ def bind_arguments(code: types.CodeType, args: list[Variable], kwargs: dict[str,
     except TypeError as e:
         raise Unsupported(f"calling {code.co_qualname}: {e}", "exception") from None
     bound.apply_defaults()
-    out: dict[str, Variable] = {}
-    for name, value in bound.arguments.items():
-        if name.startswith("implicit") and name not in code.co_varnames:  # inspect renames ".0" (comprehensions)
-            name = "." + name[len("implicit"):]
-        out[name] = wrap_constant_result(value)  # ``*args`` (a tuple) as a TupleVariable, ``**kwargs`` a DictVariable
-    return out
+    renamed = {f"implicit{n[1:]}": n for n in code.co_varnames if n.startswith(".")}  # inspect's name for ".0"
+    # ``*args`` (a tuple) becomes a TupleVariable, ``**kwargs`` (a dict) a DictVariable
+    return {renamed.get(name, name): wrap_constant_result(value) for name, value in bound.arguments.items()}
 
 
 # -- the tables' questions -----------------------------------------------------------------

@@ -25,10 +25,9 @@ def wrap_constant_result(value: Any) -> Variable:
     (a builtin run on lists of variables, a dict method's result) stay as they are."""
     if isinstance(value, Variable):
         return value
-    if type(value) is tuple:
-        return TupleVariable([wrap_constant_result(v) for v in value])
-    if type(value) is list:
-        return ListVariable([wrap_constant_result(v) for v in value])
+    if type(value) in (tuple, list):
+        items = [wrap_constant_result(v) for v in value]
+        return TupleVariable(items) if type(value) is tuple else ListVariable(items)
     if type(value) is dict:
         return DictVariable({k: wrap_constant_result(v) for k, v in value.items()})
     return wrap_scalar(value)
@@ -120,10 +119,8 @@ class NamedTupleVariable(TupleVariable):
 
     def getattr(self, tx, name):
         field_value = getattr(self.example, name, None)
-        for item, value in zip(self.items, self.example):
-            if value is field_value:
-                return item
-        return super().getattr(tx, name)
+        named = [item for item, value in zip(self.items, self.example) if value is field_value]
+        return named[0] if named else super().getattr(tx, name)
 
     def reconstruct(self, cg):
         """``torch.return_types.topk((values, indices))`` (a structseq), or ``Point._make((x, y))``."""
@@ -257,8 +254,7 @@ class SetVariable(ContainerVariable):
             if self.items.pop(identity_key(args[0]), None) is None and name == "remove":
                 raise Unsupported("set.remove() of a missing item (KeyError while tracing)", "exception")
         else:  # add, update
-            new = args if name == "add" else [v for arg in args for v in arg.unpack(tx)]
-            for v in new:
+            for v in args if name == "add" else [v for arg in args for v in arg.unpack(tx)]:
                 self.items.setdefault(identity_key(v), v)
         return ConstantVariable(None)
 

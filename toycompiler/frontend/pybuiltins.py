@@ -156,8 +156,6 @@ def _list(tx, iterable=EMPTY, /):
 
 @handles(tuple)
 def _tuple(tx, iterable=EMPTY, /):
-    if isinstance(iterable, ConstantVariable):
-        return NotImplemented  # keeps torch.Size -> tuple exact
     return TupleVariable(iterable.unpack(tx))
 
 
