@@ -76,10 +76,7 @@ _EMIT: dict[tuple[int, int], dict[str, Any]] = {
         "POP_JUMP_IF_FALSE": "POP_JUMP_FORWARD_IF_FALSE",  # 3.11 names the direction
         "POP_JUMP_IF_TRUE": "POP_JUMP_FORWARD_IF_TRUE",
     },
-    (3, 12): {
-        "call": ("CALL",),
-        "attr_arg": lambda name: (False, name),  # low bit: method load
-    },
+    (3, 12): {"call": ("CALL",), "attr_arg": lambda name: (False, name)},  # LOAD_ATTR's low bit: method load
 }
 EMIT = _EMIT[VERSION]
 
@@ -87,10 +84,9 @@ EMIT = _EMIT[VERSION]
 # Opcode names in ``dis.opmap`` that never reach the translator: 3.12's
 # pseudo-instructions (resolved by the compiler) and the INSTRUMENTED_* forms
 # (``sys.monitoring``; ``dis`` shows the plain opcode).
-PSEUDO_OPCODES = frozenset({"CACHE", "RESERVED", "JUMP_NO_INTERRUPT", "LOAD_SUPER_METHOD", "LOAD_ZERO_SUPER_ATTR",
-                            "LOAD_ZERO_SUPER_METHOD", "POP_BLOCK", "SETUP_CLEANUP", "SETUP_FINALLY", "SETUP_WITH",
-                            "STORE_FAST_MAYBE_NULL"}) | (frozenset({"LOAD_METHOD", "JUMP"}) if VERSION >= (3, 12)
-                                                         else frozenset())
+PSEUDO_OPCODES = {"CACHE", "RESERVED", "JUMP_NO_INTERRUPT", "LOAD_SUPER_METHOD", "LOAD_ZERO_SUPER_ATTR",
+                  "LOAD_ZERO_SUPER_METHOD", "POP_BLOCK", "SETUP_CLEANUP", "SETUP_FINALLY", "SETUP_WITH",
+                  "STORE_FAST_MAYBE_NULL", *(("LOAD_METHOD", "JUMP") if VERSION >= (3, 12) else ())}
 
 
 def never_seen(opname: str) -> bool:

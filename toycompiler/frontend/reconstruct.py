@@ -141,8 +141,7 @@ def _with_graph_outputs(plan: TransformPlan, code: types.CodeType) -> TransformP
     """A dry run of the rebuilding: the tensors the transformed code needs from the graph (graph
     inputs are reloaded from their source); :class:`CannotResume` for a value it can't rebuild."""
     cg = Codegen(set(bc.index_by_offset(code)[0].argnames), {}, (), 0, planning=True)
-    for v in [*plan.below, *plan.operands]:
-        cg.reconstruct(v)
+    cg.reconstruct(*plan.below, *plan.operands)
     for point in plan.resumes:
         for name in point.locals:
             cg.load_local(plan, name)
@@ -227,24 +226,25 @@ class Codegen:
         else:
             raise CannotResume(f"can't load source {source!r}")
 
-    def reconstruct(self, v: Variable) -> None:
-        """Push the real value of symbolic ``v``: each kind of variable says how, in its own
-        ``reconstruct(cg)`` method (a kind without one is read from its source again).
+    def reconstruct(self, *values: Variable) -> None:
+        """Push the real value of each symbolic value, in order: each kind of variable says how, in its
+        own ``reconstruct(cg)`` method (a kind without one is read from its source again).
 
         A container the caller passed in (it has a source) is read from there: the translator
         refuses to change such an object, so it still holds what the trace saw.
         """
-        if isinstance(v, ContainerVariable) and v.source is not None:
-            if simple_source(v.source):
-                return self.load_source(v.source)
-            if v.python_type() in (list, dict):  # a copy would not be the caller's object
-                raise CannotResume(f"{v.source} is the caller's {v.python_type().__name__}, and can't be read again")
-        v.reconstruct(self)
+        for v in values:
+            if isinstance(v, ContainerVariable) and v.source is not None:
+                if simple_source(v.source):
+                    self.load_source(v.source)
+                    continue
+                if v.python_type() in (list, dict):  # a copy would not be the caller's object
+                    raise CannotResume(f"{v.source} is the caller's {v.python_type().__name__}: it can't be read again")
+            v.reconstruct(self)
 
     def build(self, opname: str, items: list[Variable]) -> None:
         """``BUILD_TUPLE n`` / ``BUILD_LIST n`` over the rebuilt items."""
-        for item in items:
-            self.reconstruct(item)
+        self.reconstruct(*items)
         self.emit(opname, len(items))
 
     def load_graph_output(self, v: TensorVariable) -> None:
@@ -263,8 +263,7 @@ class Codegen:
         self.emit("PUSH_NULL")
         self.load_const(fn)
         if kwargs is None:
-            for arg in args:
-                self.reconstruct(arg)
+            self.reconstruct(*args)
             return self.call(len(args))
         self.build("BUILD_TUPLE", args)
         self.build_map(kwargs)

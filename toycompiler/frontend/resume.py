@@ -142,12 +142,9 @@ def _return_resume(cg: Codegen, plan: TransformPlan, k: int, resumes: list[types
     resume point (no instruction for a branch: the jump already ran)."""
     point = plan.resumes[k]
     cg.load_global(resumes[k].co_name, push_null=True)
-    for v in plan.below:
-        if not isinstance(v, NullVariable):  # re-pushed by the resume function's prologue
-            cg.reconstruct(v)
+    cg.reconstruct(*(v for v in plan.below if not isinstance(v, NullVariable)))  # NULLs: pushed by the prologue
     if the_inst is not None:
-        for v in plan.operands:
-            cg.reconstruct(v)
+        cg.reconstruct(*plan.operands)
         if plan.kind == "call":
             if plan.kw_names:
                 cg.emit("KW_NAMES", plan.kw_names, the_inst.location)
