@@ -100,3 +100,12 @@ def test_default_mode_keeps_the_library_call():
     compiled = toycompiler.compile(linear_relu_residual, backend="triton")
     compiled(*args)
     assert not fallback_reasons(compiled)
+
+
+def test_max_autotune_with_symbolic_sizes_keeps_the_library_call():
+    """No template for sizes known only at run time, and no timing race that could not make inputs."""
+    fn = lambda x, w: torch.relu(x @ w)  # noqa: E731
+    compiled = toycompiler.compile(fn, backend="triton", mode="max-autotune", dynamic=True)
+    for n in (5, 7, 9):
+        assert_same(fn, randn(n, 8), randn(8, 6), backend="triton", compiled=compiled)
+    assert not fallback_reasons(compiled)
