@@ -66,7 +66,7 @@ class FloorDiv(sympy.Function):
             return sympy.Integer(0)
         if a.is_Integer and b.is_Integer:
             return sympy.Integer(int(a) // int(b))
-        return None
+        # otherwise None: it stays unevaluated, FloorDiv(a, b)
 
 
 class ModularIndexing(sympy.Function):
@@ -80,7 +80,6 @@ class ModularIndexing(sympy.Function):
             return sympy.Integer(0)
         if a.is_Integer and b.is_Integer and c.is_Integer:
             return sympy.Integer((int(a) // int(b)) % int(c))
-        return None
 
 
 def unravel(flat: sympy.Expr, size: tuple[sympy.Expr, ...]) -> tuple[sympy.Expr, ...]:

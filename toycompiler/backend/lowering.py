@@ -120,8 +120,7 @@ def broadcast_loader(v: TensorValue, size: tuple[sympy.Expr, ...]) -> Callable[[
     offset = len(size) - len(v.size)
 
     def load(idx: tuple) -> Expr:
-        own = tuple(sympy.Integer(0) if s == 1 else idx[offset + k] for k, s in enumerate(v.size))
-        return v.loader(own)
+        return v.loader(tuple(sympy.Integer(0) if s == 1 else idx[offset + k] for k, s in enumerate(v.size)))
     return load
 
 
@@ -219,8 +218,7 @@ def _clamp(node, x, min=None, max=None):
     for op, bound in (("maximum", min), ("minimum", max)):
         if bound is not None and not isinstance(bound, (int, float)):
             raise LoweringError("clamp with tensor bounds is not supported")
-        if bound is not None:
-            x = pointwise(node, op, [x, bound])
+        x = x if bound is None else pointwise(node, op, [x, bound])
     return x
 
 
@@ -316,7 +314,6 @@ class GraphLowering:
         self.values: dict[torch.fx.Node, Any] = {}
         self.params: list[str] = []
         self.size_vars: dict[str, str] = {}
-        self.constants: list[tuple[str, str]] = []
         self.node: torch.fx.Node | None = None  # the node being lowered (for provenance)
 
     def run(self) -> GraphIR:
@@ -328,7 +325,8 @@ class GraphLowering:
             self.values[node] = getattr(self, node.op)(node)
         outputs = self.values[node]  # the output node comes last
         return GraphIR(tuple(self.inputs), tuple(self.buffers), tuple(r.buf for r in outputs), tuple(outputs),
-                       tuple(self.params), tuple(self.size_vars.items()), tuple(c for c, _ in self.constants))
+                       tuple(self.params), tuple(self.size_vars.items()),
+                       tuple(b.name for b in self.inputs if b.kind == "constant"))
 
     def placeholder(self, node: torch.fx.Node) -> Any:
         val = node.meta.get("val")
@@ -347,9 +345,7 @@ class GraphLowering:
         val = getattr(self.gm, node.target)
         if not isinstance(val, torch.Tensor):
             raise LoweringError(f"graph attribute {node.target} is a {type(val).__name__}, not a tensor")
-        name = f"const{len(self.constants)}"
-        self.constants.append((name, node.target))
-        return self.add_input(name, val, "constant")
+        return self.add_input(f"const{sum(b.kind == 'constant' for b in self.inputs)}", val, "constant")
 
     def add_input(self, name: str, val: torch.Tensor, kind: str) -> TensorValue:
         layout = replace(layout_of(val), offset=sym(val.storage_offset()))
@@ -381,8 +377,7 @@ class GraphLowering:
         r = value.ref
         if r is not None and r == TensorRef(r.buf, value.size, contiguous_strides(value.size)):  # a whole buffer
             return value
-        body = value.loader(index_vars(len(value.size)))
-        return self.add_computed(value.size, value.dtype, value.device, body, node)
+        return self.add_computed(value.size, value.dtype, value.device, value.loader(index_vars(len(value.size))), node)
 
     def add_computed(self, size: tuple, dtype: torch.dtype, device: str, body: Expr, node: torch.fx.Node | None,
                      reduction: Any = None) -> TensorValue:

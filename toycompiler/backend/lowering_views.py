@@ -136,10 +136,8 @@ def unsqueeze(node, x, dim) -> TensorValue:
 def squeeze(node, x, dims=None) -> TensorValue:
     if len(x.size) == 0:  # a 0-d tensor's dim 0 (or -1) is the tensor itself: nothing to drop
         return x
-    if dims is None:
-        dims = [d for d, s in enumerate(x.size) if s == 1]
-    dims = [_dim(d, len(x.size)) for d in ([dims] if isinstance(dims, int) else dims)]
-    dropped = {d for d in dims if x.size[d] == 1}
+    dims = range(len(x.size)) if dims is None else [dims] if isinstance(dims, int) else dims  # None: every dim
+    dropped = {_dim(d, len(x.size)) for d in dims} & {d for d, s in enumerate(x.size) if s == 1}  # size-1 ones
 
     def index_map(idx: tuple) -> tuple:
         it = iter(idx)

@@ -279,9 +279,8 @@ def plan_memory(ir: GraphIR, kernels: list[Kernel]) -> tuple[dict[str, str], lis
 
 
 def _nbytes(ir: GraphIR, name: str) -> int:
-    layout = ir.buffer(name).layout
     try:
-        return int(layout.nbytes)
+        return int(ir.buffer(name).layout.nbytes)
     except TypeError:  # symbolic size: count it as unknown
         return 0
 

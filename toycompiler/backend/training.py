@@ -47,16 +47,15 @@ def compile_training(gm: torch.fx.GraphModule, example_inputs: list, compile_gra
     ``compile_graph`` compiles one graph (the pipeline passes its own): the forward and the backward
     each go through it, so either may fall back to eager on its own, with its reason.
     """
-    sizes = [s for n in gm.graph.nodes if n.op == "placeholder"
-             for s in getattr(n.meta.get("val", n.meta.get("example_value")), "shape", ())]
-    if any(isinstance(s, torch.SymInt) for s in sizes):  # the guards would let other sizes in
+    if any(isinstance(s, torch.SymInt) for n in gm.graph.nodes if n.op == "placeholder"
+           for s in getattr(n.meta.get("val", n.meta.get("example_value")), "shape", ())):  # guards admit other sizes
         raise NotImplementedError("training with symbolic sizes: AOTAutograd traces the example's sizes here, "
                                   "so the kernels would fit that size only")
     from torch._dynamo.backends.common import aot_autograd
     from torch._functorch import config as functorch_config
     from torch._functorch.aot_autograd import make_boxed_func
 
-    compiled: dict[str, CompiledGraph] = {}
+    artifacts: dict[str, Any] = {}  # "forward", "backward" -> what compiling that graph recorded
 
     def compiler(kind: str) -> Callable:
         def compile_one(graph: torch.fx.GraphModule, inputs: list) -> Callable:
@@ -65,8 +64,8 @@ def compile_training(gm: torch.fx.GraphModule, example_inputs: list, compile_gra
                 result = compile_graph(graph, list(inputs))
             call = result.call if kept is None else _with_nones(result.call, *kept)
             call = _with_traced_layouts(call, inputs) if kind == "backward" else call
-            compiled[kind] = CompiledGraph(call, _labelled(result.artifacts, kind))
-            return make_boxed_func(compiled[kind])  # AOTAutograd passes one list, freed as it goes
+            artifacts[kind] = _labelled(result.artifacts, kind)
+            return make_boxed_func(call)  # AOTAutograd passes one list, freed as it goes
         return compile_one
 
     # Compile the backward now rather than at the first .backward(), so the report shows it.
@@ -78,9 +77,7 @@ def compile_training(gm: torch.fx.GraphModule, example_inputs: list, compile_gra
     with functorch_config.patch(**eager_backward), TRACING, math_attention:
         run = aot_autograd(fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
                            decompositions=decomposition_table())(gm, example_inputs)
-    forward = compiled["forward"].artifacts
-    backward = compiled["backward"].artifacts if "backward" in compiled else None
-    return CompiledGraph(run, dataclasses.replace(forward, backward=backward))
+    return CompiledGraph(run, dataclasses.replace(artifacts["forward"], backward=artifacts.get("backward")))
 
 
 def _labelled(arts: Any, kind: str) -> Any:
