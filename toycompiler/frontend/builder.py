@@ -68,12 +68,10 @@ def _wrap(tx: Tx, value: Any, source: str | None, identity: bool) -> Variable:
         if source is not None:
             tx.guards.constant(source, value, line)
         return ConstantVariable(value, source)
-    if type(value) in (list, dict) and source is not None:
-        return _wrap_mutable_container(tx, value, source, line)
-    if type(value) is tuple and source is not None:
-        return _wrap_container(tx, value, source, line)
-    if type(value) in (tuple, list, dict):
-        return wrap_constant_result(value)
+    if type(value) in (tuple, list, dict):  # a caller's list or dict may be reached twice: see below
+        if source is None:
+            return wrap_constant_result(value)
+        return (_wrap_container if type(value) is tuple else _wrap_mutable_container)(tx, value, source, line)
     if source is not None and identity and not isinstance(value, types.ModuleType):
         tx.guards.identity(source, value, line, register_object(tx, value))
         if isinstance(value, torch.nn.Module):
@@ -91,10 +89,8 @@ def _wrap_mutable_container(tx: Tx, value: Any, source: str, line: int | None) -
         _, other_source, var = known
         tx.guards.same_object(source, other_source, type(value).__name__, line)
         return var
-    if not isinstance(value, dict) or all(type(k) in (str, int, bool) for k in value):  # keys a guard can write
-        var = _wrap_container(tx, value, source, line)
-    else:
-        var = _wrap_dict_by_value(tx, value, source, line)
+    writable = not isinstance(value, dict) or all(type(k) in (str, int, bool) for k in value)  # keys in a guard
+    var = (_wrap_container if writable else _wrap_dict_by_value)(tx, value, source, line)
     tx.output.caller_containers[id(value)] = (value, source, var)
     return var
 

@@ -48,7 +48,6 @@ from inspect import CO_NEWLOCALS, CO_OPTIMIZED, CO_VARARGS, CO_VARKEYWORDS
 from typing import Any
 
 import bytecode as pybc
-from bytecode.instr import InstrLocation
 
 from ..artifacts import BytecodeArtifact
 from .bytecode import EMIT, disassemble, index_by_offset, instruction_at
@@ -116,23 +115,21 @@ def resume_code(code: types.CodeType, point: ResumePoint) -> types.CodeType:
     target = pybc.Label()
     at = index[point.offset]
     items.insert(at, target)
-    location = InstrLocation(items[at + 1].location.lineno, None, None, None)
-    prologue = [pybc.Instr("PUSH_NULL", location=location) if null
-                else pybc.Instr("LOAD_FAST", f"___stack{i}", location=location)
-                for i, null in enumerate(point.stack_nulls)]
-    prologue.append(pybc.Instr("JUMP_FORWARD", target, location=location))
+    prologue = Codegen(set(), {}, (), items[at + 1].location.lineno)  # on the line where the code continues
+    for i, null in enumerate(point.stack_nulls):
+        prologue.emit("PUSH_NULL") if null else prologue.emit("LOAD_FAST", f"___stack{i}")
+    prologue.emit("JUMP_FORWARD", target)
     first_resume = next(k for k, item in enumerate(items) if isinstance(item, pybc.Instr) and item.name == "RESUME")
-    items[first_resume + 1:first_resume + 1] = prologue
+    items[first_resume + 1:first_resume + 1] = prologue.instrs
     resume_index = sum(isinstance(item, pybc.Instr) for item in items[:first_resume])
     n = sum(1 for k in _resume_codes if k[0] is code)
-    name = f"__resume_at_{point.offset}_{n}"
     items.argnames = [f"___stack{i}" for i, null in enumerate(point.stack_nulls) if not null] + list(point.locals)
     items.argcount, items.posonlyargcount, items.kwonlyargcount = len(items.argnames), 0, 0
     items.flags = original.flags & ~(CO_VARARGS | CO_VARKEYWORDS)
-    items.name, items.qualname = name, f"{code.co_qualname}.<resume at {point.offset}>"
+    items.name, items.qualname = f"__resume_at_{point.offset}_{n}", f"{code.co_qualname}.<resume at {point.offset}>"
     items.docstring = pybc.UNSET  # constants numbered by first use, as in every code this module makes
     _resume_codes[key] = new = items.to_code()
-    ORIGINS[new] = (code, _offset_map(new, code, resume_index, len(prologue)))
+    ORIGINS[new] = (code, _offset_map(new, code, resume_index, len(prologue.instrs)))
     return new
 
 
