@@ -116,17 +116,16 @@ def plan_break(code: types.CodeType, instructions: list, stack: list[Variable], 
         kind, consumed, produced, targets = "jump", 1, 0, [after, inst.target]
     elif inst.opname in PUSHES_NULL | NOT_REPLAYABLE or bc.instruction_at(code, offset).has_jump():
         raise CannotResume(f"can't resume after {inst.opname}")
-    elif inst.opname.startswith("LOAD_FAST") and inst.argval in locals_ and not isinstance(locals_[inst.argval],
-                                                                                            Variable):
+    elif inst.opname.startswith("LOAD_FAST") and not isinstance(locals_.get(inst.argval), Variable | None):
         # The break is the first read of an argument: a resume function would read it again, and break again.
         raise CannotResume(f"the first read of {inst.argval} broke: {inst.argval} can't be traced")
     else:
         pre, post = bc.instruction_at(code, offset).pre_and_post_stack_effect(jump=False)
         kind, consumed, produced, targets = "generic", -pre, post, [after]
-    nulls_consumed = any(isinstance(v, NullVariable) for v in stack[len(stack) - consumed:])
-    if consumed > len(stack) or (nulls_consumed and kind not in ("call", "call_ex")):
-        raise CannotResume(f"unexpected stack at {inst.opname}")
     below, operands = stack[:len(stack) - consumed], stack[len(stack) - consumed:]
+    # only a call ("call", "call_ex") consumes NULLs
+    if consumed > len(stack) or (not kind.startswith("call") and any(isinstance(v, NullVariable) for v in operands)):
+        raise CannotResume(f"unexpected stack at {inst.opname}")
     original, to_original = origin_of(code)  # a resume function resumes in the original code
     live = bc.liveness(original)
     layout = tuple(isinstance(v, NullVariable) for v in below) + (False,) * produced

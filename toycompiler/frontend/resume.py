@@ -87,7 +87,11 @@ def build_transformed(fn: types.FunctionType, plan: TransformPlan, input_sources
         _branch(cg, plan, instruction_at(code, plan.offset), resumes)
     else:
         _return_resume(cg, plan, 0, resumes, instruction_at(code, plan.offset))
-    transformed = _assemble(original, cg.instrs)
+    assembled = original.copy()  # the instructions, with the original's signature, names and place
+    assembled[:] = cg.instrs
+    assembled.flags = CO_OPTIMIZED | CO_NEWLOCALS | (original.flags & (CO_VARARGS | CO_VARKEYWORDS))
+    assembled.docstring, assembled.freevars, assembled.cellvars = pybc.UNSET, [], []  # no docstring, no cells
+    transformed = assembled.to_code()
     func = types.FunctionType(transformed, namespace, code.co_name, fn.__defaults__)
     func.__kwdefaults__ = fn.__kwdefaults__
     return func, disassemble(transformed, f"{code.co_qualname} (transformed)"), tuple(map(disassemble, resumes))
@@ -165,13 +169,3 @@ def _branch(cg: Codegen, plan: TransformPlan, the_inst: pybc.Instr, resumes: lis
     cg.instrs.append(taken)
     cg.built = built
     _return_resume(cg, plan, 1, resumes)
-
-
-def _assemble(original: pybc.Bytecode, instrs: list) -> types.CodeType:
-    """The transformed code object: ``instrs`` with the original's signature, names and place
-    (no cells, no docstring)."""
-    out = original.copy()
-    out[:] = instrs
-    out.flags = CO_OPTIMIZED | CO_NEWLOCALS | (original.flags & (CO_VARARGS | CO_VARKEYWORDS))
-    out.docstring, out.freevars, out.cellvars = pybc.UNSET, [], []
-    return out.to_code()

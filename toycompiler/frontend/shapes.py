@@ -50,8 +50,7 @@ class CountingShapeEnv(ShapeEnv):
 
 def mark_dynamic(t: torch.Tensor, dim: int | list[int] | tuple[int, ...]) -> torch.Tensor:
     """Ask for ``t``'s dimension(s) ``dim`` to be symbolic from the first compile."""
-    dims = {dim} if isinstance(dim, int) else set(dim)
-    dims = {d % t.dim() for d in dims}
+    dims = {d % t.dim() for d in ([dim] if isinstance(dim, int) else dim)}  # -1: the last dim
     setattr(t, MARK_ATTRIBUTE, getattr(t, MARK_ATTRIBUTE, set()) | dims)
     return t
 

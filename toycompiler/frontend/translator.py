@@ -359,8 +359,7 @@ class InstructionTranslator:
 
     def COPY_FREE_VARS(self, inst):
         """``COPY_FREE_VARS n`` -- the function's closure cells become its free variables."""
-        for name, cell in zip(self.code.co_freevars, self.closure):
-            self.state.cells[name] = cell
+        self.state.cells.update(zip(self.code.co_freevars, self.closure))
 
     def read_cell(self, cell: CellVariable) -> Variable:
         if cell.cell is not None and cell.contents is None:  # a real cell, read for the first time
