@@ -287,14 +287,12 @@ def fallback_kernel(graph: GraphLowering, node: torch.fx.Node, *args: Any, **kwa
     texts = [(name, text(a)) for name, a in named.items()]
     vals = node.meta["val"]
     multiple = isinstance(vals, (tuple, list))
-    outs = []
-    for i, val in enumerate(vals if multiple else [vals]):
-        if val is None:
-            outs.append(None)
-            continue
+
+    def call(i: int, val: torch.Tensor) -> TensorValue:  # the call that gives the op's result i
         mine = [(k, str([j == i for j in range(len(vals))]) if k == "output_mask" else v) for k, v in texts]
-        outs.append(graph.add_buffer(ExternKernel, layout_of(val), f"torch.ops.{node.target}", tuple(refs), tuple(mine),
-                                     node=node, item=i if multiple else None, why=why))
+        return graph.add_buffer(ExternKernel, layout_of(val), f"torch.ops.{node.target}", tuple(refs), tuple(mine),
+                                node=node, item=i if multiple else None, why=why)
+    outs = [None if val is None else call(i, val) for i, val in enumerate(vals if multiple else [vals])]
     return outs if multiple else outs[0]
 
 
