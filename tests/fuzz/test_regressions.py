@@ -13,6 +13,7 @@ import pytest
 import torch
 from fuzz_programs import InputSpec, Program, check_program
 
+import toycompiler
 from toycompiler.testing import assert_same, device_for
 
 
@@ -103,3 +104,19 @@ def test_bool_addition_is_or(backend):
     b = torch.tensor([True, True, False, False], device=device_for(backend))
     assert_same(lambda x, y: (x + y, x + True, x + False, y.add(x, alpha=False), x + x), a, b,
                 backend=backend, rtol=0, atol=0)
+
+
+def _zip_strict_loop(x):
+    out = []
+    for a, b in zip([x, x + 1, x + 2], [1, 2], strict=True):
+        out.append(a * b)
+    return out
+
+
+def test_a_real_iterator_is_not_used_up_while_tracing():
+    """``for a, b in zip(..., strict=True)`` over lists of different lengths: after the break at ``zip``, the
+    resumed frame traced ``iter()`` of the real zip object by reading it to the end, so the code then ran
+    with an empty iterator and returned ``[]`` where eager raises ValueError."""
+    compiled = toycompiler.compile(_zip_strict_loop, backend="cpp")
+    with pytest.raises(ValueError, match="shorter"):
+        compiled(torch.ones(2))

@@ -27,6 +27,7 @@ tracing, generators that escape, and most of Dynamo's 40 kinds.
 
 from __future__ import annotations
 
+import collections.abc
 import functools
 import operator
 import types
@@ -90,6 +91,9 @@ class Variable:
     def unpack(self, tx: InstructionTranslator) -> list[Variable]:
         """The items ``for``, ``*args`` and ``a, b = ...`` see."""
         value = self.as_python()
+        if isinstance(value, collections.abc.Iterator):  # a zip, map or generator object: one pass only
+            raise Unsupported(f"iterating over {self.describe()}, a real iterator, is not traced (reading it "
+                              "while tracing would use it up before the code runs)")
         try:
             items = list(value)
         except TypeError as e:
