@@ -198,8 +198,7 @@ def index_by_offset(code: types.CodeType) -> tuple[pybc.Bytecode, dict[int, int]
     """The code as a ``bytecode.Bytecode`` list and, for each dis offset, the index of its Instr."""
     original = pybc.Bytecode.from_code(code)
     positions = [k for k, item in enumerate(original) if isinstance(item, pybc.Instr)]
-    index: dict[int, int] = {}
-    j = 0
+    index, j = {}, 0  # dis offset -> position in ``original``; j counts the Instrs matched so far
     for ins, _ in _with_lines(code, None):  # without CACHE entries
         index[ins.offset] = positions[j]
         if ins.opname != "EXTENDED_ARG":  # the bytecode package folds EXTENDED_ARG into the next Instr

@@ -205,14 +205,14 @@ class InstructionTranslator:
                                   self.state.kw_names, self.broke.offset)
             except CannotResume as e:
                 no_resume = str(e)
-        graph = self.output.graph
-        graph.output(plan.graph_outputs if plan else ())
+        self.output.graph.output(plan.graph_outputs if plan else ())
         self.output.restore_grad_mode()
         self.guard_no_aliasing()
         self.guards.shapes(self.output.shapes)
         self.output.remove_dead_nodes()
-        gm = torch.fx.GraphModule(self.output.submodules, graph, class_name=self.code.co_name)  # + cond branches
-        ops = sum(n.op in ("call_function", "call_method", "call_module") for n in graph.nodes)
+        # the submodules: torch.cond's branch graphs
+        gm = torch.fx.GraphModule(self.output.submodules, self.output.graph, class_name=self.code.co_name)
+        ops = sum(n.op in ("call_function", "call_method", "call_module") for n in gm.graph.nodes)
         if self.broke is not None:  # now that the plan is known: where the resume functions continue
             resumes_at = tuple(p.offset for p in plan.resumes) if plan else ()
             self.broke = replace(self.broke, resumes_at=resumes_at, no_resume_reason=no_resume)
