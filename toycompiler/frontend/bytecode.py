@@ -107,8 +107,7 @@ class Inst:
 
     @property
     def target(self) -> int:
-        """Absolute offset a jump goes to."""
-        assert isinstance(self.argval, int)
+        """Absolute offset a jump goes to (``dis`` makes every jump's argval one)."""
         return self.argval
 
 
@@ -130,11 +129,10 @@ def normalise(code: types.CodeType) -> list[Inst]:
 
 
 def _with_lines(code: types.CodeType, line: int | None) -> list[tuple[dis.Instruction, int | None]]:
-    """``dis`` instructions without CACHE entries, each with its line (carried over from the last known)."""
+    """``dis`` instructions (``dis`` leaves out the CACHE entries), each with its line (carried over from the
+    last known)."""
     out = []
     for ins in dis.get_instructions(code):
-        if ins.opname == "CACHE":
-            continue
         if ins.positions is not None and ins.positions.lineno is not None:
             line = ins.positions.lineno
         out.append((ins, line))
@@ -199,7 +197,7 @@ def index_by_offset(code: types.CodeType) -> tuple[pybc.Bytecode, dict[int, int]
     original = pybc.Bytecode.from_code(code)
     positions = [k for k, item in enumerate(original) if isinstance(item, pybc.Instr)]
     index, j = {}, 0  # dis offset -> position in ``original``; j counts the Instrs matched so far
-    for ins, _ in _with_lines(code, None):  # without CACHE entries
+    for ins, _ in _with_lines(code, None):
         index[ins.offset] = positions[j]
         if ins.opname != "EXTENDED_ARG":  # the bytecode package folds EXTENDED_ARG into the next Instr
             assert original[positions[j]].name == ins.opname, (original[positions[j]].name, ins.opname)

@@ -94,8 +94,7 @@ class OutputGraph:
         result = self.wrap_result(op, target, node_args, node_kwargs, example)
         mutated = [t for t, v in zip(tensors, versions) if t.example._version != v]
         if mutated:
-            node = result.node if isinstance(result, TensorVariable) else list(self.graph.nodes)[-1]
-            self.side_effect_nodes.append(node)
+            self.side_effect_nodes.append(next(reversed(self.graph.nodes)))  # its node (or its results' last getitem)
             for t in mutated:
                 if isinstance(result, TensorVariable) and result.example is t.example:
                     self.remember(t, "node")
@@ -150,8 +149,8 @@ class OutputGraph:
 
     def checkpoint(self) -> tuple:
         """A mark to roll back to: the last node, how many side effects and journal entries, the grad mode."""
-        nodes = list(self.graph.nodes)
-        return (nodes[-1] if nodes else None, len(self.side_effect_nodes), len(self.journal), torch.is_grad_enabled())
+        last = next(reversed(self.graph.nodes), None)
+        return last, len(self.side_effect_nodes), len(self.journal), torch.is_grad_enabled()
 
     def rollback(self, mark: tuple) -> None:
         last, n_effects, n_journal, grad_mode = mark

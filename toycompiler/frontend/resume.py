@@ -101,7 +101,7 @@ _resume_codes: dict[tuple, types.CodeType] = {}
 
 
 def _offset_map(new: types.CodeType, original: types.CodeType, inserted_after: int, inserted: int) -> dict[int, int]:
-    a, b = ([i for i in dis.get_instructions(c) if i.opname not in ("CACHE", "EXTENDED_ARG")] for c in (original, new))
+    a, b = ([i for i in dis.get_instructions(c) if i.opname != "EXTENDED_ARG"] for c in (original, new))
     return {b[k if k <= inserted_after else k + inserted].offset: ins.offset for k, ins in enumerate(a)}
 
 
