@@ -77,8 +77,7 @@ class ShapePolicy:
             return {}
         if self.dynamic:
             return {d: "dynamic=True" for d in range(t.dim())}
-        marked = set(getattr(t, MARK_ATTRIBUTE, ())) | set(getattr(t, TORCH_MARK_ATTRIBUTE, ()))
-        out = {d: "mark_dynamic" for d in marked}
+        out = {d: "mark_dynamic" for d in [*getattr(t, MARK_ATTRIBUTE, ()), *getattr(t, TORCH_MARK_ATTRIBUTE, ())]}
         seen = self.previous.get(source)
         if self.automatic and seen is not None and len(seen) == t.dim():
             for d, (old, new) in enumerate(zip(seen, t.shape)):

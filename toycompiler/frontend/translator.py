@@ -412,7 +412,7 @@ class InstructionTranslator:
 
     def STORE_ATTR(self, inst):
         """``STORE_ATTR name`` -- ``obj.name = v``: changes an object the caller can see."""
-        obj, _value = self.pop(), self.pop()
+        obj = self.state.stack[-1]  # [value, obj]: nothing to pop, the break restores the stack anyway
         raise Unsupported(f"assigning {obj.describe()}.{inst.argval} changes an object outside the compiled "
                           "code; not traced", "mutation")
 
@@ -641,9 +641,8 @@ class InstructionTranslator:
         """3.11 ``a or b``: jump keeping ``a`` if it is true, else pop it (``a and b``:
         ``JUMP_IF_FALSE_OR_POP``, jump keeping ``a`` if it is false)."""
         if JUMP_CONDITIONS[inst.opname](self.state.stack[-1]):
-            self.jump(inst)
-        else:
-            self.pop()
+            return self.jump(inst)
+        self.pop()
 
     JUMP_IF_FALSE_OR_POP = JUMP_IF_TRUE_OR_POP
 
@@ -662,12 +661,11 @@ class InstructionTranslator:
         if not isinstance(iterator, IteratorVariable):  # e.g. a real iterator passed to a resume function
             raise Unsupported(f"iterating over {iterator.describe()}, a real iterator, is not traced")
         item = iterator.next(self)
-        if item is None:
-            self.pop()
-            self.state.stack.extend(when_done)
-            self.jump(inst)
-        else:
-            self.push(item)
+        if item is not None:
+            return self.push(item)
+        self.pop()
+        self.state.stack.extend(when_done)
+        self.jump(inst)
 
     def FOR_ITER(self, inst):
         """``FOR_ITER`` -- push the next item, or pop the iterator and leave the loop.
@@ -718,10 +716,9 @@ class InstructionTranslator:
 
     def YIELD_VALUE(self, inst):
         """``yield v`` -- collected; ``None`` is what the generator receives back."""
-        value = self.pop()
         if self.yielded is None:
             raise Unsupported("yield outside an inlined generator", "unsupported-opcode")
-        self.yielded.append(value)
+        self.yielded.append(self.pop())
         self.push(ConstantVariable(None))
 
 
