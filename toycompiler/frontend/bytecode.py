@@ -143,7 +143,7 @@ def disassemble(code: types.CodeType, name: str | None = None) -> BytecodeArtifa
     """The raw (un-normalised) instructions of ``code``, as an artifact."""
     rows = tuple(InstructionRow(ins.offset, ins.opname, ins.arg, ins.argrepr, line, ins.is_jump_target)
                  for ins, line in _with_lines(code, None))
-    return BytecodeArtifact(name or code.co_qualname, tuple(rows))
+    return BytecodeArtifact(name or code.co_qualname, rows)
 
 
 @functools.lru_cache(maxsize=512)

@@ -124,8 +124,7 @@ class InstructionTranslator:
                  shapes: ShapePolicy | None = None, label: str = ""):
         self.config, self.source, self.label, self.depth = config, source, label, 0
         # shared with inlined calls: one graph, one set of guards, the objects they name
-        self.output = OutputGraph(source, shapes)
-        self.guards = GuardBuilder()
+        self.output, self.guards = OutputGraph(source, shapes), GuardBuilder()
         self.guard_objects: dict[str, Any] = {"G": fn.__globals__}
         self.wrapped: dict[str, Variable] = {}  # source -> variable, so a value is wrapped (and guarded) once
         closure = [builder.wrap_cell(self, c, name) for c, name in zip(fn.__closure__ or (), fn.__code__.co_freevars)]
@@ -323,8 +322,7 @@ class InstructionTranslator:
 
     def LOAD_FAST_AND_CLEAR(self, inst):
         """3.12 inlined comprehension: ``LOAD_FAST_AND_CLEAR a`` saves the outer ``a``."""
-        value = self.state.locals.pop(inst.argval, None)
-        self.push(UnboundVariable() if value is None else self.load_local_value(value, inst.argval))
+        self.push(self.load_local(inst.argval) if inst.argval in self.state.locals else UnboundVariable())
         self.state.locals.pop(inst.argval, None)
 
     # -- globals and builtins ------------------------------------------------------------

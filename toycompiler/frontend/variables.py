@@ -289,8 +289,7 @@ class TensorVariable(Variable):
     source: str | None = None
 
     def describe(self) -> str:
-        shape = ",".join(str(s) for s in self.example.shape)
-        return f"T[{shape}]:{self.node.name}"
+        return f"T[{','.join(str(s) for s in self.example.shape)}]:{self.node.name}"  # T[4,3]:x
 
     def python_type(self) -> type:
         return torch.nn.Parameter if isinstance(self.example, torch.nn.Parameter) else torch.Tensor
