@@ -48,7 +48,7 @@ from ..artifacts import GraphBreak, Guard, SourceArtifact, TranslationArtifact, 
 from ..config import Config
 from . import builder, calls
 from . import bytecode as bc
-from .containers import DictVariable, IteratorVariable, ListVariable, SetVariable, TupleVariable, wrap_constant_result
+from .containers import DictVariable, IteratorVariable, ListVariable, TupleVariable, wrap_constant_result
 from .guards import GuardBuilder, TensorCheck
 from .output_graph import OutputGraph
 from .reconstruct import CannotResume, TransformPlan, plan_break, plan_return
@@ -63,7 +63,6 @@ from .variables import (
     Unsupported,
     UserFunctionVariable,
     Variable,
-    identity_key,
     is_none,
 )
 
@@ -549,7 +548,7 @@ class InstructionTranslator:
         self.push(ListVariable(self.popn(inst.arg)))
 
     def BUILD_SET(self, inst):
-        self.push(SetVariable({identity_key(v): v for v in self.popn(inst.arg)}))
+        self.push(self.call_python(set, [TupleVariable(self.popn(inst.arg))], {}))  # as ``set((a, b))`` does
 
     def BUILD_MAP(self, inst):
         flat = self.popn(2 * inst.arg)
