@@ -78,8 +78,7 @@ class OutputGraph:
         (``self``) is pointed at the new node, so every alias reads the new value.
         """
         fake_args, fake_kwargs = tuple(a.fake() for a in args), {k: v.fake() for k, v in kwargs.items()}
-        tensors = [t for v in [*args, *kwargs.values()] for t in v.tensors()]
-        versions = [t.example._version for t in tensors]
+        versions = [(t, t.example._version) for v in [*args, *kwargs.values()] for t in v.tensors()]  # before
         try:
             fn, fn_args = (getattr(fake_args[0], target), fake_args[1:]) if op == "call_method" else (target, fake_args)
             with self.fake_mode:
@@ -92,7 +91,7 @@ class OutputGraph:
                               "fake-tensor") from e
         node_args, node_kwargs = tuple(a.node_arg() for a in args), {k: v.node_arg() for k, v in kwargs.items()}
         result = self.wrap_result(op, target, node_args, node_kwargs, example)
-        mutated = [t for t, v in zip(tensors, versions) if t.example._version != v]
+        mutated = [t for t, before in versions if t.example._version != before]
         if mutated:
             self.side_effect_nodes.append(next(reversed(self.graph.nodes)))  # its node (or its results' last getitem)
             for t in mutated:

@@ -597,9 +597,8 @@ class InstructionTranslator:
         items = self.pop().unpack(self)
         if len(items) < before + after:
             raise Unsupported("not enough values to unpack (ValueError)", "exception")
-        self.state.stack.extend(reversed(items[len(items) - after:]))
-        self.push(ListVariable(items[before:len(items) - after]))
-        self.state.stack.extend(reversed(items[:before]))
+        rest = ListVariable(items[before:len(items) - after])
+        self.state.stack.extend(reversed([*items[:before], rest, *items[len(items) - after:]]))  # first on top
 
     # -- strings -------------------------------------------------------------------------------
 

@@ -201,9 +201,8 @@ class ConstantVariable(Variable):
 
     def reconstruct(self, cg):
         if isinstance(self.value, set):  # a set built while tracing: a fresh copy on every call
-            cg.call_function(set, [ConstantVariable(frozenset(self.value))])
-        else:
-            cg.load_const(self.value)
+            return cg.call_function(set, [ConstantVariable(frozenset(self.value))])
+        cg.load_const(self.value)
 
 
 @dataclass(eq=False)
