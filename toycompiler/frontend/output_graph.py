@@ -143,8 +143,7 @@ class OutputGraph:
     def remember(self, obj: Any, attr: str) -> None:
         """Note ``obj.attr`` (a list's items, a tensor's node) before a change, for a break."""
         value = getattr(obj, attr)
-        copy = list(value) if isinstance(value, list) else dict(value) if isinstance(value, dict) else value
-        self.journal.append((obj, attr, copy))
+        self.journal.append((obj, attr, value.copy() if isinstance(value, list | dict) else value))  # a copy of items
 
     def checkpoint(self) -> tuple:
         """A mark to roll back to: the last node, how many side effects and journal entries, the grad mode."""

@@ -211,19 +211,18 @@ class Codegen:
 
     def _load_ast(self, node: ast.AST, source: str) -> None:
         if isinstance(node, ast.Name):
-            self.emit("LOAD_FAST", node.id) if node.id in self.params else self.load_global(node.id)
-        elif isinstance(node, ast.Attribute):
+            return self.emit("LOAD_FAST", node.id) if node.id in self.params else self.load_global(node.id)
+        if isinstance(node, ast.Attribute):
             self._load_ast(node.value, source)
-            self.load_attr(node.attr)
-        elif isinstance(node, ast.Subscript):
+            return self.load_attr(node.attr)
+        if isinstance(node, ast.Subscript):
             self._load_ast(node.value, source)
             try:
                 self.emit("LOAD_CONST", ast.literal_eval(node.slice))  # x[0], x['k'], x[-1]
             except ValueError:
                 raise CannotResume(f"can't load source {source!r}") from None
-            self.emit("BINARY_SUBSCR")
-        else:
-            raise CannotResume(f"can't load source {source!r}")
+            return self.emit("BINARY_SUBSCR")
+        raise CannotResume(f"can't load source {source!r}")  # a call, an operator...
 
     def reconstruct(self, *values: Variable) -> None:
         """Push the real value of each symbolic value, in order: each kind of variable says how, in its
@@ -294,6 +293,5 @@ class Codegen:
         breaking instruction stored, an argument the trace never read: still in its parameter)."""
         value = plan.locals.get(name)
         if name in plan.written or not isinstance(value, Variable):
-            self.emit("LOAD_FAST", name)
-        else:
-            self.reconstruct(value)
+            return self.emit("LOAD_FAST", name)
+        self.reconstruct(value)

@@ -331,11 +331,10 @@ class InstructionTranslator:
         name = inst.argval
         if name in self.globals:  # compiled code reaches the compiled function's own globals as ``G``
             where = self.register_object(self.globals)  # ``G``, or ``___obj_N`` for an inlined function's module
-            self.push_loaded(inst, self.wrap(self.globals[name], f"{where}[{name!r}]"))
-        elif name in self.builtins:
-            self.push_loaded(inst, ObjectVariable(self.builtins[name]))
-        else:
+            return self.push_loaded(inst, self.wrap(self.globals[name], f"{where}[{name!r}]"))
+        if name not in self.builtins:
             raise Unsupported(f"name {name!r} is not defined", "name-error")
+        self.push_loaded(inst, ObjectVariable(self.builtins[name]))
 
     def IMPORT_NAME(self, inst):
         """``import math`` inside the function: the import happens now, at compile time."""
@@ -350,9 +349,8 @@ class InstructionTranslator:
     def MAKE_CELL(self, inst):
         """``MAKE_CELL y`` -- ``y`` is captured by an inner function: its value moves to a cell."""
         name = inst.argval
-        value = self.load_local(name) if name in self.state.locals else None
+        self.state.cells[name] = CellVariable(self.load_local(name) if name in self.state.locals else None, name)
         self.state.locals.pop(name, None)
-        self.state.cells[name] = CellVariable(value, name)
 
     def COPY_FREE_VARS(self, inst):
         """``COPY_FREE_VARS n`` -- the function's closure cells become its free variables."""

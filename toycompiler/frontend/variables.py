@@ -340,9 +340,8 @@ class TensorVariable(Variable):
     def reconstruct(self, cg):
         """A graph input still unchanged is read from its source; any other tensor is a graph output."""
         if self.node not in cg.outputs and self.source is not None and self.node.op == "placeholder":
-            cg.load_source(self.source)
-        else:
-            cg.load_graph_output(self)
+            return cg.load_source(self.source)
+        cg.load_graph_output(self)
 
 
 @dataclass(eq=False)
