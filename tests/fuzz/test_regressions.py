@@ -120,3 +120,16 @@ def test_a_real_iterator_is_not_used_up_while_tracing():
     compiled = toycompiler.compile(_zip_strict_loop, backend="cpp")
     with pytest.raises(ValueError, match="shorter"):
         compiled(torch.ones(2))
+
+
+def _zip_then_next(x, y):
+    it = iter([x, y, x + 1])
+    pairs = list(zip(it, [y]))
+    return pairs, next(it)
+
+
+def test_zip_draws_from_an_iterator_only_what_eager_zip_draws():
+    """``zip(it, [y])`` takes two items from ``it`` (the second before it finds ``[y]`` exhausted), as eager's
+    zip does; it used to read ``it`` to the end, and the ``next(it)`` after it raised StopIteration."""
+    x, y = torch.randn(3), torch.randn(3)
+    assert_same(_zip_then_next, x, y, backend="cpp")

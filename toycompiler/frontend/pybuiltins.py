@@ -199,8 +199,11 @@ def _rearrange(tx, fn: Any, columns: list, kwargs: dict[str, Variable]) -> Itera
 
 
 def _items(tx, v: Variable) -> Any:
-    """An iterable argument as the real builtin takes it: a constant's value, else the list of variables."""
-    return v.as_python() if isinstance(v, ConstantVariable) else v.unpack(tx)
+    """An iterable argument as the real builtin takes it: a constant's value, an iterator's items drawn one at
+    a time (``zip(it, ys)`` leaves in ``it`` what eager's zip leaves), else the list of variables."""
+    if isinstance(v, ConstantVariable):
+        return v.as_python()
+    return v.drawn(tx) if isinstance(v, IteratorVariable) else v.unpack(tx)
 
 
 def _rearranging(fn: Any) -> Handler:
@@ -236,7 +239,7 @@ def _as_function(tx, fn: Variable) -> Callable[..., Variable]:
 
 @handles(map)
 def _map(tx, fn, /, *iterables):
-    return _rearrange(tx, map, [_as_function(tx, fn), *(a.unpack(tx) for a in iterables)], {})
+    return _rearrange(tx, map, [_as_function(tx, fn), *(_items(tx, a) for a in iterables)], {})
 
 
 @handles(filter)
