@@ -34,7 +34,8 @@ def wrap_constant_result(value: Any) -> Variable:
 
 
 class ContainerVariable(Variable):
-    """What tuples, lists, dicts and sets share: ``items``, truth by emptiness, methods by name."""
+    """What tuples, lists, dicts and sets share: ``items``, read item by item as a value, an FX argument or a
+    fake (:meth:`each`), truth by emptiness, methods by name."""
 
     items: Any
     kind: type  # the Python type it stands for: tuple, list, dict, set
@@ -45,6 +46,31 @@ class ContainerVariable(Variable):
 
     def truth(self) -> bool:
         return bool(self.items)
+
+    def item_variables(self) -> list[Variable]:
+        """The variables it holds: a tuple's or a set's items, a dict's values."""
+        return list(self.items.values()) if isinstance(self.items, dict) else list(self.items)
+
+    def each(self, part: str) -> Any:
+        """A container of the same kind with each item replaced by ``item.part()`` (its value, FX argument, fake)."""
+        if self.kind is dict:
+            return {k: getattr(v, part)() for k, v in self.items.items()}
+        return self.kind(getattr(v, part)() for v in self.item_variables())
+
+    def as_python(self) -> Any:
+        return self.each("as_python")
+
+    def node_arg(self) -> Any:
+        return self.each("node_arg")
+
+    def fake(self) -> Any:
+        return self.each("fake")
+
+    def tensors(self) -> list[TensorVariable]:
+        return [t for v in self.item_variables() for t in v.tensors()]
+
+    def unpack(self, tx):
+        return self.item_variables()
 
     def getattr(self, tx, name):
         if name in self.METHODS:
@@ -76,21 +102,6 @@ class TupleVariable(ContainerVariable):
     def describe(self) -> str:
         inner = ", ".join(i.describe() for i in self.items)
         return f"[{inner}]" if self.kind is list else f"({inner})"
-
-    def as_python(self) -> Any:
-        return self.kind(i.as_python() for i in self.items)
-
-    def node_arg(self) -> Any:
-        return self.kind(i.node_arg() for i in self.items)
-
-    def fake(self) -> Any:
-        return self.kind(i.fake() for i in self.items)
-
-    def tensors(self) -> list[TensorVariable]:
-        return [t for i in self.items for t in i.tensors()]
-
-    def unpack(self, tx):
-        return list(self.items)
 
     def getitem(self, tx, index):
         key = index.as_python()
@@ -176,18 +187,6 @@ class DictVariable(ContainerVariable):
     def describe(self) -> str:
         return "{" + ", ".join(f"{k!r}: {v.describe()}" for k, v in self.items.items()) + "}"
 
-    def as_python(self) -> Any:
-        return {k: v.as_python() for k, v in self.items.items()}
-
-    def node_arg(self) -> Any:
-        return {k: v.node_arg() for k, v in self.items.items()}
-
-    def fake(self) -> Any:
-        return {k: v.fake() for k, v in self.items.items()}
-
-    def tensors(self) -> list[TensorVariable]:
-        return [t for v in self.items.values() for t in v.tensors()]
-
     def unpack(self, tx):
         return [wrap_constant_result(k) for k in self.items]
 
@@ -233,12 +232,6 @@ class SetVariable(ContainerVariable):
 
     def describe(self) -> str:
         return "{" + ", ".join(v.describe() for v in self.items.values()) + "}"
-
-    def as_python(self) -> Any:
-        return {v.as_python() for v in self.items.values()}
-
-    def unpack(self, tx):
-        return list(self.items.values())
 
     def reconstruct(self, cg):
         """``set((item, ...))``, built once like a list."""
