@@ -133,6 +133,11 @@ def cast(e: Expr, src: torch.dtype, dst: torch.dtype) -> Expr:
     return Op("to_dtype", (e,), dst)
 
 
+def operand(a: TensorValue | float, size: tuple, dtype: torch.dtype, idx: tuple) -> Expr:
+    """Element ``idx`` of ``a`` broadcast to ``size`` and cast to ``dtype``; a number is a constant."""
+    return cast(broadcast_loader(a, size)(idx), a.dtype, dtype) if isinstance(a, TensorValue) else Const(a, dtype)
+
+
 def pointwise(node: torch.fx.Node, op: str, args: list[Any],
               compute: torch.dtype | tuple[torch.dtype, ...] | None = None) -> TensorValue:
     """``op`` applied element by element to ``args`` (tensors broadcast, scalars become constants).
@@ -146,11 +151,8 @@ def pointwise(node: torch.fx.Node, op: str, args: list[Any],
         if not isinstance(a, (TensorValue, bool, int, float)):
             raise LoweringError(f"{node.target}: operand {a!r} is not a tensor or a number")
 
-    def operand(a: Any, dtype: torch.dtype, idx: tuple) -> Expr:  # a tensor's element (broadcast), or a number
-        return cast(broadcast_loader(a, size)(idx), a.dtype, dtype) if isinstance(a, TensorValue) else Const(a, dtype)
-
     def loader(idx: tuple) -> Expr:
-        return Op(op, tuple(operand(a, dt, idx) for a, dt in zip(args, computes)), out.dtype)
+        return Op(op, tuple(operand(a, size, dt, idx) for a, dt in zip(args, computes)), out.dtype)
     return TensorValue(size, out.dtype, str(out.device), loader)
 
 
@@ -239,9 +241,7 @@ def _copy_into_input(graph: GraphLowering, node: torch.fx.Node, dst: TensorValue
     """``copy_(input, value)``, which functionalization leaves for mutated inputs: a store into the input."""
     if dst.ref is None or dst.ref.buf not in {b.name for b in graph.inputs if b.kind == "input"}:
         raise LoweringError(f"{node.name}: copy_ into something other than a graph input is not supported")
-    idx = index_vars(len(dst.size))
-    body = cast(broadcast_loader(src, dst.size)(idx), src.dtype, dst.dtype) if isinstance(src, TensorValue) \
-        else Const(src, dst.dtype)
+    body = operand(src, dst.size, dst.dtype, index_vars(len(dst.size)))
     layout = Layout(dst.size, dst.ref.stride, dst.dtype, dst.device, dst.ref.offset)
     graph.add_buffer(ComputedBuffer, layout, body, node=node, store_into=dst.ref.buf)
     return dst
@@ -393,21 +393,19 @@ class GraphLowering:
         return strided_value(TensorRef(name, layout.size, layout.stride), layout.dtype, layout.device)
 
     def output(self, node: torch.fx.Node) -> list[TensorRef]:
+        """Each output as a view of a stored buffer (realized if need be), with eager's stride for size-1 dims."""
         if not isinstance(node.args[0], (tuple, list)):
             raise LoweringError("the graph must return a tuple of tensors")
-        return [self.output_ref(n) for n in node.args[0]]
-
-    def output_ref(self, n: Any) -> TensorRef:
-        if not isinstance(n, torch.fx.Node) or not isinstance(self.values.get(n), TensorValue):
-            raise LoweringError(f"graph output {n} is not a tensor")
-        value = self.values[n]
-        if value.ref is None:
-            value = self.realize(value, n)
-        ref, val = value.ref, n.meta.get("val")
-        if isinstance(val, torch.Tensor) and val.dim() == len(ref.size):  # eager's stride for size-1 dims
-            stride = tuple(sym(s) if size == 1 else st for size, st, s in zip(ref.size, ref.stride, val.stride()))
-            ref = TensorRef(ref.buf, ref.size, stride, ref.offset)
-        return ref
+        refs = []
+        for n in node.args[0]:
+            if not isinstance(n, torch.fx.Node) or not isinstance(self.values.get(n), TensorValue):
+                raise LoweringError(f"graph output {n} is not a tensor")
+            ref, val = self.values[n].ref or self.realize(self.values[n], n).ref, n.meta.get("val")
+            if isinstance(val, torch.Tensor) and val.dim() == len(ref.size):
+                ref = replace(ref, stride=tuple(sym(s) if size == 1 else st
+                                                for size, st, s in zip(ref.size, ref.stride, val.stride())))
+            refs.append(ref)
+        return refs
 
 
 def lower(gm: torch.fx.GraphModule, config: Config) -> StageResult[GraphIR]:

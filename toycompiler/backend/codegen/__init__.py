@@ -22,6 +22,7 @@ import torch
 from ...artifacts import KernelArtifact, OutputCodeArtifact, SourceArtifact, StageResult
 from ...config import Config
 from .. import codecache
+from ..ir import ExternKernel
 from ..scheduler import Schedule
 from ..wrapper import wrapper_source
 from .common import RenderedKernel
@@ -34,9 +35,7 @@ RENDERERS = {"cpp": CppRenderer, "triton": TritonRenderer}
 def default_target(example_inputs: list) -> str:
     """Triton for CUDA tensors, C++ for CPU tensors (with no tensors: by what the machine has)."""
     devices = {t.device.type for t in example_inputs if isinstance(t, torch.Tensor)}
-    if devices:
-        return "triton" if "cuda" in devices else "cpp"
-    return "triton" if torch.cuda.is_available() else "cpp"
+    return "triton" if "cuda" in devices or (not devices and torch.cuda.is_available()) else "cpp"
 
 
 def check_target(target: str, example_inputs: list) -> None:
@@ -54,14 +53,8 @@ def generate(plan: Schedule, target: str, config: Config,
              source: SourceArtifact | None) -> StageResult[types.ModuleType]:
     """Kernels -> source files on disk -> the output module, imported (the one place it is loaded)."""
     renderer = RENDERERS[target](plan.ir, config)
-    rendered: list[RenderedKernel] = []
-    for i, kernel in enumerate(plan.kernels):
-        if kernel.kind == "extern":
-            node = kernel.nodes[0]
-            rendered.append(RenderedKernel(f"extern:{node.op}", "", node.inputs, (node.name,), (), (),
-                                           (node.name,), node.lines, "extern"))
-        else:
-            rendered.append(renderer.render(kernel, i))
+    rendered = [_extern(k.nodes[0]) if k.kind == "extern" else renderer.render(k, i)
+                for i, k in enumerate(plan.kernels)]
     generated = [k for k in rendered if k.kind != "extern"]
     if target == "cpp":
         paths, loads = _build_cpp(generated, "\n".join(renderer.header()), config)
@@ -72,6 +65,12 @@ def generate(plan: Schedule, target: str, config: Config,
     src, line_map = wrapper_source(plan.ir, rendered, loads, target, source, plan.reuses)
     path = codecache.write_python(src, config, "output_code")
     return StageResult(codecache.python_module_at(path), OutputCodeArtifact(src, path, kernels, line_map))
+
+
+def _extern(node: ExternKernel) -> RenderedKernel:
+    """A library call is no generated kernel: the output code calls it (see ``wrapper.extern_call``)."""
+    return RenderedKernel(f"extern:{node.op}", "", node.inputs, (node.name,), (), (), (node.name,), node.lines,
+                          "extern")
 
 
 def _build_cpp(kernels: list[RenderedKernel], header: str, config: Config) -> tuple[list[str], list[str]]:
@@ -90,9 +89,5 @@ def _build_cpp(kernels: list[RenderedKernel], header: str, config: Config) -> tu
 
 
 def _build_triton(kernels: list[RenderedKernel], config: Config) -> tuple[list[str], list[str]]:
-    paths, loads = [], []
-    for k in kernels:
-        path = codecache.write_python(k.source, config, k.name)
-        paths.append(path)
-        loads.append(f"{k.name} = codecache.load_triton_kernel({path!r}, {k.name!r})")
-    return paths, loads
+    paths = [codecache.write_python(k.source, config, k.name) for k in kernels]
+    return paths, [f"{k.name} = codecache.load_triton_kernel({p!r}, {k.name!r})" for k, p in zip(kernels, paths)]
