@@ -91,9 +91,7 @@ def unravel(flat: sympy.Expr, size: tuple[sympy.Expr, ...]) -> tuple[sympy.Expr,
 
 def sym(value: object) -> sympy.Expr:
     """An int, a torch.SymInt or a sympy expression, as sympy."""
-    if isinstance(value, torch.SymInt):
-        return value.node.expr
-    return sympy.sympify(value)
+    return value.node.expr if isinstance(value, torch.SymInt) else sympy.sympify(value)
 
 
 # What a reduction starts from (and returns for an empty range).

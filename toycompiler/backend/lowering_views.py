@@ -84,10 +84,8 @@ def view(node, x, *_: Any) -> TensorValue:
     size = out_size(node)
     if x.ref is not None and row_major(x.ref.size, x.ref.stride):
         return strided_value(TensorRef(x.ref.buf, size, contiguous_strides(size), x.ref.offset), x.dtype, x.device)
-
-    def index_map(idx: tuple) -> tuple:  # out index -> flat position -> input index
-        return unravel(linear_index(idx, contiguous_strides(size)), x.size)
-    return view_of(x, size, index_map)
+    # out index -> flat position -> input index
+    return view_of(x, size, lambda idx: unravel(linear_index(idx, contiguous_strides(size)), x.size))
 
 
 @register_lowering(aten.permute, view=True)

@@ -133,8 +133,6 @@ def _static(t: torch.Tensor) -> bool:
 
 def _with_nones(call: Callable, kept: tuple[int, ...], total: int) -> Callable:
     def run(*args: Any) -> list:
-        results = [None] * total
-        for i, value in zip(kept, call(*args)):
-            results[i] = value
-        return results
+        values = dict(zip(kept, call(*args)))
+        return [values.get(i) for i in range(total)]  # None where the graph returned None
     return run

@@ -186,10 +186,7 @@ class CppRenderer(KernelRenderer):
                         f"const int64_t xe = std::min<int64_t>(xb + {XBLOCK}, {size});"]
 
     def x_loop_close(self):
-        return self.close(self.open_loops.pop())
-
-    def close(self, n: int) -> list[str]:
-        return ["@DEDENT@", "}"] * n
+        return ["@DEDENT@", "}"] * self.open_loops.pop()  # as many loops as the matching open opened
 
     def row_loop_open(self):
         """Column reductions: the innermost loop, over the block of columns (vectorised)."""
@@ -217,7 +214,7 @@ class CppRenderer(KernelRenderer):
 
     def r_loop_close(self):
         self.pop()
-        return self.close(self.open_loops.pop())
+        return ["@DEDENT@", "}"] * self.open_loops.pop()
 
     def row_loop_close(self):
         return self.r_loop_close() if self.column else []
