@@ -76,7 +76,7 @@ def handles(*fns: Any) -> Callable[[Handler], Handler]:
 
 
 def _all_constant(vs: list[Variable]) -> bool:
-    return all(v.is_python_constant() and not isinstance(v, TensorVariable) for v in vs)
+    return all(v.is_python_constant() for v in vs)
 
 
 # -- sizes and types ------------------------------------------------------------

@@ -148,8 +148,9 @@ class Variable:
 
 
 def identity_key(v: Variable) -> Any:
-    """What ``list.index``, ``in`` and sets compare: the constant value, or the variable itself."""
-    return v.as_python() if v.is_python_constant() and not isinstance(v, TensorVariable) else id(v)
+    """What ``list.index``, ``in`` and sets compare: the constant value, or the variable itself (a tensor has
+    no compile-time value)."""
+    return v.as_python() if v.is_python_constant() else id(v)
 
 
 def is_none(v: Variable) -> bool:
@@ -178,23 +179,32 @@ class UnboundVariable(Variable):
 
 
 @dataclass(eq=False)
-class ConstantVariable(Variable):
-    """An int, float, bool, str, None, dtype, device, torch.Size... known while tracing."""
+class KnownVariable(Variable):
+    """A Python value known at compile time, and the source it was read from (if any)."""
 
     value: Any
     source: str | None = None
 
-    def describe(self) -> str:
-        return repr(self.value)
-
     def as_python(self) -> Any:
         return self.value
 
-    def getattr(self, tx: InstructionTranslator, name: str) -> Variable:
+    def attribute(self, name: str) -> Any:
+        """The value's real attribute ``name``; a missing one is a break, as eager raises AttributeError."""
         try:
-            return wrap_scalar(getattr(self.value, name))
+            return getattr(self.value, name)
         except AttributeError as e:
-            raise Unsupported(f"{self.value!r} has no attribute {name!r}", "exception") from e
+            raise Unsupported(f"{self.describe()} has no attribute {name!r}", "exception") from e
+
+
+@dataclass(eq=False)
+class ConstantVariable(KnownVariable):
+    """An int, float, bool, str, None, dtype, device, torch.Size... known while tracing."""
+
+    def describe(self) -> str:
+        return repr(self.value)
+
+    def getattr(self, tx: InstructionTranslator, name: str) -> Variable:
+        return wrap_scalar(self.attribute(name))
 
     def call(self, tx, args, kwargs):
         raise Unsupported(f"calling constant {self.value!r}", "unsupported-call")
@@ -206,24 +216,15 @@ class ConstantVariable(Variable):
 
 
 @dataclass(eq=False)
-class ObjectVariable(Variable):
+class ObjectVariable(KnownVariable):
     """A Python object known at compile time: a module, function, class, nn.Module or callable."""
-
-    value: Any
-    source: str | None = None
 
     def describe(self) -> str:
         name = getattr(self.value, "__qualname__", None) or getattr(self.value, "__name__", None)
         return name if isinstance(name, str) else type(self.value).__name__
 
-    def as_python(self) -> Any:
-        return self.value
-
     def getattr(self, tx, name):
-        try:
-            attr = getattr(self.value, name)
-        except AttributeError as e:
-            raise Unsupported(f"{self.describe()} has no attribute {name!r}", "exception") from e
+        attr = self.attribute(name)
         if isinstance(attr, types.MethodType) and attr.__self__ is self.value and isinstance(attr.__func__,
                                                                                              types.FunctionType):
             # ``self.helper``: inline the function with this object as ``self``
