@@ -267,20 +267,16 @@ def full(node, *args: Any, **_: Any) -> TensorValue:
     return TensorValue(out_size(node), val.dtype, str(val.device), lambda idx: Const(value, val.dtype))
 
 
-@register_lowering(torch.ops.prims.iota)
-def iota(node, length, *, start=0, step=1, **_: Any) -> TensorValue:
-    return _ramp(node, start, step)
-
-
 @register_lowering(aten.arange)
 def arange(node, *args: Any, **kwargs: Any) -> TensorValue:
     numbers = [a for a in args if isinstance(a, (int, float))]
     start, step = (numbers[0] if len(numbers) >= 2 else 0), (numbers[2] if len(numbers) >= 3 else 1)
-    return _ramp(node, start, step)
+    return iota(node, None, start=start, step=step)
 
 
-def _ramp(node, start, step) -> TensorValue:
-    """Element d0 is ``start + d0 * step``."""
+@register_lowering(torch.ops.prims.iota)
+def iota(node, length, *, start=0, step=1, **_: Any) -> TensorValue:
+    """Element d0 is ``start + d0 * step`` (the length is the node's size)."""
     dtype = node.meta["val"].dtype
 
     def loader(idx: tuple):

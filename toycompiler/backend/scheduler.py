@@ -117,11 +117,12 @@ def can_fuse(kernel: Kernel, node: Node, config: Config) -> tuple[bool, str]:
     if node.reduction and kernel.kind == "pointwise":
         xr, rr = squeeze(node.layout.size), squeeze(node.reduction.ranges)
         if any(placement(n, xr, rr) is None for n in kernel.nodes):
-            return False, (f"iteration spaces differ (pointwise {_fmt(kernel.xranges)} "
-                           f"vs reduction {_fmt(xr)} x {_fmt(rr)})")
+            return False, (f"iteration spaces differ (pointwise {list(kernel.xranges)} "
+                           f"vs reduction {list(xr)} x {list(rr)})")
     where = placement(node, xr, rr)
     if where is None:
-        got = _fmt(squeeze(node.layout.size)) + (f" x {_fmt(squeeze(node.reduction.ranges))}" if node.reduction else "")
+        got = str(list(squeeze(node.layout.size)))
+        got += f" x {list(squeeze(node.reduction.ranges))}" if node.reduction else ""
         return False, f"iteration spaces differ ({_space(xr, rr)} vs {got})"
     if not config.sibling_fusion and not (kernel.names() & node.reads):
         return False, "they share no data, and sibling fusion is off (config.sibling_fusion=False)"
@@ -297,10 +298,6 @@ def _artifact(ir: GraphIR, kernels: list[Kernel], decisions: list[FusionDecision
     return ScheduleArtifact(tuple(groups), tuple(decisions), plan + tuple(reuse), unfused)
 
 
-def _fmt(ranges: tuple) -> str:
-    return "[" + ", ".join(map(str, ranges)) + "]"
-
-
 def _space(xr: tuple, rr: tuple) -> str:
     """A kernel's iteration space: ``[64]`` (pointwise), ``[64] x [1024]`` (rows x reduced elements)."""
-    return f"{_fmt(xr)} x {_fmt(rr)}" if rr else _fmt(xr)
+    return f"{list(xr)} x {list(rr)}" if rr else str(list(xr))  # sympy sizes print alike in a list

@@ -30,19 +30,18 @@ def run_passes(gm: torch.fx.GraphModule, example_inputs: list, config: Config) -
     """FX graph -> ATen FX graph (a new module; ``gm`` is left alone), each pass's changes in the artifact."""
     results: list[PassResult] = []
 
-    def record(name: str, changes: list[str]) -> None:
-        results.append(PassResult(name, tuple(changes), graph_artifact(gm, f"after {name}")))
+    def record(name: str, after: torch.fx.GraphModule, changes: list[str]) -> torch.fx.GraphModule:
+        results.append(PassResult(name, tuple(changes), graph_artifact(after, f"after {name}")))
+        return after
 
     if config.fold_conv_bn:
-        gm, changes = fold_conv_bn(gm)
-        record("fold_conv_bn", changes)
-    gm, changes = decompose(gm, example_inputs, bool(config.matmul_template))
-    record("decompose", changes)
+        gm = record("fold_conv_bn", *fold_conv_bn(gm))
+    gm = record("decompose", *decompose(gm, example_inputs, bool(config.matmul_template)))
     cleanups = [("constant_fold", config.constant_folding, constant_fold), ("simplify", config.simplify, simplify),
                 ("cse", config.cse, cse), ("dce", True, dce)]
     for name, enabled, fn in cleanups:
         if enabled:
             changes = fn(gm)
             gm.recompile()
-            record(name, changes)
+            record(name, gm, changes)
     return StageResult(gm, PassesArtifact(tuple(results)))
