@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .variables import ConstantVariable, TensorVariable, Unsupported, Variable, identity_key, wrap_scalar
+from .variables import ConstantVariable, MethodVariable, Unsupported, Variable, identity_key, wrap_scalar
 
 
 def wrap_constant_result(value: Any) -> Variable:
@@ -66,7 +66,7 @@ class ContainerVariable(Variable):
     def fake(self) -> Any:
         return self.each("fake")
 
-    def tensors(self) -> list[TensorVariable]:
+    def tensors(self):
         return [t for v in self.item_variables() for t in v.tensors()]
 
     def unpack(self, tx):
@@ -74,7 +74,7 @@ class ContainerVariable(Variable):
 
     def getattr(self, tx, name):
         if name in self.METHODS:
-            return ContainerMethodVariable(self, name)
+            return MethodVariable(self, name)
         raise Unsupported(f"{self.python_type().__name__} attribute .{name}")
 
     def before_change(self, tx, what: str) -> None:
@@ -314,22 +314,3 @@ class ReadOnFirstUse:
 # CallerDictVariable; by the Python type they stand for.
 CALLER_CONTAINERS = {kind: type(f"Caller{cls.__name__}", (ReadOnFirstUse, cls), {})
                      for kind, cls in ((tuple, TupleVariable), (list, ListVariable), (dict, DictVariable))}
-
-
-@dataclass(eq=False)
-class ContainerMethodVariable(Variable):
-    """``lst.append`` / ``d.items`` before it is called."""
-
-    container: Variable
-    name: str
-
-    def describe(self) -> str:
-        return f"{self.container.python_type().__name__}.{self.name}"
-
-    def call(self, tx, args, kwargs):
-        return self.container.call_method(tx, self.name, args, kwargs)
-
-    def reconstruct(self, cg):
-        """``log.append``: the method of the (rebuilt) container."""
-        cg.reconstruct(self.container)
-        cg.load_attr(self.name)

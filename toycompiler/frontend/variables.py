@@ -319,8 +319,11 @@ class TensorVariable(Variable):
         if name in ("data", "grad", "grad_fn", "_base"):
             raise Unsupported(f"tensor attribute .{name} is not traced", "unsupported-call")
         if callable(getattr(torch.Tensor, name, None)):
-            return TensorMethodVariable(self, name)
+            return MethodVariable(self, name)
         raise Unsupported(f"tensor attribute .{name}")
+
+    def call_method(self, tx, name, args, kwargs):
+        return tx.call_method(self, name, args, kwargs)
 
     def unpack(self, tx):
         if not self.example.dim():
@@ -346,23 +349,25 @@ class TensorVariable(Variable):
 
 
 @dataclass(eq=False)
-class TensorMethodVariable(Variable):
-    """``x.sin`` before it is called."""
+class MethodVariable(Variable):
+    """``x.sin``, ``lst.append``, ``d.items`` before it is called: calling it is the owner's ``call_method``
+    (a tensor's records a node, a container's changes or reads its items)."""
 
-    tensor: TensorVariable
+    owner: Variable
     name: str
 
     def describe(self) -> str:
-        return f"{self.tensor.node.name}.{self.name}"
+        return f"{self.owner.describe()}.{self.name}"
 
     def tensors(self) -> list[TensorVariable]:
-        return [self.tensor]  # ``x.add`` passed to a function: the call involves a tensor
+        return self.owner.tensors()  # ``x.add`` passed to a function: the call involves a tensor
 
     def call(self, tx, args, kwargs):
-        return tx.call_method(self.tensor, self.name, args, kwargs)
+        return self.owner.call_method(tx, self.name, args, kwargs)
 
     def reconstruct(self, cg):
-        cg.reconstruct(self.tensor)
+        """``x.sin``, ``log.append``: the method of the (rebuilt) owner."""
+        cg.reconstruct(self.owner)
         cg.load_attr(self.name)
 
 
