@@ -169,17 +169,14 @@ def _input_metadata(t: Any) -> str:
 @functools.cache
 def toycompiler_version() -> str:
     """toycompiler's own source (hashed, like Inductor's ``torch_key``), plus torch, triton and Python."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    digest = hashlib.sha256()
-    for folder, _, files in sorted(os.walk(root)):
-        for name in sorted(f for f in files if f.endswith(".py")):
-            digest.update(Path(folder, name).read_bytes())
+    package = Path(__file__).resolve().parents[1]
+    source = _digest(b"".join(p.read_bytes() for p in sorted(package.rglob("*.py"))))
     try:
         import triton
         triton_version = triton.__version__
     except ImportError:
         triton_version = "none"
-    return (f"{digest.hexdigest()[:16]} torch {torch.__version__} triton {triton_version} "
+    return (f"{source[:16]} torch {torch.__version__} triton {triton_version} "
             f"python {sys.version.split()[0]}")
 
 

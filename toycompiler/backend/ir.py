@@ -22,7 +22,6 @@ Leaves out: Inductor's inner functions (closures), templates, and most mutation.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Union
 
 import sympy
 import torch
@@ -145,7 +144,7 @@ class Op:
         return f"{self.op}({', '.join(map(str, self.args))})"
 
 
-Expr = Union[Load, Const, IndexValue, Op]
+Expr = Load | Const | IndexValue | Op
 
 
 def leaves(e: Expr) -> list[Load | Const | IndexValue]:
@@ -326,7 +325,7 @@ class ExternKernel:
         return text + (f"  (torch's kernel: {self.why})" if self.why else "")
 
 
-Buffer = Union[InputBuffer, ComputedBuffer, ExternKernel]
+Buffer = InputBuffer | ComputedBuffer | ExternKernel
 
 
 @dataclass(frozen=True)

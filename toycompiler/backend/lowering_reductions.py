@@ -54,16 +54,15 @@ def make_reduction(op: str):
         var = dict(zip(kept + reduced, index_vars(len(kept)) + index_vars(len(reduced), "r")))
         idx = tuple(var[d] for d in range(len(x.size)))  # x[d0, r0, d1] for a reduction over dim 1 of a 3-d x
         acc_dtype = x.dtype if op in ("max", "min", "argmax", "argmin") else out.dtype
-        producers = {b.name: b for b in graph.buffers}
-        body = cast(inline_pointwise(x.loader(idx), idx, producers), x.dtype, acc_dtype)
+        body = cast(inline_pointwise(x.loader(idx), idx, {b.name: b for b in graph.buffers}), x.dtype, acc_dtype)
         size = tuple(x.size[d] for d in kept)
         result = graph.add_computed(size, out.dtype, str(out.device), body, node,
                                     Reduction(op, tuple(x.size[d] for d in reduced)))
         if not keepdim:
             return result
         keep_size = tuple(sympy.Integer(1) if d in reduced else x.size[d] for d in range(len(x.size)))
-        ref = TensorRef(result.ref.buf, keep_size, contiguous_strides(keep_size))
-        return strided_value(ref, out.dtype, result.device)
+        keep_ref = TensorRef(result.ref.buf, keep_size, contiguous_strides(keep_size))
+        return strided_value(keep_ref, out.dtype, result.device)
     return lower
 
 

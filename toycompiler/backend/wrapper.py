@@ -88,13 +88,9 @@ def wrapper_source(ir: GraphIR, kernels: list[RenderedKernel], loads: list[str],
     ]
     lines += [f"    {name} = {expr}" for name, expr in ir.size_vars if expr != name]
     reuse = dict(reuses)
-    allocated: set[str] = set()
     line_map: list[tuple[int, str]] = []
-    for i, k in enumerate(kernels):
-        for out in k.outputs:
-            if out not in allocated:
-                lines.append("    " + allocation(ir, out, reuse.get(out)))
-                allocated.add(out)
+    for i, k in enumerate(kernels):  # each buffer is stored by one kernel: allocated just before it
+        lines += ["    " + allocation(ir, out, reuse.get(out)) for out in k.outputs]
         lines.append(f"    # kernel{i} computes {', '.join(k.nodes)}{_where(k.lines, source)}")
         lines.append("    " + launch(ir, k, language))
         line_map += [(len(lines) - 1, f"kernel{i}"), (len(lines), f"kernel{i}")]
