@@ -220,8 +220,7 @@ def _zip(tx, /, *iterables, **kwargs):
     """``zip(xs, ys)``; an ``itertools.count()`` among them (endless) is drawn only as far as the others go."""
     if iterables and all(isinstance(a, CountVariable) for a in iterables):
         raise Unsupported("zip() of itertools.count() alone would never end", "unsupported-call")
-    columns = [a.drawn(tx) if isinstance(a, CountVariable) else _items(tx, a) for a in iterables]
-    return _rearrange(tx, zip, columns, kwargs)
+    return _rearrange(tx, zip, [_items(tx, a) for a in iterables], kwargs)  # (a count is drawn: an iterator)
 
 
 @handles(itertools.islice)
@@ -351,9 +350,8 @@ def _super(tx, *args):
         if "__class__" not in tx.state.cells or not tx.code.co_argcount:
             raise Unsupported("super() outside a method", "unsupported-call")
         cls = tx.read_cell(tx.state.cells["__class__"])
-        name = tx.code.co_varnames[0]
-        first = tx.state.locals.get(name)  # None: the argument lives in a cell (a closure reads it)
-        args = [cls, tx.read_cell(tx.state.cells[name]) if first is None else tx.load_local_value(first, name)]
+        name = tx.code.co_varnames[0]  # the first argument: a local, or a cell when a closure reads it
+        args = [cls, tx.load_local(name) if name in tx.state.locals else tx.read_cell(tx.state.cells[name])]
     return SuperVariable(args[0].as_python(), args[1])
 
 

@@ -297,9 +297,7 @@ class InstructionTranslator:
     def load_local(self, name: str) -> Variable:
         if name not in self.state.locals:
             raise Unsupported(f"local variable {name!r} is used before it is assigned", "exception")
-        return self.load_local_value(self.state.locals[name], name)
-
-    def load_local_value(self, value: Variable | _Unread, name: str) -> Variable:
+        value = self.state.locals[name]
         if not isinstance(value, Variable):  # an argument read for the first time: wrap and guard it
             value = self.state.locals[name] = self.wrap(value.value, name)
         return value

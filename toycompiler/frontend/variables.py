@@ -528,13 +528,14 @@ class NullContextVariable(Variable):
         return ConstantVariable(None)
 
 
+# The grad-mode contexts a call makes (``torch.no_grad()``): the class -> the mode inside its block.
+GRAD_MODES = {torch.no_grad: False, torch.enable_grad: True}
+
+
 def grad_mode_of(obj: Any) -> GradModeVariable | None:
     """A ``torch.no_grad()``-style object made outside the trace (e.g. by a decorator)."""
-    if isinstance(obj, torch.no_grad):
-        return GradModeVariable(False)
-    if isinstance(obj, torch.enable_grad):
-        return GradModeVariable(True)
-    return None
+    modes = [enabled for cls, enabled in GRAD_MODES.items() if isinstance(obj, cls)]
+    return GradModeVariable(modes[0]) if modes else None
 
 
 @dataclass(eq=False)
