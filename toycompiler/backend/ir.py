@@ -368,8 +368,7 @@ def verify(ir: GraphIR) -> None:
             elif not b.reduction:
                 assert b.layout.is_contiguous, f"{b.name}: computed buffers are contiguous"
         seen.add(b.name)
-    for out in ir.outputs:
-        assert out in seen, f"output {out} is not a buffer"
+    assert set(ir.outputs) <= seen, f"outputs {sorted(set(ir.outputs) - seen)} are not buffers"
     for ref in ir.output_refs:
         assert ref.buf in seen and len(ref.size) == len(ref.stride), f"bad output view {ref}"
 

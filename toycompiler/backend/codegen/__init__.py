@@ -56,10 +56,8 @@ def generate(plan: Schedule, target: str, config: Config,
     rendered = [_extern(k.nodes[0]) if k.kind == "extern" else renderer.render(k, i)
                 for i, k in enumerate(plan.kernels)]
     generated = [k for k in rendered if k.kind != "extern"]
-    if target == "cpp":
-        paths, loads = _build_cpp(generated, "\n".join(renderer.header()), config)
-    else:
-        paths, loads = _build_triton(generated, config)
+    build = _build_cpp if target == "cpp" else _build_triton  # one library per graph, or one module per kernel
+    paths, loads = build(generated, "\n".join(renderer.header()), config)
     kernels = tuple(KernelArtifact(k.name, target, k.source, p, k.nodes, k.lines, k.line_map)
                     for k, p in zip(generated, paths))
     src, line_map = wrapper_source(plan.ir, rendered, loads, target, source, plan.reuses)
@@ -88,6 +86,7 @@ def _build_cpp(kernels: list[RenderedKernel], header: str, config: Config) -> tu
     return [path] * len(kernels), loads
 
 
-def _build_triton(kernels: list[RenderedKernel], config: Config) -> tuple[list[str], list[str]]:
+def _build_triton(kernels: list[RenderedKernel], header: str, config: Config) -> tuple[list[str], list[str]]:
+    """Each Triton kernel is a Python module of its own (Triton's JIT reads its source), header included."""
     paths = [codecache.write_python(k.source, config, k.name) for k in kernels]
     return paths, [f"{k.name} = codecache.load_triton_kernel({p!r}, {k.name!r})" for k, p in zip(kernels, paths)]
