@@ -189,20 +189,18 @@ class InstructionTranslator:
 
     def finish(self) -> Translation:
         """Plan the transformed code, give the graph its outputs, and hand everything on."""
-        plan, no_resume = None, None
-        if self.returned is not None:
-            try:
-                plan = plan_return(self.code, self.returned, self.instructions[self.state.ip - 1].offset)
-            except CannotResume as e:
-                reason = f"returning {self.returned.describe()} is not supported: the compiled code can't rebuild it"
-                self.broke = self.break_at(self.instructions[self.state.ip - 1], reason, "unsupported-return")
-                self.returned, no_resume = None, str(e)
-        else:
-            try:
+        plan, no_resume, last = None, None, self.instructions[self.state.ip - 1]
+        try:
+            if self.returned is not None:
+                plan = plan_return(self.code, self.returned, last.offset)
+            else:
                 plan = plan_break(self.code, self.instructions, self.state.stack, self.state.locals,
                                   self.state.kw_names, self.broke.offset)
-            except CannotResume as e:
-                no_resume = str(e)
+        except CannotResume as e:
+            no_resume = str(e)
+            if self.returned is not None:  # traced to the end, but the value can't be rebuilt: a break at the return
+                reason = f"returning {self.returned.describe()} is not supported: the compiled code can't rebuild it"
+                self.broke, self.returned = self.break_at(last, reason, "unsupported-return"), None
         self.output.graph.output(plan.graph_outputs if plan else ())
         self.output.restore_grad_mode()
         self.guard_no_aliasing()
