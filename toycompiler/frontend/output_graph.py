@@ -147,7 +147,7 @@ class OutputGraph:
 
     def checkpoint(self) -> tuple:
         """A mark to roll back to: the last node, how many side effects and journal entries, the grad mode."""
-        last = next(reversed(self.graph.nodes), None)
+        last = next(iter(reversed(self.graph.nodes)), None)  # an iterable, not an iterator, in torch 2.11
         return last, len(self.side_effect_nodes), len(self.journal), torch.is_grad_enabled()
 
     def rollback(self, mark: tuple) -> None:
