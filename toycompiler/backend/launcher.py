@@ -203,7 +203,8 @@ def autotune(module: Any, example_inputs: list, target: str, constants: list = (
             launcher.tune = False
             launcher._launches.clear()  # the real first call compiles for the real inputs
     choices = tuple(launcher.choice for launcher in launchers if launcher.choice is not None)
-    where = "on the GPU (triton.testing.do_bench)" if launchers[0].direct else "in Triton's interpreter (not meaningful)"
+    where = "on the GPU (triton.testing.do_bench)" if launchers[0].direct \
+        else "in Triton's interpreter (not meaningful)"
     return AutotuneArtifact(choices, f"benchmarked each candidate once at compile time, {where}")
 
 

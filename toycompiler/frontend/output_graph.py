@@ -93,7 +93,8 @@ class OutputGraph:
         result = self.wrap_result(op, target, node_args, node_kwargs, example)
         mutated = [t for t, before in versions if t.example._version != before]
         if mutated:
-            self.side_effect_nodes.append(next(iter(reversed(self.graph.nodes))))  # its node (or its results' last getitem)
+            # its node (or its results' last getitem)
+            self.side_effect_nodes.append(next(iter(reversed(self.graph.nodes))))
             for t in mutated:
                 if isinstance(result, TensorVariable) and result.example is t.example:
                     self.remember(t, "node")

@@ -12,8 +12,8 @@ What a pointwise kernel looks like::
         tl.store(out_ptr0 + (xindex), tmp5, xmask)
 
 A reduction kernel works on a ``[XBLOCK, RBLOCK]`` tile of XBLOCK rows
-(see :meth:`TritonRenderer.setup` for how the tile is chosen). When the whole row fits in one block (rnumel <= config.max_block)
-it is *persistent*: the row is loaded once and ``tl.sum(tile, 1)`` reduces it.
+(see :meth:`TritonRenderer.setup` for how the tile is chosen). When the whole row fits in one
+block (rnumel <= config.max_block) it is *persistent*: the row is loaded once and ``tl.sum(tile, 1)`` reduces it.
 Longer rows are *looped*: ``for roffset in range(0, rnumel, RBLOCK)`` folds
 each block into an accumulator tile, reduced at the end. float16/bfloat16 are
 computed in float32, as Inductor does.
@@ -217,7 +217,8 @@ class TritonRenderer(KernelRenderer):
         return [
             "import triton",
             "import triton.language as tl",
-            "from toycompiler.backend.codegen.triton_libdevice import libdevice, max_combine, min_combine, prod_combine",
+            "from toycompiler.backend.codegen.triton_libdevice import libdevice, max_combine, min_combine, "
+            "prod_combine",
             "",
             "",
             "@triton.jit",
