@@ -35,8 +35,7 @@ import torch
 from . import pybuiltins
 from .builder import wrap_cell
 from .containers import wrap_constant_result
-from .pybuiltins import callable_name as _name
-from .pybuiltins import fold
+from .pybuiltins import callable_name, fold
 from .variables import (
     CONSTANT_TYPES,
     BoundMethodVariable,
@@ -97,7 +96,7 @@ def call_python(tx: Tx, fn: Any, args: list[Variable], kwargs: dict[str, Variabl
         kind, why = REFUSED[fn]
         raise Unsupported(f"call to {fn.__name__}: {why}", kind)
     if fn in NULL_CONTEXTS:  # record_function("name"): a profiler range, nothing the graph computes
-        return NullContextVariable(_name(fn))
+        return NullContextVariable(callable_name(fn))
     if getattr(fn, "__name__", None) == "clone" and grad_mode_of(getattr(fn, "__self__", None)):
         return grad_mode_of(fn.__self__)  # @torch.no_grad() makes a fresh context per call
     handler = pybuiltins.HANDLERS.get(fn) if _hashable(fn) else None
@@ -105,7 +104,7 @@ def call_python(tx: Tx, fn: Any, args: list[Variable], kwargs: dict[str, Variabl
     if result is not NotImplemented:
         return result
     if any(_is_array(a) for a in [*args, *kwargs.values()]):
-        raise Unsupported(f"{_name(fn)}(...) on a numpy array: arrays are not traced (their values are not "
+        raise Unsupported(f"{callable_name(fn)}(...) on a numpy array: arrays are not traced (their values are not "
                           "known while tracing, nor constants of the graph)", "numpy")
     if _foldable(fn) and not any(a.tensors() for a in [*args, *kwargs.values()]):
         return fold(tx, fn, args, kwargs)
@@ -132,9 +131,9 @@ def call_python_function(tx: Tx, fn: Any, source: str | None, args: list[Variabl
         keywords = {k: tx.wrap(v, None) for k, v in fn.keywords.items()}
         return PartialVariable(inner, bound, keywords).call(tx, args, kwargs)
     if isinstance(fn, type) and issubclass(fn, BaseException):
-        raise Unsupported(f"{_name(fn)}(...) makes an exception to raise: raising is not traced (the graph "
+        raise Unsupported(f"{callable_name(fn)}(...) makes an exception to raise: raising is not traced (the graph "
                           "can't raise; the code around it runs as Python)", "exception")
-    raise Unsupported(f"call to {_name(fn)} cannot be traced (not a torch function, a Python function, "
+    raise Unsupported(f"call to {callable_name(fn)} cannot be traced (not a torch function, a Python function, "
                       "or a builtin the translator models)", "unsupported-call")
 
 
@@ -148,18 +147,8 @@ def call_method(tx: Tx, tensor: TensorVariable, name: str, args: list[Variable],
         return fold(tx, getattr(tensor.example, name), args, kwargs)
     if as_property:
         return tx.output.record_call("call_function", getattr, [tensor, ConstantVariable(name)], {})
-    if name.endswith("_") and not name.startswith("_"):
-        return record_inplace(tx, "call_method", name, [tensor, *args], kwargs)
+    # an in-place method (``x.add_(1)``) too: ``record_call`` sees the change in the fake tensor's version
     return tx.output.record_call("call_method", name, [tensor, *args], kwargs)
-
-
-def record_inplace(tx: Tx, op: str, target: Any, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
-    """An in-place op (``x.add_(1)``, ``x += 1``): recorded like any other; ``record_call``
-    notices the change through the fake tensor's version counter and keeps the node."""
-    result = tx.output.record_call(op, target, args, kwargs)
-    if not isinstance(result, TensorVariable):
-        raise Unsupported(f"in-place {target} did not return a tensor", "mutation")
-    return result
 
 
 def call_module(tx: Tx, module: torch.nn.Module, source: str | None, args: list[Variable],

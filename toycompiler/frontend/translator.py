@@ -443,12 +443,13 @@ class InstructionTranslator:
     # -- operators: tensors make nodes, constants fold ------------------------------------
 
     def BINARY_OP(self, inst):
-        """``BINARY_OP +`` -- tensors make a node; constants fold; tensor ``+=`` is in place."""
+        """``BINARY_OP +`` -- tensors make a node; constants fold; tensor ``+=`` is in place.
+
+        (``x += y`` is ``operator.iadd``: ``record_call`` sees the change in the fake tensor's version and
+        keeps the node.)"""
         b, a = self.pop(), self.pop()
         op = inst.argrepr
-        if op in INPLACE_BINARY_OPS and isinstance(a, TensorVariable):
-            self.push(calls.record_inplace(self, "call_function", INPLACE_BINARY_OPS[op], [a, b], {}))
-        elif any(isinstance(v, TupleVariable) and not v.is_python_constant() for v in (a, b)) \
+        if any(isinstance(v, TupleVariable) and not v.is_python_constant() for v in (a, b)) \
                 and op.rstrip("=") in ("+", "*"):
             self.push(self.sequence_op(op, a, b))
         else:
