@@ -39,7 +39,6 @@ from .pybuiltins import callable_name, fold
 from .variables import (
     CONSTANT_TYPES,
     BoundMethodVariable,
-    ConstantVariable,
     NullContextVariable,
     ObjectVariable,
     PartialVariable,
@@ -137,18 +136,15 @@ def call_python_function(tx: Tx, fn: Any, source: str | None, args: list[Variabl
                       "or a builtin the translator models)", "unsupported-call")
 
 
-def call_method(tx: Tx, tensor: TensorVariable, name: str, args: list[Variable], kwargs: dict[str, Variable],
-                as_property: bool = False) -> Variable:
+def call_method(tx: Tx, x: TensorVariable, name: str, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
     """``x.name(*args)``: a node, a compile-time answer (``x.size()``), or a break."""
     if DATA_METHODS.get(name):
         raise Unsupported(f"Tensor.{name}() needs the tensor's data, which is unknown while tracing",
                           DATA_METHODS[name])
     if name in TensorVariable.STATIC_METHODS and not (name == "type" and args):
-        return fold(tx, getattr(tensor.example, name), args, kwargs)
-    if as_property:
-        return tx.output.record_call("call_function", getattr, [tensor, ConstantVariable(name)], {})
+        return fold(tx, getattr(x.example, name), args, kwargs)
     # an in-place method (``x.add_(1)``) too: ``record_call`` sees the change in the fake tensor's version
-    return tx.output.record_call("call_method", name, [tensor, *args], kwargs)
+    return tx.output.record_call("call_method", name, [x, *args], kwargs)
 
 
 def call_module(tx: Tx, module: torch.nn.Module, source: str | None, args: list[Variable],

@@ -315,7 +315,7 @@ class TensorVariable(Variable):
         if name in self.STATIC_ATTRIBUTES:
             return wrap_scalar(getattr(self.example, name))
         if name in ("T", "mT", "H", "mH", "real", "imag"):
-            return tx.call_method(self, name, [], {}, as_property=True)
+            return tx.output.record_call("call_function", getattr, [self, ConstantVariable(name)], {})  # a node
         if name in ("data", "grad", "grad_fn", "_base"):
             raise Unsupported(f"tensor attribute .{name} is not traced", "unsupported-call")
         if callable(getattr(torch.Tensor, name, None)):
