@@ -51,8 +51,7 @@ class OutputGraph:
 
     def add_input(self, source: str, value: torch.Tensor) -> TensorVariable:
         """A new graph input, read from ``source`` (``builder.wrap`` makes one per source and per tensor)."""
-        name = "".join(c if c.isalnum() else "_" for c in source).strip("_")
-        node = self.graph.placeholder(name)
+        node = self.graph.placeholder("".join(c if c.isalnum() else "_" for c in source).strip("_"))  # G['w'] -> G__w
         fake = self.shapes.fake(source, value)
         node.meta.update(example_value=fake, toy_source=source)
         self.example_inputs.append(value)

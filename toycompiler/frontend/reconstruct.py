@@ -108,10 +108,8 @@ def plan_break(code: types.CodeType, instructions: list, stack: list[Variable], 
         raise CannotResume("the break is inside a try/with block, whose handler would not run")
     index = next(i for i, inst in enumerate(instructions) if inst.offset == offset)
     inst, after = instructions[index], instructions[index + 1].offset if index + 1 < len(instructions) else None
-    if inst.opname == "CALL":
+    if inst.opname == "CALL":  # (on 3.11 the stack effect is split with PRECALL: counted here)
         kind, consumed, produced, targets = "call", inst.arg + 2, 1, [after]
-    elif inst.opname == "CALL_FUNCTION_EX":  # f(*args, **kwargs): [NULL, f, args, kwargs if arg & 1]
-        kind, consumed, produced, targets = "call_ex", 3 + (inst.arg & 1), 1, [after]
     elif inst.opname in CONDITIONAL_JUMPS:
         kind, consumed, produced, targets = "jump", 1, 0, [after, inst.target]
     elif inst.opname in PUSHES_NULL | NOT_REPLAYABLE or bc.instruction_at(code, offset).has_jump():
@@ -119,9 +117,10 @@ def plan_break(code: types.CodeType, instructions: list, stack: list[Variable], 
     elif inst.opname.startswith("LOAD_FAST") and not isinstance(locals_.get(inst.argval), Variable | None):
         # The break is the first read of an argument: a resume function would read it again, and break again.
         raise CannotResume(f"the first read of {inst.argval} broke: {inst.argval} can't be traced")
-    else:
+    else:  # run for real; CALL_FUNCTION_EX ([NULL, f, args, kwargs if arg & 1]) too, its NULL included
         pre, post = bc.instruction_at(code, offset).pre_and_post_stack_effect(jump=False)
-        kind, consumed, produced, targets = "generic", -pre, post, [after]
+        kind = "call_ex" if inst.opname == "CALL_FUNCTION_EX" else "generic"
+        consumed, produced, targets = -pre, post, [after]
     below, operands = stack[:len(stack) - consumed], stack[len(stack) - consumed:]
     # only a call ("call", "call_ex") consumes NULLs
     if consumed > len(stack) or (not kind.startswith("call") and any(isinstance(v, NullVariable) for v in operands)):

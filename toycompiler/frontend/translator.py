@@ -603,8 +603,8 @@ class InstructionTranslator:
         value = self.pop()
         if isinstance(value, TensorVariable):
             raise Unsupported("formatting a tensor into a string needs its values", "print")
-        convert = FORMAT_CONVERSIONS[inst.arg & 0x03]  # none, !s, !r or !a
-        self.push(ConstantVariable(format(convert(value.as_python()), spec)))
+        # arg & 3: no conversion, !s, !r or !a
+        self.push(ConstantVariable(format(FORMAT_CONVERSIONS[inst.arg & 0x03](value.as_python()), spec)))
 
     def BUILD_STRING(self, inst):
         self.push(ConstantVariable("".join(p.as_python() for p in self.popn(inst.arg))))
