@@ -393,19 +393,20 @@ class GraphLowering:
         return strided_value(TensorRef(name, layout.size, layout.stride), layout.dtype, layout.device)
 
     def output(self, node: torch.fx.Node) -> list[TensorRef]:
-        """Each output as a view of a stored buffer (realized if need be), with eager's stride for size-1 dims."""
         if not isinstance(node.args[0], (tuple, list)):
             raise LoweringError("the graph must return a tuple of tensors")
-        refs = []
-        for n in node.args[0]:
-            if not isinstance(n, torch.fx.Node) or not isinstance(self.values.get(n), TensorValue):
-                raise LoweringError(f"graph output {n} is not a tensor")
-            ref, val = self.values[n].ref or self.realize(self.values[n], n).ref, n.meta.get("val")
-            if isinstance(val, torch.Tensor) and val.dim() == len(ref.size):
-                ref = replace(ref, stride=tuple(sym(s) if size == 1 else st
-                                                for size, st, s in zip(ref.size, ref.stride, val.stride())))
-            refs.append(ref)
-        return refs
+        return [self.output_ref(n) for n in node.args[0]]
+
+    def output_ref(self, n: Any) -> TensorRef:
+        """``n``'s value as a view of a stored buffer (realized if need be), with eager's stride for size-1 dims."""
+        value = self.values.get(n) if isinstance(n, torch.fx.Node) else None
+        if not isinstance(value, TensorValue):
+            raise LoweringError(f"graph output {n} is not a tensor")
+        ref, val = (value.ref or self.realize(value, n).ref), n.meta.get("val")
+        if isinstance(val, torch.Tensor) and val.dim() == len(ref.size):
+            return replace(ref, stride=tuple(sym(s) if size == 1 else st
+                                             for size, st, s in zip(ref.size, ref.stride, val.stride())))
+        return ref
 
 
 def lower(gm: torch.fx.GraphModule, config: Config) -> StageResult[GraphIR]:

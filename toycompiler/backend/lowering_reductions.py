@@ -61,8 +61,8 @@ def make_reduction(op: str):
         if not keepdim:
             return result
         keep_size = tuple(sympy.Integer(1) if d in reduced else x.size[d] for d in range(len(x.size)))
-        keep_ref = TensorRef(result.ref.buf, keep_size, contiguous_strides(keep_size))
-        return strided_value(keep_ref, out.dtype, result.device)
+        ref = TensorRef(result.ref.buf, keep_size, contiguous_strides(keep_size))
+        return strided_value(ref, out.dtype, result.device)
     return lower
 
 
