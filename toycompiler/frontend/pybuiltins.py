@@ -192,10 +192,9 @@ def _rearrange(tx, fn: Any, columns: list, kwargs: dict[str, Variable]) -> Itera
     one (``fillvalue=x``) as the variable; each tuple it makes becomes a tuple of variables."""
     options = {k: v.as_python() if isinstance(v, ConstantVariable) else v for k, v in kwargs.items()}
     try:
-        rows = list(fn(*columns, **options))
+        return IteratorVariable([wrap_constant_result(row) for row in fn(*columns, **options)])
     except ValueError as e:  # zip(strict=True) of different lengths
         raise Unsupported(f"{fn.__name__}() raised ValueError while tracing: {e}", "exception") from e
-    return IteratorVariable([wrap_constant_result(row) for row in rows])
 
 
 def _items(tx, v: Variable) -> Any:

@@ -654,8 +654,7 @@ class InstructionTranslator:
         item = iterator.next(self)
         if item is not None:
             return self.push(item)
-        self.pop()
-        self.state.stack.extend(when_done)
+        self.state.stack[-1:] = when_done
         self.jump(inst)
 
     def FOR_ITER(self, inst):

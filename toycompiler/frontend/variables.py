@@ -95,10 +95,9 @@ class Variable:
             raise Unsupported(f"iterating over {self.describe()}, a real iterator, is not traced (reading it "
                               "while tracing would use it up before the code runs)")
         try:
-            items = list(value)
+            return [tx.wrap(v, None) for v in value]
         except TypeError as e:
             raise Unsupported(f"{self.describe()} is not iterable") from e
-        return [tx.wrap(v, None) for v in items]
 
     def getitem(self, tx: InstructionTranslator, index: Variable) -> Variable:
         return tx.call_python(operator.getitem, [self, index], {})
