@@ -115,13 +115,16 @@ def broadcast_shapes(*sizes: tuple[sympy.Expr, ...]) -> tuple[sympy.Expr, ...]:
     return tuple(reversed(dims))
 
 
-def broadcast_loader(v: TensorValue, size: tuple[sympy.Expr, ...]) -> Callable[[tuple], Expr]:
-    """Load ``v`` as if it had ``size``: leading dims dropped, size-1 dims pinned to index 0."""
-    offset = len(size) - len(v.size)
+def broadcast_index(src: tuple, size: tuple) -> Callable[[tuple], tuple]:
+    """Where element ``idx`` of a tensor of ``src`` sizes broadcast to ``size`` is read: leading dims dropped,
+    size-1 dims pinned to index 0 (the ``expand`` view, too)."""
+    lead = len(size) - len(src)
+    return lambda idx: tuple(sympy.Integer(0) if s == 1 else idx[lead + k] for k, s in enumerate(src))
 
-    def load(idx: tuple) -> Expr:
-        return v.loader(tuple(sympy.Integer(0) if s == 1 else idx[offset + k] for k, s in enumerate(v.size)))
-    return load
+
+def broadcast_loader(v: TensorValue, size: tuple[sympy.Expr, ...]) -> Callable[[tuple], Expr]:
+    """Load ``v`` as if it had ``size`` (see :func:`broadcast_index`)."""
+    return lambda idx: v.loader(broadcast_index(v.size, size)(idx))
 
 
 def cast(e: Expr, src: torch.dtype, dst: torch.dtype) -> Expr:

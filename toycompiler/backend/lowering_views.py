@@ -38,7 +38,7 @@ from .ir import (
     sym,
     unravel,
 )
-from .lowering import LoweringError, TensorValue, cast, register_lowering, strided_value
+from .lowering import LoweringError, TensorValue, broadcast_index, cast, register_lowering, strided_value
 
 aten = torch.ops.aten
 IndexMap = Callable[[tuple], tuple]
@@ -99,9 +99,7 @@ def permute(node, x, dims) -> TensorValue:
 def expand(node, x, *_: Any) -> TensorValue:
     """Broadcast to a bigger size: size-1 (and new leading) dims read index 0 (stride 0)."""
     size = out_size(node)
-    lead = len(size) - len(x.size)
-    return view_of(x, size, lambda idx: tuple(sympy.Integer(0) if s == 1 else idx[lead + k]
-                                              for k, s in enumerate(x.size)))
+    return view_of(x, size, broadcast_index(x.size, size))
 
 
 @register_lowering(aten.slice, view=True)
