@@ -191,11 +191,8 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, target: str, c
 
 def build_graph(gm: torch.fx.GraphModule, example_inputs: list, target: str, config: Config,
                 source: A.SourceArtifact | None, clock: StageClock) -> tuple[A.BackendArtifacts, list, Any]:
-    """The backend's stages, one line each.
-
-    Each stage returns a :class:`~toycompiler.artifacts.StageResult`: ``.value`` for the next stage,
-    ``.artifact`` for the report. Returns the artifacts, the constant tensors and the loaded output module.
-    """
+    """The graph built once (:func:`build_kernels`); in max-autotune, with a matmul, also with matmul template
+    kernels, and the faster of the two kept (``launcher.faster_graph`` times both and says which won)."""
     built = build_kernels(gm, example_inputs, target, config, source, clock)
     if launcher.matmul_race(built, target, config):  # max-autotune: also try matmuls as template kernels
         templated = build_kernels(gm, example_inputs, target, dataclasses.replace(config, matmul_template=True),
@@ -206,6 +203,11 @@ def build_graph(gm: torch.fx.GraphModule, example_inputs: list, target: str, con
 
 def build_kernels(gm: torch.fx.GraphModule, example_inputs: list, target: str, config: Config,
                   source: A.SourceArtifact | None, clock: StageClock) -> tuple[A.BackendArtifacts, list, Any]:
+    """The backend's stages, one line each.
+
+    Each stage returns a :class:`~toycompiler.artifacts.StageResult`: ``.value`` for the next stage,
+    ``.artifact`` for the report. Returns the artifacts, the constant tensors and the loaded output module.
+    """
     passes = clock("passes", run_passes, gm, example_inputs, config)             # FX graph -> ATen FX graph
     ir = clock("lowering", lowering.lower, passes.value, config)                 # ATen graph -> loop IR
     plan = clock("scheduling", scheduler.schedule, ir.value, config, target)     # loop IR -> fused kernels

@@ -230,16 +230,14 @@ def faster_graph(library: tuple, template: tuple, example_inputs: list) -> tuple
     except Exception:  # sizes known only at run time: nothing to time, and no template for them either
         return library
     on_gpu = any(isinstance(t, torch.Tensor) and t.is_cuda for t in inputs)
-    times = [_time(lambda b=b: b[2].call(*inputs, *b[1]), on_gpu) for b in (library, template)]
-    names = ("library matmul + separate kernels", "matmul template with fused epilogue")
-    best = min((0, 1), key=lambda i: times[i])
-    arts, constants, module = (library, template)[best]
-    why = f"{names[best]}: {times[best] * 1e6:.1f} us vs {times[1 - best] * 1e6:.1f} us ({names[1 - best]})"
-    choice = AutotuneChoice("matmul", names[best], times[best], tuple(zip(names, times)), {})
-    old = arts.runtime.autotune
-    tuning = AutotuneArtifact((*old.choices, choice) if old else (choice,), old.note if old else "")
-    schedule = dataclasses.replace(arts.schedule, decisions=(
-        *arts.schedule.decisions, FusionDecision("matmul", "epilogue", best == 1, f"timed, chose the {why}")))
+    rows = [(_time(lambda b=b: b[2].call(*inputs, *b[1]), on_gpu), name, b) for name, b in
+            (("library matmul + separate kernels", library), ("matmul template with fused epilogue", template))]
+    (seconds, best, (arts, constants, module)), (other_seconds, other, _) = sorted(rows, key=lambda r: r[0])
+    choice = AutotuneChoice("matmul", best, seconds, ((best, seconds), (other, other_seconds)), {})
+    tuning = dataclasses.replace(arts.runtime.autotune, choices=(*arts.runtime.autotune.choices, choice))
+    decision = FusionDecision("matmul", "epilogue", arts is template[0], f"timed, chose the {best}: "
+                              f"{seconds * 1e6:.1f} us vs {other_seconds * 1e6:.1f} us ({other})")
+    schedule = dataclasses.replace(arts.schedule, decisions=(*arts.schedule.decisions, decision))
     return dataclasses.replace(arts, schedule=schedule, runtime=dataclasses.replace(arts.runtime, autotune=tuning)), \
         constants, module
 

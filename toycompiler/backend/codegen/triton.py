@@ -175,10 +175,8 @@ class TritonRenderer(KernelRenderer):
                 or not all(s.is_Integer for s in (*self.xr, *self.rr)):
             return None
         node = reductions[0]
-        if not (isinstance(node.body, Op) and node.body.op == "mul"):
-            return None
-        loads = [_widened(a) for a in node.body.args]
-        if not all(isinstance(ld, Load) and ld.buf in self.inputs for ld in loads) \
+        loads = [_widened(a) for a in node.body.args] if isinstance(node.body, Op) and node.body.op == "mul" else []
+        if len(loads) != 2 or not all(isinstance(ld, Load) and ld.buf in self.inputs for ld in loads) \
                 or len({self.dtypes[ld.buf] for ld in loads}) != 1 or self.dtypes[loads[0].buf] not in TL_DOT:
             return None
         (x0, x1), (r0,) = index_vars(2, "x"), index_vars(1, "r")
