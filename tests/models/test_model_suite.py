@@ -119,10 +119,6 @@ def _check_model(name: str, backend: str, train: bool, batch: int | None) -> Non
 
 # The C++ backend runs every model in both modes; Triton's interpreter is slow on CPU, so the largest
 # models' training steps on Triton are marked slow (they still run in `make test`).
-DROPOUT_ON_CUDA = pytest.mark.xfail(torch.cuda.is_available(), strict=True,
-                            reason="Dropout(p=0.2) in training on CUDA: eager's fused dropout kernel draws its mask "
-                                   "in its own order; the compiled graph draws ATen's CPU way (bernoulli), so the "
-                                   "masks differ (on the CPU they are the same)")
 CASES = [(name, "cpp", "eval") for name in MODELS]
 CASES += [("resnet18", "cpp", "train"),
           ("mobilenet_v3_small", "cpp", "train"), ("vit", "cpp", "train"),
@@ -130,7 +126,7 @@ CASES += [("resnet18", "cpp", "train"),
 CASES += [(name, "triton", "eval") for name in MODELS]
 CASES += [pytest.param("gpt", "triton", "train"), pytest.param("vit", "triton", "train"),
           pytest.param("resnet18", "triton", "train", marks=pytest.mark.slow),
-          pytest.param("mobilenet_v3_small", "triton", "train", marks=[pytest.mark.slow, DROPOUT_ON_CUDA])]
+          pytest.param("mobilenet_v3_small", "triton", "train", marks=pytest.mark.slow)]
 
 
 @pytest.mark.parametrize("name,backend,mode", CASES)
