@@ -210,11 +210,11 @@ def autotune(module: Any, example_inputs: list, target: str, constants: list = (
 
 def matmul_race(built: tuple, target: str, config: Config) -> bool:
     """Whether to build the graph again with matmuls as template kernels and keep the faster: in
-    max-autotune on Triton, when the graph calls a matmul library kernel, unless the user chose
-    (``config.matmul_template``)."""
-    code = built[0].output_code.source
+    max-autotune on Triton, when the decomposed graph has a matmul the library would compute, unless the
+    user chose (``config.matmul_template``)."""
+    matmuls = {"mm.default", "addmm.default"} & {n.target for n in built[0].passes.final.nodes}
     return config.matmul_template is None and target == "triton" and config.mode.startswith("max-autotune") \
-        and ("torch.mm(" in code or "torch.addmm(" in code)
+        and bool(matmuls)
 
 
 def faster_graph(library: tuple, template: tuple, example_inputs: list) -> tuple:

@@ -124,7 +124,6 @@ def launch(ir: GraphIR, k: RenderedKernel, language: str) -> str:
     meta, blocks = dict(k.meta), ", ".join(f"{n}={v}" for n, v in k.meta)
     if "BLOCK_M" in meta:  # a matmul template (codegen/triton.py): one program per tile of the output
         grid = f"({-(-meta['M'] // meta['BLOCK_M'])}, {-(-meta['N'] // meta['BLOCK_N'])})"
-        blocks += f", num_warps={8 if meta['BLOCK_M'] * meta['BLOCK_N'] >= 128 * 128 else 4}"
     else:
         grid = f"(max(1, triton.cdiv({sizes[0]}, {meta['XBLOCK']})),)"
     if len(k.meta) == 1:  # pointwise: 4 elements per thread. With Triton's default 4 warps a 1024 block gives
