@@ -18,7 +18,7 @@ from toycompiler.testing import assert_same, device_for
 @pytest.fixture(autouse=True)
 def small_splits(monkeypatch):
     monkeypatch.setattr(ir, "SPLIT_MIN_RNUMEL", 64)
-    monkeypatch.setattr(ir, "SPLIT_PROGRAMS", 64)
+    monkeypatch.setattr(ir, "SPLIT_PROGRAMS", 48)  # 1.5 x 32 programs
     monkeypatch.setattr(ir, "SPLIT_MIN_CHUNK", 16)
 
 
@@ -29,7 +29,7 @@ def bn_stats(x):
 
 
 CASES = {
-    "column_sum_odd": (lambda x: x.sum(0), (301, 37)),  # 301 = 16 chunks of 19, the last one masked
+    "column_sum_odd": (lambda x: x.sum(0), (301, 37)),  # 32 chunks of 10: row 300 alone in chunk 30, chunk 31 all past the end
     "row_amax": (lambda x: x.amax(-1), (3, 1000)),
     "mean_023": (lambda x: x.mean((0, 2, 3)), (5, 3, 9, 11)),
     "bn_stats": (bn_stats, (6, 4, 7, 5)),
