@@ -61,6 +61,15 @@ def copy_bandwidth(device: str, quick: bool) -> float:
     return 2 * src.numel() * src.element_size() / seconds
 
 
+def copy_seconds(nbytes: int, device: str) -> float:
+    """Time of a copy that reads and writes ``nbytes`` in all (half each), timed as the workloads are
+    (GPU time on a GPU): what a kernel moving that many bytes could at best take on this machine,
+    launch, cache and L2-flush effects included, which a large copy's bandwidth leaves out."""
+    src = torch.randn(max(1, nbytes // 8), device=device)
+    dst = torch.empty_like(src)
+    return gpu_seconds(lambda: dst.copy_(src)) if device == "cuda" else median_seconds(lambda: dst.copy_(src), device)
+
+
 def compile_seconds(workload: str, compiler: str, device: str, cache_dir: str) -> dict:
     """Time of the first call (compile + one run) in a fresh process, with caches under ``cache_dir``."""
     env = dict(os.environ, TOYCOMPILER_CACHE_DIR=os.path.join(cache_dir, "toy"),
