@@ -61,14 +61,16 @@ class CompiledFunction:
     def __init__(self, fn: Callable, backend: str | Callable = "auto", fullgraph: bool = False,
                  dynamic: bool | None = None, mode: str | None = None, options: dict | None = None,
                  parent: CompiledFunction | None = None):
-        self._bound_self = getattr(fn, "__self__", None) if isinstance(fn, types.MethodType) else None
-        self.fn = fn.__func__ if isinstance(fn, types.MethodType) else fn
+        # A bound method (model.forward) is its function, called with its self first.
+        self.fn, self._bound_args = (fn.__func__, (fn.__self__,)) if isinstance(fn, types.MethodType) else (fn, ())
         if not isinstance(self.fn, types.FunctionType):
             raise TypeError(f"toycompiler.compile needs a Python function or nn.Module, got {type(fn).__name__}")
         self.backend_name = backend if isinstance(backend, str) else getattr(backend, "__name__", "custom")
         self.backend = get_backend(backend)
         check_options(mode, options or {})  # a typo in a mode or option name is an error now, not never
         self.fullgraph, self.dynamic, self.mode, self.options = fullgraph, dynamic, mode, options or {}
+        # compile()'s arguments as given: resume functions and explain() compile with them again.
+        self.compile_options = dict(backend=backend, fullgraph=fullgraph, dynamic=dynamic, mode=mode, options=options)
         self.cache = FrameCache(_frame_ids.setdefault(self.fn.__code__, len(_frame_ids)))
         _all_caches.append(self.cache)
         # Every compile, in order, including resume functions' (shared with them, for explain).
@@ -78,8 +80,7 @@ class CompiledFunction:
         functools.update_wrapper(self, self.fn)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self._bound_self is not None:
-            args = (self._bound_self, *args)
+        args = (*self._bound_args, *args)
         for entry in self.cache.entries:
             if entry.check(*args, **kwargs):
                 return entry.run(*args, **kwargs)
@@ -112,8 +113,7 @@ class CompiledFunction:
         if shapes.symbols and not _passes(entry, args, kwargs):  # a symbolic guard we can't evaluate: go static
             entry = compile_frame(self.fn, args, kwargs, self.backend, self.backend_name, cfg, label, failure,
                                   self._wrap_resume, ShapePolicy(dynamic=False))
-        brk = entry.artifact.translation.graph_break
-        if brk is not None and self.fullgraph:
+        if self.fullgraph and (brk := entry.artifact.translation.graph_break):
             raise CompileError(f"{brk.filename}:{brk.line}: {brk.reason} (fullgraph=True)\n    {brk.source}")
         cache.entries.append(entry)
         _merge_shapes(cache.seen_shapes, entry.input_shapes)
@@ -138,28 +138,54 @@ class CompiledFunction:
 
     def _wrap_resume(self, resume_fn: types.FunctionType) -> CompiledFunction:
         """Resume functions are compiled lazily like any function, with their own guards and cache."""
-        wrapper = self.resume_functions.get(resume_fn.__code__)
-        if wrapper is None:
-            wrapper = CompiledFunction(resume_fn, self.backend, dynamic=self.dynamic, mode=self.mode,
-                                       options=self.options, parent=self)
-            wrapper.backend_name = self.backend_name
-            self.resume_functions[resume_fn.__code__] = wrapper
-        return wrapper
+        if resume_fn.__code__ not in self.resume_functions:
+            self.resume_functions[resume_fn.__code__] = CompiledFunction(resume_fn, **self.compile_options, parent=self)
+        return self.resume_functions[resume_fn.__code__]
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:  # so it works as a method too
         return self if obj is None else functools.partial(self, obj)
 
 
 class CompiledModule(torch.nn.Module):
-    """``compile(module)``: the same module, with its ``forward`` compiled."""
+    """``compile(module)``: the same module, with its ``forward`` compiled.
+
+    ``compile(DistributedDataParallel(model))`` is the one exception: DDP's own
+    ``forward`` is not traced. TorchDynamo skips it too: DDP runs the wrapped
+    module inside ``_inside_ddp_forward``, marked ``torch._disable_dynamo(
+    recursive=False)``, so Dynamo compiles only the frame of ``model.forward``
+    underneath (torch/nn/parallel/distributed.py, ``_run_ddp_forward``).
+    Without a frame-evaluation hook, toycompiler does the same explicitly: for
+    the length of one call, ``model.forward`` is the compiled forward (the same
+    cache and guards as ``compile(model)``), and DDP's ``forward`` runs eagerly
+    around it: ``_pre_forward`` (buffer sync, the reducer's bookkeeping), the
+    call of ``model``, ``_post_forward``. The one graph is ``model``'s.
+
+    What toycompiler leaves out: Dynamo's DDPOptimizer then splits that graph
+    at DDP's bucket boundaries, so that each bucket's gradients come out of
+    their own backward graph and its all-reduce overlaps the backward of the
+    layers before it. Here AOTAutograd's backward is one graph, run by
+    autograd as one node: every gradient comes out at its end, DDP's hooks all
+    fire after it, and the buckets all-reduce one after another then: correct,
+    but without overlap (tests/distributed/test_ddp.py records the buckets).
+    """
 
     def __init__(self, module: torch.nn.Module, **options: Any):
         super().__init__()
         self._orig_mod = module
-        self._compiled_forward = CompiledFunction(type(module).forward, **options)
+        traced = module.module if isinstance(module, torch.nn.parallel.DistributedDataParallel) else module
+        self._compiled_forward = CompiledFunction(traced.forward, **options)  # bound to the module traced
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
-        return self._compiled_forward(self._orig_mod, *args, **kwargs)
+        if not isinstance(self._orig_mod, torch.nn.parallel.DistributedDataParallel):
+            return self._compiled_forward(*args, **kwargs)
+        inner = self._orig_mod.module  # DDP calls inner(...), which calls inner.forward: for now, the compiled one
+        own = {k: v for k, v in vars(inner).items() if k == "forward"}  # a forward set on the instance (rare)
+        inner.forward = self._compiled_forward
+        try:
+            return self._orig_mod(*args, **kwargs)  # DDP's forward, eagerly
+        finally:  # even after an exception: the class's forward again, or the instance's own
+            del inner.forward
+            vars(inner).update(own)
 
 
 def compile(fn: Callable | None = None, *, backend: str | Callable = "auto", fullgraph: bool = False,
@@ -168,23 +194,20 @@ def compile(fn: Callable | None = None, *, backend: str | Callable = "auto", ful
     kw = dict(backend=backend, fullgraph=fullgraph, dynamic=dynamic, mode=mode, options=options)
     if fn is None:
         return lambda f: compile(f, **kw)
-    if isinstance(fn, torch.nn.Module):
-        return CompiledModule(fn, **kw)
-    return CompiledFunction(fn, **kw)
+    wrapper = CompiledModule if isinstance(fn, torch.nn.Module) else CompiledFunction
+    return wrapper(fn, **kw)
 
 
 def explain(fn: Callable, **compile_options: Any) -> Callable[..., A.Report]:
     """``explain(fn)(*args)``: compile ``fn`` afresh, call it once, and report every stage."""
-    if isinstance(fn, CompiledFunction):
-        compile_options = dict(backend=fn.backend, fullgraph=fn.fullgraph, dynamic=fn.dynamic, mode=fn.mode,
-                               options=fn.options) | compile_options
-        fn = fn.fn
-    elif isinstance(fn, CompiledModule):
-        fn = fn._orig_mod
+    target = getattr(fn, "_compiled_forward", fn)  # compile(module) keeps its compiled forward there
+    if isinstance(target, CompiledFunction):  # compile afresh with the options it was compiled with
+        compile_options = target.compile_options | compile_options
+        fn = getattr(fn, "_orig_mod", target.fn)
 
     def run(*args: Any, **kwargs: Any) -> A.Report:
         compiled = compile(fn, **compile_options)
-        target = compiled._compiled_forward if isinstance(compiled, CompiledModule) else compiled
+        target = getattr(compiled, "_compiled_forward", compiled)
         compiled(*args, **kwargs)
         frames = tuple(target.compiled_frames)
         fallbacks = tuple(f.backend.fallback_reason for f in frames if f.backend and f.backend.fallback_reason)
@@ -206,9 +229,8 @@ def reset() -> None:
 def _merge_shapes(seen: dict[str, tuple], new: dict[str, tuple]) -> None:
     """Remember each input's sizes; a dim seen with two sizes becomes None (automatic dynamic next time)."""
     for source, shape in new.items():
-        old = seen.get(source)
-        same_rank = old is not None and len(old) == len(shape)
-        seen[source] = tuple(o if o == n else None for o, n in zip(old, shape)) if same_rank else shape
+        old = seen.get(source, shape)
+        seen[source] = tuple(o if o == n else None for o, n in zip(old, shape)) if len(old) == len(shape) else shape
 
 
 def _passes(entry: FrameEntry, args: tuple, kwargs: dict) -> bool:

@@ -14,11 +14,14 @@ autograd runs as a single node: every parameter's gradient comes out of it at on
 all of DDP's hooks fire after the whole compiled backward, and every bucket's all-reduce starts then:
 correct, but without overlap. TorchDynamo instead splits the graph at bucket boundaries (its
 DDPOptimizer) so that each bucket's gradients come out of their own backward graph; toycompiler does
-not (yet). The test records the buckets a step reduced (through a communication hook) to show it.
+not (yet). The test records, through a communication hook, the buckets a step reduced and when: each
+one after the compiled backward graph ran (in eager DDP, the first bucket goes while the backward of
+the first layers still runs).
 
 Two ways to combine them are tested: ``DDP(toycompiler.compile(model))`` (compile the module inside,
-DDP's own Python stays eager) and ``toycompiler.compile(DDP(model))`` (the frontend traces DDP's
-``forward``, as ``torch.compile(ddp_model)`` does).
+DDP's own Python stays eager) and ``toycompiler.compile(DDP(model))``, which, like
+``torch.compile(ddp_model)``, runs DDP's ``forward`` eagerly and compiles the wrapped module's
+``forward`` under it (see ``toycompiler.api.CompiledModule``): both give the one graph of ``model``.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from __future__ import annotations
 import os
 import socket
 import time
+import types
 from datetime import timedelta
 
 import pytest
@@ -49,12 +53,29 @@ def make_batch() -> tuple[torch.Tensor, torch.Tensor]:
     return torch.randn(BATCH, 8, generator=g), torch.randn(BATCH, 4, generator=g)
 
 
-def train_step(model: nn.Module, step_model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
+def train_step(model: nn.Module, step_model: nn.Module, x: torch.Tensor, y: torch.Tensor,
+               events: list | None = None) -> float:
     model.zero_grad(set_to_none=True)
     loss = F.mse_loss(step_model(x), y)
+    if events is not None:  # note when the compiled backward graph has run, among the buckets' events
+        node = _find_node(loss.grad_fn, "CompiledFunctionBackward")
+        node.register_hook(lambda grad_inputs, grad_outputs: events.append("backward graph"))
     loss.backward()
     torch.optim.SGD(model.parameters(), lr=0.1).step()
     return loss.item()
+
+
+def _find_node(node, name: str):
+    """The autograd node called ``name`` in the graph that ends at ``node``."""
+    seen, todo = set(), [node]
+    while todo:
+        node = todo.pop()
+        if node is not None and node not in seen:
+            if node.name() == name:
+                return node
+            seen.add(node)
+            todo += [next_node for next_node, _ in node.next_functions]
+    raise AssertionError(f"no {name} node in the backward graph")
 
 
 def _free_port() -> int:
@@ -65,7 +86,7 @@ def _free_port() -> int:
 
 def _record_buckets(state, bucket):  # no annotations: DDP checks them, and they are strings in this file
     """A communication hook: note which bucket is reduced, then all-reduce and average it as DDP does."""
-    state.append(bucket.index())
+    state.append(f"bucket {bucket.index()}")
     buffer = bucket.buffer().div_(dist.get_world_size())
     return dist.all_reduce(buffer, async_op=True).get_future().then(lambda fut: fut.value()[0])
 
@@ -87,14 +108,14 @@ def _rank(rank: int, port: int, way: str, out_dir: str) -> None:
         else:
             ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.0005)
             step_model = report_on = toycompiler.compile(ddp, backend="cpp")
-        buckets: list[int] = []
-        ddp.register_comm_hook(buckets, _record_buckets)
+        events: list[str] = []  # "bucket 0", ... and "backward graph", in the order they happened
+        ddp.register_comm_hook(events, _record_buckets)
         train_step(model, step_model, x, y)  # DDP's first step reduces all gradients in one bucket, then
-        buckets.clear()  # rebuilds the buckets in the order the gradients came: the second step shows them
-        loss = train_step(model, step_model, x, y)
+        events.clear()  # rebuilds the buckets in the order the gradients came: the second step shows them
+        loss = train_step(model, step_model, x, y, events)
         frames = report_on._compiled_forward.compiled_frames
         torch.save(dict(loss=loss, params={n: p.detach() for n, p in model.named_parameters()},
-                        grads={n: p.grad for n, p in model.named_parameters()}, buckets=buckets,
+                        grads={n: p.grad for n, p in model.named_parameters()}, events=events,
                         fallbacks=fallback_reasons(report_on), graphs=sum(f.graph is not None for f in frames),
                         breaks=[str(f.translation.graph_break) for f in frames if f.translation.graph_break]),
                    os.path.join(out_dir, f"rank{rank}.pt"))
@@ -114,13 +135,7 @@ def run_ranks(way: str, out_dir: str, deadline_s: float = 150.0) -> None:
             pytest.fail(f"{way}: the ranks did not finish in {deadline_s:.0f} s (a rank waits in a collective)")
 
 
-@pytest.mark.parametrize("way", [
-    "compile_inside",
-    # toycompiler.compile(DDP(model)): DDP.forward breaks the graph in self._pre_forward, inside its
-    # record_function block; a break inside a `with` block can't resume yet, so the frame runs eagerly.
-    pytest.param("compile_ddp", marks=pytest.mark.xfail(
-        strict=True, reason="a graph break inside DDP.forward's with-block: the frame runs eagerly")),
-])
+@pytest.mark.parametrize("way", ["compile_inside", "compile_ddp"])
 def test_ddp_step_with_compiled_model_matches_single_process_eager(way, tmp_path):
     run_ranks(way, str(tmp_path))
     results = [torch.load(tmp_path / f"rank{r}.pt") for r in range(WORLD)]
@@ -132,10 +147,44 @@ def test_ddp_step_with_compiled_model_matches_single_process_eager(way, tmp_path
     for r in results:
         assert not r["fallbacks"], f"ran eagerly: {r['fallbacks']}"
         assert (r["graphs"], r["breaks"]) == (1, []), f"{r['graphs']} graphs, breaks: {r['breaks']}"
-        assert len(r["buckets"]) > 1, r["buckets"]  # the gradients went through DDP's buckets, not around them
+        # The gradients went through DDP's buckets, not around them, all after the one backward graph.
+        assert r["events"][0] == "backward graph" and len(r["events"]) > 2, r["events"]
+        assert sorted(r["events"][1:]) == [f"bucket {i}" for i in range(len(r["events"]) - 1)], r["events"]
         torch.testing.assert_close(r["grads"], {n: p.grad for n, p in model.named_parameters()},
                                    rtol=1e-5, atol=1e-6)
         torch.testing.assert_close(r["params"], {n: p.detach() for n, p in model.named_parameters()},
                                    rtol=1e-5, atol=1e-6)
     # each rank's loss is its half's; their mean is the whole batch's
     assert sum(r["loss"] for r in results) / WORLD == pytest.approx(eager_loss, rel=1e-5)
+
+
+def test_compiling_ddp_leaves_the_wrapped_module_unchanged(monkeypatch):
+    """compile(DDP(model)) swaps ``model.forward`` for the compiled one during a call only, even one that raises."""
+    import toycompiler
+
+    monkeypatch.setenv("GLOO_SOCKET_IFNAME", "lo")
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{_free_port()}", rank=0, world_size=1)
+    try:
+        model = make_model()
+        ddp = nn.parallel.DistributedDataParallel(model)
+        compiled = toycompiler.compile(ddp, backend="cpp")
+        modules = list(ddp.modules())
+        x, _ = make_batch()
+        torch.testing.assert_close(compiled(x), model(x))
+        assert [f.graph is not None for f in compiled._compiled_forward.compiled_frames] == [True]
+        with pytest.raises(RuntimeError):
+            compiled(torch.randn(2, 3))  # the first Linear wants 8 features
+        assert "forward" not in vars(model) and type(model).forward is nn.Sequential.forward
+        assert model.forward.__func__ is nn.Sequential.forward
+        assert ddp.module is model and list(ddp.modules()) == modules
+        assert compiled.state_dict().keys() == {f"_orig_mod.{k}" for k in ddp.state_dict()}
+
+        def doubled(self, x):  # a forward set on the instance, as some libraries do: compiled, then put back
+            return nn.Sequential.forward(self, x) * 2
+
+        other = make_model()
+        other.forward = own = types.MethodType(doubled, other)
+        torch.testing.assert_close(toycompiler.compile(nn.parallel.DistributedDataParallel(other))(x), 2 * model(x))
+        assert vars(other)["forward"] is own
+    finally:
+        dist.destroy_process_group()
