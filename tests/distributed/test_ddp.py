@@ -1,9 +1,10 @@
 """DistributedDataParallel over two processes, each rank's model compiled by toycompiler.
 
 Two processes (``torch.multiprocessing`` spawn) join a ``gloo`` process group on 127.0.0.1 (a free
-port) and run two training steps on their half of a batch: forward, MSE loss, backward (DDP averages
-the gradients across ranks with all-reduce), SGD step. The result must equal one eager process on the
-whole batch: the mean loss over the batch is the mean of the two halves' mean losses, so its gradient
+port; on a machine with two GPUs also an ``nccl`` group, one GPU a rank, with Triton kernels) and run
+two training steps on their half of a batch: forward, MSE loss, backward (DDP averages the gradients
+across ranks with all-reduce), SGD step. The result must equal one eager process on the whole batch:
+the mean loss over the batch is the mean of the two halves' mean losses, so its gradient
 is the average of the ranks' gradients, which is what DDP computes.
 
 Where DDP's hooks and buckets sit relative to the compiled graphs. DDP registers a hook on every
@@ -91,31 +92,34 @@ def _record_buckets(state, bucket):  # no annotations: DDP checks them, and they
     return dist.all_reduce(buffer, async_op=True).get_future().then(lambda fut: fut.value()[0])
 
 
-def _rank(rank: int, port: int, way: str, out_dir: str) -> None:
+def _rank(rank: int, port: int, way: str, out_dir: str, group: str) -> None:
     import toycompiler
     from toycompiler.testing import fallback_reasons
 
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=WORLD,
+    device, backend = (f"cuda:{rank}", "triton") if group == "nccl" else ("cpu", "cpp")  # NCCL: one GPU a rank
+    if group == "nccl":
+        torch.cuda.set_device(rank)
+    dist.init_process_group(group, init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=WORLD,
                             timeout=timedelta(seconds=60))
     try:
-        model = make_model()
-        x, y = (t.chunk(WORLD)[rank] for t in make_batch())
+        model = make_model().to(device)
+        x, y = (t.chunk(WORLD)[rank].to(device) for t in make_batch())
         if way == "compile_inside":
-            compiled = toycompiler.compile(model, backend="cpp")
+            compiled = toycompiler.compile(model, backend=backend)
             ddp = nn.parallel.DistributedDataParallel(compiled, bucket_cap_mb=0.0005)  # small: several buckets
             step_model, report_on = ddp, compiled
         else:
             ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.0005)
-            step_model = report_on = toycompiler.compile(ddp, backend="cpp")
+            step_model = report_on = toycompiler.compile(ddp, backend=backend)
         events: list[str] = []  # "bucket 0", ... and "backward graph", in the order they happened
         ddp.register_comm_hook(events, _record_buckets)
         train_step(model, step_model, x, y)  # DDP's first step reduces all gradients in one bucket, then
         events.clear()  # rebuilds the buckets in the order the gradients came: the second step shows them
         loss = train_step(model, step_model, x, y, events)
         frames = report_on._compiled_forward.compiled_frames
-        torch.save(dict(loss=loss, params={n: p.detach() for n, p in model.named_parameters()},
-                        grads={n: p.grad for n, p in model.named_parameters()}, events=events,
+        torch.save(dict(loss=loss, params={n: p.detach().cpu() for n, p in model.named_parameters()},
+                        grads={n: p.grad.cpu() for n, p in model.named_parameters()}, events=events,
                         fallbacks=fallback_reasons(report_on), graphs=sum(f.graph is not None for f in frames),
                         breaks=[str(f.translation.graph_break) for f in frames if f.translation.graph_break]),
                    os.path.join(out_dir, f"rank{rank}.pt"))
@@ -123,10 +127,10 @@ def _rank(rank: int, port: int, way: str, out_dir: str) -> None:
         dist.destroy_process_group()
 
 
-def run_ranks(way: str, out_dir: str, deadline_s: float = 150.0) -> None:
+def run_ranks(way: str, out_dir: str, group: str = "gloo", deadline_s: float = 150.0) -> None:
     """Spawn the ranks and wait for them, at most ``deadline_s``: a rank stuck in a collective that the
     other never joins would otherwise hang the suite. Stuck ranks are killed and the test fails."""
-    context = mp.spawn(_rank, args=(_free_port(), way, out_dir), nprocs=WORLD, join=False)
+    context = mp.spawn(_rank, args=(_free_port(), way, out_dir, group), nprocs=WORLD, join=False)
     start = time.monotonic()
     while not context.join(timeout=5):  # raises if a rank failed
         if time.monotonic() - start > deadline_s:
@@ -135,9 +139,11 @@ def run_ranks(way: str, out_dir: str, deadline_s: float = 150.0) -> None:
             pytest.fail(f"{way}: the ranks did not finish in {deadline_s:.0f} s (a rank waits in a collective)")
 
 
+@pytest.mark.parametrize("group", ["gloo", pytest.param("nccl", marks=pytest.mark.skipif(
+    torch.cuda.device_count() < 2, reason="NCCL needs two GPUs: one a rank, Triton kernels"))])
 @pytest.mark.parametrize("way", ["compile_inside", "compile_ddp"])
-def test_ddp_step_with_compiled_model_matches_single_process_eager(way, tmp_path):
-    run_ranks(way, str(tmp_path))
+def test_ddp_step_with_compiled_model_matches_single_process_eager(way, group, tmp_path):
+    run_ranks(way, str(tmp_path), group)
     results = [torch.load(tmp_path / f"rank{r}.pt") for r in range(WORLD)]
 
     model = make_model()
@@ -150,10 +156,9 @@ def test_ddp_step_with_compiled_model_matches_single_process_eager(way, tmp_path
         # The gradients went through DDP's buckets, not around them, all after the one backward graph.
         assert r["events"][0] == "backward graph" and len(r["events"]) > 2, r["events"]
         assert sorted(r["events"][1:]) == [f"bucket {i}" for i in range(len(r["events"]) - 1)], r["events"]
-        torch.testing.assert_close(r["grads"], {n: p.grad for n, p in model.named_parameters()},
-                                   rtol=1e-5, atol=1e-6)
-        torch.testing.assert_close(r["params"], {n: p.detach() for n, p in model.named_parameters()},
-                                   rtol=1e-5, atol=1e-6)
+        tol = dict(rtol=1e-5, atol=1e-6) if group == "gloo" else dict(rtol=1e-4, atol=1e-5)  # GPU vs CPU sums
+        torch.testing.assert_close(r["grads"], {n: p.grad for n, p in model.named_parameters()}, **tol)
+        torch.testing.assert_close(r["params"], {n: p.detach() for n, p in model.named_parameters()}, **tol)
     # each rank's loss is its half's; their mean is the whole batch's
     assert sum(r["loss"] for r in results) / WORLD == pytest.approx(eager_loss, rel=1e-5)
 
