@@ -198,10 +198,7 @@ def bind_arguments(code: types.CodeType, args: list[Variable], kwargs: dict[str,
     cells = tuple(types.CellType() for _ in code.co_freevars) or None
     shape = types.FunctionType(code, {}, code.co_name, tuple(defaults) or None, cells)
     shape.__kwdefaults__ = dict(kwdefaults) or None
-    try:
-        bound = inspect.signature(shape).bind(*args, **kwargs)
-    except TypeError as e:
-        raise Unsupported(f"calling {code.co_qualname}: {e}", "exception") from None
+    bound = Unsupported.if_raises(f"calling {code.co_qualname}", lambda: inspect.signature(shape).bind(*args, **kwargs))
     bound.apply_defaults()
     renamed = {f"implicit{n[1:]}": n for n in code.co_varnames if n.startswith(".")}  # inspect's name for ".0"
     # ``*args`` (a tuple) becomes a TupleVariable, ``**kwargs`` (a dict) a DictVariable
@@ -240,11 +237,9 @@ def _foldable(fn: Any) -> bool:
 
 
 def _hashable(fn: Any) -> bool:
-    try:
-        hash(fn)
-        return True
-    except TypeError:
-        return False
+    """Whether ``fn`` can be looked up in a table: its type hashes (a list's bound ``append`` does, by identity;
+    an instance of a dataclass with ``eq=True`` does not)."""
+    return type(fn).__hash__ is not None
 
 
 def _is_array(v: Variable) -> bool:

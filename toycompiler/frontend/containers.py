@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .variables import ConstantVariable, MethodVariable, Unsupported, Variable, identity_key, wrap_scalar
+from .variables import Compared, ConstantVariable, MethodVariable, Unsupported, Variable, identity_key, wrap_scalar
 
 
 def wrap_constant_result(value: Any) -> Variable:
@@ -105,15 +105,15 @@ class TupleVariable(ContainerVariable):
 
     def getitem(self, tx, index):
         key = index.as_python()
-        try:
-            return type(self)(self.items[key]) if isinstance(key, slice) else self.items[key]
-        except (IndexError, TypeError) as e:
-            raise Unsupported(f"{self.describe()}[{key!r}] raised {type(e).__name__}", "exception") from e
+        item = Unsupported.if_raises(f"{self.describe()}[{key!r}]", lambda: self.items[key])
+        return type(self)(item) if isinstance(key, slice) else item
 
     def call_method(self, tx, name, args, kwargs):
-        """``xs.index(x)``, ``xs.count(x)``: items compared as :func:`.variables.identity_key` says."""
-        keys = [identity_key(i) for i in self.items]
-        return ConstantVariable(getattr(keys, name)(identity_key(args[0]), *[a.as_python() for a in args[1:]]))
+        """``xs.index(x)``, ``xs.count(x)``: Python's own, on the items compared as :class:`.variables.Compared`
+        says (identity first, then ``==``)."""
+        items, bounds = self.kind(map(Compared, self.items)), [a.as_python() for a in args[1:]]
+        what, x = f"{self.kind.__name__}.{name}()", Compared(args[0])
+        return ConstantVariable(Unsupported.if_raises(what, lambda: getattr(items, name)(x, *bounds)))
 
     def reconstruct(self, cg):
         cg.build("BUILD_TUPLE", self.items)
@@ -172,7 +172,7 @@ class ListVariable(TupleVariable):
             args = [args[0].unpack(tx)]
         elif name in ("insert", "pop") and args:
             args = [args[0].as_python(), *args[1:]]
-        return wrap_constant_result(getattr(self.items, name)(*args))
+        return wrap_constant_result(Unsupported.if_raises(f"list.{name}()", lambda: getattr(self.items, name)(*args)))
 
 
 @dataclass(eq=False)
@@ -191,10 +191,7 @@ class DictVariable(ContainerVariable):
         return [wrap_constant_result(k) for k in self.items]
 
     def getitem(self, tx, index):
-        key = index.as_python()
-        if key not in self.items:
-            raise Unsupported(f"dict has no key {key!r} (KeyError while tracing)", "exception")
-        return self.items[key]
+        return Unsupported.if_raises(f"dict[{index.as_python()!r}]", lambda: self.items[index.as_python()])
 
     def setitem(self, tx, index: Variable, value: Variable) -> None:
         self.before_change(tx, "dict item assignment")
@@ -216,7 +213,8 @@ class DictVariable(ContainerVariable):
             return ConstantVariable(None)
         if name == "setdefault":
             args = [*args, ConstantVariable(None)][:2]  # the default it stores is a variable too
-        result = getattr(self.items, name)(*[a.as_python() for a in args[:1]], *args[1:])
+        args = [a.as_python() for a in args[:1]] + args[1:]  # the key's value, the default's variable
+        result = Unsupported.if_raises(f"dict.{name}()", lambda: getattr(self.items, name)(*args))
         return wrap_constant_result(list(result) if name in ("keys", "values", "items") else result)
 
 

@@ -28,10 +28,8 @@ from .variables import TensorVariable, Unsupported, Variable
 
 def trace_cond(tx, /, *args: Variable, **kwargs: Variable) -> Variable:
     """``torch.cond(pred, true_fn, false_fn, operands)``, called with variables as ``torch.cond`` itself is."""
-    try:
-        bound = inspect.signature(torch.cond).bind(*args, **kwargs).arguments
-    except TypeError as e:
-        raise Unsupported(f"torch.cond(...): {e}", "exception") from None
+    bind = inspect.signature(torch.cond).bind
+    bound = Unsupported.if_raises("torch.cond(...)", lambda: bind(*args, **kwargs).arguments)
     pred, true_fn, false_fn = bound["pred"], bound["true_fn"], bound["false_fn"]
     ops = bound["operands"].unpack(tx) if "operands" in bound else []  # operands=() by default
     if not isinstance(pred, TensorVariable):  # a Python bool: an ordinary if

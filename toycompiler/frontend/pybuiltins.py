@@ -27,6 +27,7 @@ import torch
 from .containers import DictVariable, IteratorVariable, ListVariable, SetVariable, TupleVariable, wrap_constant_result
 from .higher_order import trace_cond
 from .variables import (
+    Compared,
     ConstantVariable,
     GradModeVariable,
     ObjectVariable,
@@ -49,11 +50,7 @@ NONE, ZERO, EMPTY = ConstantVariable(None), ConstantVariable(0), TupleVariable([
 def fold(tx: Any, fn: Any, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
     """Run ``fn`` now on constant arguments; the result is a constant of the trace."""
     values, kw = [a.as_python() for a in args], {k: v.as_python() for k, v in kwargs.items()}
-    try:
-        result = fn(*values, **kw)
-    except Exception as e:
-        raise Unsupported(f"{callable_name(fn)}(...) raised {type(e).__name__}: {e} while tracing; "
-                          "exceptions are not traced", "exception") from e
+    result = Unsupported.if_raises(f"{callable_name(fn)}(...)", lambda: fn(*values, **kw), Exception)
     tx.output.events.append(f"constant folded: {getattr(fn, '__name__', fn)}(...) = {result!r}")
     return wrap_constant_result(result)
 
@@ -84,10 +81,8 @@ def _all_constant(vs: list[Variable]) -> bool:
 
 @handles(len)
 def _len(tx, obj, /):
-    if isinstance(obj, TensorVariable):
-        if obj.example.dim() == 0:
-            raise Unsupported("len() of a 0-d tensor", "exception")
-        return ConstantVariable(int(obj.example.shape[0]))
+    if isinstance(obj, TensorVariable):  # its first size (a symbolic one is fixed, with a guard); 0-d: TypeError
+        return ConstantVariable(Unsupported.if_raises("len()", lambda: len(obj.example)))
     if isinstance(obj, TupleVariable | DictVariable | SetVariable):
         return ConstantVariable(len(obj.items))
     return NotImplemented
@@ -149,14 +144,12 @@ def _abs(tx, x, /):
 # -- building containers and iterators -------------------------------------------
 
 
-@handles(list)
-def _list(tx, iterable=EMPTY, /):
-    return ListVariable(iterable.unpack(tx))
+def _building(cls: type) -> Handler:
+    """``list(xs)``, ``tuple(xs)``: the items, in a new list or tuple of variables."""
+    return lambda tx, iterable=EMPTY, /: cls(iterable.unpack(tx))
 
 
-@handles(tuple)
-def _tuple(tx, iterable=EMPTY, /):
-    return TupleVariable(iterable.unpack(tx))
+HANDLERS[list], HANDLERS[tuple] = _building(ListVariable), _building(TupleVariable)
 
 
 @handles(dict)
@@ -191,35 +184,39 @@ def _rearrange(tx, fn: Any, columns: list, kwargs: dict[str, Variable]) -> Itera
     rearranges them. A constant keyword (``start=1``, ``strict=True``) goes in as its value, a variable
     one (``fillvalue=x``) as the variable; each tuple it makes becomes a tuple of variables."""
     options = {k: v.as_python() if isinstance(v, ConstantVariable) else v for k, v in kwargs.items()}
-    try:
-        return IteratorVariable([wrap_constant_result(row) for row in fn(*columns, **options)])
-    except ValueError as e:  # zip(strict=True) of different lengths
-        raise Unsupported(f"{fn.__name__}() raised ValueError while tracing: {e}", "exception") from e
+    rows = Unsupported.if_raises(f"{fn.__name__}()", lambda: list(fn(*columns, **options)))  # zip(strict=True)
+    return IteratorVariable([wrap_constant_result(row) for row in rows])
 
 
 def _items(tx, v: Variable) -> Any:
-    """An iterable argument as the real builtin takes it: a constant's value, an iterator's items drawn one at
-    a time (``zip(it, ys)`` leaves in ``it`` what eager's zip leaves), else the list of variables."""
+    """An iterable argument as ``zip`` and ``map`` take it: a constant's value, an iterator's items drawn one
+    at a time (``zip(it, ys)`` leaves in ``it`` what eager's zip leaves), else the list of variables."""
     if isinstance(v, ConstantVariable):
         return v.as_python()
     return v.drawn(tx) if isinstance(v, IteratorVariable) else v.unpack(tx)
 
 
 def _rearranging(fn: Any) -> Handler:
-    """``enumerate(xs, 1)``, ``reversed(xs)``, ``itertools.chain/product/zip_longest``: :func:`_rearrange`."""
-    return lambda tx, /, *args, **kwargs: _rearrange(tx, fn, [_items(tx, a) for a in args], kwargs)
+    """``enumerate(xs, 1)``, ``reversed(xs)``, ``itertools.chain/product/zip_longest``: :func:`_rearrange` on
+    the items, all of them (listing an ``itertools.count()`` is refused: it would never end)."""
+    return lambda tx, /, *args, **kwargs: _rearrange(tx, fn, [a.unpack(tx) for a in args], kwargs)
 
 
 for _fn in (enumerate, reversed, itertools.chain, itertools.product, itertools.zip_longest):
     HANDLERS[_fn] = _rearranging(_fn)
 
 
+def _shortest(tx, fn: Any, iterables: tuple[Variable, ...]) -> list:
+    """What ``zip`` and ``map`` take (:func:`_items`): an ``itertools.count()`` among them (endless) is drawn
+    only as far as the others go."""
+    if iterables and all(isinstance(a, CountVariable) for a in iterables):
+        raise Unsupported(f"{fn.__name__}() of itertools.count() alone would never end", "unsupported-call")
+    return [_items(tx, a) for a in iterables]
+
+
 @handles(zip)
 def _zip(tx, /, *iterables, **kwargs):
-    """``zip(xs, ys)``; an ``itertools.count()`` among them (endless) is drawn only as far as the others go."""
-    if iterables and all(isinstance(a, CountVariable) for a in iterables):
-        raise Unsupported("zip() of itertools.count() alone would never end", "unsupported-call")
-    return _rearrange(tx, zip, [_items(tx, a) for a in iterables], kwargs)  # (a count is drawn: an iterator)
+    return _rearrange(tx, zip, _shortest(tx, zip, iterables), kwargs)
 
 
 @handles(itertools.islice)
@@ -237,7 +234,7 @@ def _as_function(tx, fn: Variable) -> Callable[..., Variable]:
 
 @handles(map)
 def _map(tx, fn, /, *iterables):
-    return _rearrange(tx, map, [_as_function(tx, fn), *(_items(tx, a) for a in iterables)], {})
+    return _rearrange(tx, map, [_as_function(tx, fn), *_shortest(tx, map, iterables)], {})
 
 
 @handles(filter)
@@ -291,10 +288,8 @@ HANDLERS[any], HANDLERS[all] = _truth_of_items(any), _truth_of_items(all)
 
 @handles(functools.reduce)
 def _reduce(tx, fn, iterable, /, *initial):
-    items = iterable.unpack(tx)
-    if not items and not initial:
-        raise Unsupported("reduce() of an empty iterable with no initial value", "exception")
-    return functools.reduce(_as_function(tx, fn), items, *initial)
+    items = iterable.unpack(tx)  # empty, with no initial value: TypeError, the user's
+    return Unsupported.if_raises("functools.reduce()", lambda: functools.reduce(_as_function(tx, fn), items, *initial))
 
 
 @handles(functools.partial)
@@ -320,6 +315,12 @@ class CountVariable(IteratorVariable):
         self.index += 1
         return ConstantVariable(self.start + (self.index - 1) * self.step)
 
+    def reconstruct(self, cg):
+        """``itertools.count(start, step)``, starting at the next number it would give (not the
+        iterator over the items not yet taken that other iterators rebuild: a count has none)."""
+        now = [ConstantVariable(self.start + self.index * self.step), ConstantVariable(self.step)]
+        cg.build_once(self, lambda: cg.call_function(itertools.count, now))
+
 
 @handles(itertools.count)
 def _count(tx, start=ZERO, step=ConstantVariable(1)):
@@ -335,11 +336,16 @@ def _getitem(tx, obj, index, /):
 
 @handles(operator.contains)
 def _contains(tx, container, item, /):
-    """``item in xs`` (a dict's keys, a set's items): compared as :func:`.variables.identity_key` says."""
+    """``item in xs``: a dict's keys and a set's items are found by hash (a tensor's is its identity); a tuple's,
+    list's or iterator's are compared one by one, as :class:`.variables.Compared` says, until one is equal
+    (an iterator is drawn only up to it, as eager's ``in`` does)."""
     if isinstance(container, TensorVariable):
         raise Unsupported("`in` on a tensor compares values (data-dependent)", "data-dependent-branch")
-    if isinstance(container, TupleVariable | DictVariable | SetVariable | IteratorVariable):
+    if isinstance(container, DictVariable | SetVariable):
         return ConstantVariable(identity_key(item) in [identity_key(i) for i in container.unpack(tx)])
+    if isinstance(container, TupleVariable | IteratorVariable):
+        items = container.drawn(tx) if isinstance(container, IteratorVariable) else container.items
+        return ConstantVariable(Compared(item) in map(Compared, items))
     return NotImplemented
 
 

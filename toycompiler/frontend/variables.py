@@ -50,6 +50,17 @@ class Unsupported(Exception):
         super().__init__(reason)
         self.reason, self.kind = reason, kind
 
+    @staticmethod
+    def if_raises(what: str, fn: collections.abc.Callable[[], Any], errors=(LookupError, ValueError, TypeError)) -> Any:
+        """``fn()``: Python run now on the user's values (``d.pop(k)``, ``zip(xs, ys, strict=True)``, a call's
+        arguments bound to its parameters). What it raises is the user's exception: tracing stops there, with a
+        break of kind "exception" (the code runs as Python from there on, and raises as eager does)."""
+        try:
+            return fn()
+        except errors as e:
+            raise Unsupported(f"{what} raised {type(e).__name__}: {e} while tracing; exceptions are not traced",
+                              "exception") from e
+
 
 class CannotResume(Exception):
     """A value can't be rebuilt, or the frame can't be split at its break (the reason is the message)."""
@@ -147,9 +158,30 @@ class Variable:
 
 
 def identity_key(v: Variable) -> Any:
-    """What ``list.index``, ``in`` and sets compare: the constant value, or the variable itself (a tensor has
-    no compile-time value)."""
+    """What sets and dict lookups compare: the constant value, or the variable itself (a tensor has no
+    compile-time value, and Python hashes it by identity)."""
     return v.as_python() if v.is_python_constant() else id(v)
+
+
+@dataclass(eq=False)
+class Compared:
+    """A variable as ``in``, ``list.index`` and ``list.count`` compare it, one item after another: put in a
+    real list (``[Compared(v) for v in items].index(Compared(x))``), they run Python's own search.
+
+    As CPython's PyObject_RichCompareBool, the same object is equal without ``==`` being called. Otherwise
+    a tensor's ``==`` is a tensor whose truth needs its values (and raises past one element): a graph break,
+    where the comparison runs for real. Shown as the variable in their errors (``3 is not in list``)."""
+
+    v: Variable
+
+    def __eq__(self, other: Compared) -> bool:
+        if self.v is not other.v and any(isinstance(v, TensorVariable) for v in (self.v, other.v)):
+            raise Unsupported(f"{self!r} == {other!r} is a tensor, whose truth `in`, index() and count() need: "
+                              "its values (data-dependent)", "data-dependent-branch")
+        return identity_key(self.v) == identity_key(other.v)
+
+    def __repr__(self) -> str:
+        return self.v.describe()
 
 
 def is_none(v: Variable) -> bool:
@@ -189,10 +221,7 @@ class KnownVariable(Variable):
 
     def attribute(self, name: str) -> Any:
         """The value's real attribute ``name``; a missing one is a break, as eager raises AttributeError."""
-        try:
-            return getattr(self.value, name)
-        except AttributeError as e:
-            raise Unsupported(f"{self.describe()} has no attribute {name!r}", "exception") from e
+        return Unsupported.if_raises(f"{self.describe()}.{name}", lambda: getattr(self.value, name), AttributeError)
 
 
 @dataclass(eq=False)

@@ -1,0 +1,201 @@
+"""Edge cases where compiled code once behaved differently from eager, each checked against eager.
+
+- an endless ``itertools.count()`` rebuilt after a graph break (it was rebuilt as an empty iterator, so a
+  ``for`` loop over ``zip(itertools.count())`` never bound its variable), and ``enumerate`` of one;
+- ``in``, ``list.index`` and ``list.count`` over tensors: Python compares by identity first, then with
+  ``==``, whose result for tensors is a tensor that ``bool()`` must read (an error past one element);
+- an exception raised by a container method (``dict.pop`` of a missing key) is the user's exception.
+"""
+
+import itertools
+import re
+
+import pytest
+import torch
+from translate_harness import Case, X, case_id, run_case
+
+import toycompiler
+from toycompiler.testing import assert_same
+
+# -- itertools.count() across a graph break ----------------------------------------------
+
+
+def zip_count_alone_break(x):
+    for i, in zip(itertools.count()):
+        if i > 2:
+            break
+    return x + i
+
+
+def zip_two_counts_break(x):
+    for (a, b) in zip(itertools.count(5), itertools.count(2, 3)):
+        if a > 7:
+            break
+    return x + a * b
+
+
+def zip_count_and_list_break(x):
+    for i, j in zip(itertools.count(), [1, 2]):
+        if j > 1:
+            break
+    return x + i + j
+
+
+def enumerate_count_break(x):
+    for i, c in enumerate(itertools.count(3)):
+        if c > 5:
+            break
+    return x + i * c
+
+
+def count_used_after_break(x):
+    it = itertools.count(2, 3)
+    next(it)
+    toycompiler.graph_break()
+    return x + next(it)
+
+
+def count_in_zip_after_break(x):
+    it = itertools.count(1)
+    y = x * next(it)
+    toycompiler.graph_break()
+    for i, _ in zip(it, range(2)):
+        y = y * i
+    return y, next(it)
+
+
+LOOP_OVER_REAL_ITERATOR = "a loop over a real iterator (zip, enumerate, a count passed on) runs as Python"
+COUNT_CASES = [
+    Case(zip_count_alone_break, X, breaks="unsupported-call", allow_fallback=LOOP_OVER_REAL_ITERATOR),
+    Case(zip_two_counts_break, X, breaks="unsupported-call", allow_fallback=LOOP_OVER_REAL_ITERATOR),
+    Case(zip_count_and_list_break, X),
+    Case(enumerate_count_break, X, breaks="unsupported-call", allow_fallback=LOOP_OVER_REAL_ITERATOR),
+    Case(count_used_after_break, X, graphs=0, breaks="explicit"),
+    Case(count_in_zip_after_break, X, breaks="explicit", allow_fallback=LOOP_OVER_REAL_ITERATOR),
+]
+
+
+@pytest.mark.parametrize("case", COUNT_CASES, ids=case_id)
+def test_itertools_count_survives_a_graph_break(case):
+    run_case(case)
+
+
+# -- in, list.index, list.count over tensors ----------------------------------------------
+
+
+def assert_same_or_same_error(fn, *args, allow_fallback=None):
+    """``assert_same``; where eager raises, the compiled function must raise the same error."""
+    try:
+        fn(*args)
+    except Exception as e:
+        with pytest.raises(type(e), match=re.escape(str(e))):
+            toycompiler.compile(fn, backend="eager")(*args)
+    else:
+        assert_same(fn, *args, backend="eager", allow_fallback=allow_fallback)
+
+
+def identity_first(x, y):
+    """Each finds ``x`` itself before comparing it with anything else: no ``==`` runs."""
+    return x in [x, y], x in (x, 1), [x, y].index(x), (x, 2).index(x), x + 1
+
+
+def in_compares_values(x, y):
+    return y in [x, 2]
+
+
+def int_in_list_of_tensors(x, y):
+    return 2 in [x, 2]
+
+
+def index_compares_values(x, y):
+    return [2, x].index(x)
+
+
+def tuple_index_compares_values(x, y):
+    return (x, 1).index(1)  # x == 1 first
+
+
+def count_compares_values(x, y):
+    return [x, y].count(x)
+
+
+def remove_compares_values(x, y):
+    xs = [y, x]
+    xs.remove(x)
+    return xs
+
+
+def in_iterator_compares_values(x, y):
+    return x in iter([y, x])
+
+
+EQ_CASES = [in_compares_values, int_in_list_of_tensors, index_compares_values, tuple_index_compares_values,
+            count_compares_values, remove_compares_values, in_iterator_compares_values]
+
+
+def test_identity_first_needs_no_value():
+    x, y = torch.randn(3, 2), torch.randn(3, 2)
+    assert_same(identity_first, x, y, backend="eager")
+    assert toycompiler.explain(identity_first, backend="eager")(x, y).graph_break_count == 0
+
+
+@pytest.mark.parametrize("fn", EQ_CASES, ids=lambda fn: fn.__name__)
+def test_tensor_equality_in_containers_raises_as_eager(fn):
+    """Several elements: eager's ``bool(x == y)`` raises "Boolean value of Tensor ... is ambiguous"."""
+    x, y = torch.randn(3, 2), torch.randn(3, 2)
+    with pytest.raises(RuntimeError, match="ambiguous"):
+        fn(x, y)
+    assert_same_or_same_error(fn, x, y)
+
+
+@pytest.mark.parametrize("fn", EQ_CASES, ids=lambda fn: fn.__name__)
+def test_tensor_equality_in_containers_reads_one_element_values(fn):
+    """One element: eager compares the values; the compiled code breaks the graph to read them."""
+    x, y = torch.tensor([2.0]), torch.tensor([2.0])
+    assert_same(fn, x, y, backend="eager")
+    report = toycompiler.explain(fn, backend="eager")(x, y)
+    assert [b.kind for b in report.breaks] == ["data-dependent-branch"]
+    assert "==" in report.breaks[0].reason
+
+
+# -- exceptions raised by container methods ------------------------------------------------
+
+
+def dict_pop_missing(x):
+    d = {"a": x}
+    try:
+        return d.pop("b")
+    except KeyError:
+        return x * 2
+
+
+def list_pop_empty(x):
+    xs = []
+    try:
+        return xs.pop()
+    except IndexError:
+        return x * 2
+
+
+def list_index_missing(x):
+    try:
+        return x * [1, 2].index(3)
+    except ValueError:
+        return x * 2
+
+
+def tuple_index_missing(x):
+    try:
+        return x * (1, 2).index(3)
+    except ValueError:
+        return x * 2
+
+
+@pytest.mark.parametrize("fn", [dict_pop_missing, list_pop_empty, list_index_missing, tuple_index_missing],
+                         ids=lambda fn: fn.__name__)
+def test_container_method_exception_is_the_users(fn):
+    x = torch.randn(3)
+    assert_same(fn, x, backend="eager", allow_fallback="the handler of the exception is not traced")
+    (brk,) = toycompiler.explain(fn, backend="eager")(x).breaks
+    assert brk.kind == "exception", brk
+    assert "Error" in brk.reason and "internal" not in brk.reason
