@@ -4,7 +4,8 @@
   ``for`` loop over ``zip(itertools.count())`` never bound its variable), and ``enumerate`` of one;
 - ``in``, ``list.index`` and ``list.count`` over tensors: Python compares by identity first, then with
   ``==``, whose result for tensors is a tensor that ``bool()`` must read (an error past one element);
-- an exception raised by a container method (``dict.pop`` of a missing key) is the user's exception.
+- an exception raised by a container method (``dict.pop`` of a missing key) is the user's exception;
+- a class statement inside the function: a graph break, then the rest compiled.
 """
 
 import itertools
@@ -199,3 +200,23 @@ def test_container_method_exception_is_the_users(fn):
     (brk,) = toycompiler.explain(fn, backend="eager")(x).breaks
     assert brk.kind == "exception", brk
     assert "Error" in brk.reason and "internal" not in brk.reason
+
+
+# -- a class statement inside the function -------------------------------------------------
+
+
+def class_inside(x):
+    class Shift:
+        def apply(self, t):
+            return t + 1
+    return Shift().apply(x) * 2
+
+
+def test_class_statement_breaks_and_resumes():
+    """``LOAD_BUILD_CLASS`` pushes one value; the resume function must receive it (``bytecode`` reports a
+    plain push as consumed, which once built a resume function with a negative stack, run eagerly)."""
+    x = torch.randn(5)
+    assert_same(class_inside, x)
+    report = toycompiler.explain(class_inside)(x)
+    assert "class statement" in str(report.frames[0].translation.graph_break)
+    assert not report.fallback_reasons and report.frames[-1].graph is not None  # `apply` and `* 2` traced

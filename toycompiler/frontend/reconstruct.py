@@ -119,6 +119,7 @@ def plan_break(code: types.CodeType, instructions: list, stack: list[Variable], 
         raise CannotResume(f"the first read of {inst.argval} broke: {inst.argval} can't be traced")
     else:  # run for real; CALL_FUNCTION_EX ([NULL, f, args, kwargs if arg & 1]) too, its NULL included
         pre, post = bc.instruction_at(code, offset).pre_and_post_stack_effect(jump=False)
+        pre, post = (0, pre) if pre > 0 else (pre, post)  # `bytecode` gives a plain push (LOAD_BUILD_CLASS) as (1, 0)
         kind = "call_ex" if inst.opname == "CALL_FUNCTION_EX" else "generic"
         consumed, produced, targets = -pre, post, [after]
     below, operands = stack[:len(stack) - consumed], stack[len(stack) - consumed:]
