@@ -29,7 +29,9 @@ def bn_stats(x):
 
 
 CASES = {
-    "column_sum_odd": (lambda x: x.sum(0), (301, 37)),  # 32 chunks of 10: row 300 alone in chunk 30, chunk 31 all past the end
+    # 32 chunks of 10 rows: row 300 alone in chunk 30, chunk 31 all past the end
+    "column_sum_odd": (lambda x: x.sum(0), (301, 37)),
+    "short_wide_columns": (lambda x: x.amax(0), (40, 300)),  # 5 programs of 64 columns unsplit: 8 chunks of 5
     "row_amax": (lambda x: x.amax(-1), (3, 1000)),
     "mean_023": (lambda x: x.mean((0, 2, 3)), (5, 3, 9, 11)),
     "bn_stats": (bn_stats, (6, 4, 7, 5)),

@@ -376,7 +376,7 @@ def verify(ir: GraphIR) -> None:
 # -- split reductions (the scheduler applies them for Triton) ---------------------------------
 
 
-SPLIT_MIN_RNUMEL = 4096  # shorter rows: one program per row (or per 64 columns) is quick enough
+SPLIT_MIN_RNUMEL = 4096  # elements a program reads (a row, or 64 columns): fewer, and it is quick enough
 SPLIT_PROGRAMS = 6144  # 1.5 x the 4096 programs to aim for (30 per SM of an H100, to hide memory latency):
 # rounded down to a power of two, it gives the count nearest to 4096
 SPLIT_MIN_CHUNK = 1024  # elements a program reads: fewer, and the partials cost more than they save
@@ -385,7 +385,8 @@ SPLIT_MIN_COUNT = 8  # fewer chunks: a second kernel (and no fusion across it) f
 # Measured on an H100 (toy vs torch.compile, GPU time): 512 programs and chunks of 256 gave a column sum
 # [8189, 1037] 0.65x and mean over (0, 2, 3) of [32, 64, 56, 56] 1.26x; 4096 programs 0.81x and 1.90x.
 # Later the column sum with 64 chunks (at least 64 rows each, 1088 programs) took 28.7 us, with 256
-# chunks of 32 rows (4352 programs) 25.8 us; a copy of the same bytes took 19.2 us.
+# chunks of 32 rows (4352 programs) 25.8 us; a copy of the same bytes took 19.2 us. A column sum
+# [2048, 4096] was not split while rows under 4096 kept one program per 64 columns (64 programs): 0.39x.
 
 
 def split_count(b: ComputedBuffer) -> int:
@@ -401,10 +402,10 @@ def split_count(b: ComputedBuffer) -> int:
         xnumel, rnumel = int(b.layout.numel), int(sympy.Mul(*b.reduction.ranges))
     except TypeError:  # symbolic sizes
         return 1
-    if rnumel < SPLIT_MIN_RNUMEL:
-        return 1
     rlast = index_vars(len(b.reduction.ranges), "r")[-1]
     width = 1 if any(ld.index.coeff(rlast) == 1 for ld in loads(b.body)) else 64  # outputs per program
+    if rnumel * width < SPLIT_MIN_RNUMEL:  # what one program reads unsplit
+        return 1
     count = min(SPLIT_PROGRAMS // -(-xnumel // width), rnumel * width // SPLIT_MIN_CHUNK, SPLIT_MAX_PARTIALS // width)
     return 1 << (count.bit_length() - 1) if count >= SPLIT_MIN_COUNT else 1
 

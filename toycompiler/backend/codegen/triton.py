@@ -307,9 +307,7 @@ class TritonRenderer(KernelRenderer):
 
     def store(self, buf, index, value, where):
         pointer, mask = self._pointer(self.ptr[buf], index)
-        if where == "row":
-            mask = "xmask"
-        return f"tl.store({pointer}, {value}, {mask})"
+        return f"tl.store({pointer}, {value}, {'xmask' if where == 'row' else mask})"  # a row's result: one per row
 
     def index_value(self, index, dtype):
         text = self.printer(index)
