@@ -5,7 +5,8 @@
 - ``in``, ``list.index`` and ``list.count`` over tensors: Python compares by identity first, then with
   ``==``, whose result for tensors is a tensor that ``bool()`` must read (an error past one element);
 - an exception raised by a container method (``dict.pop`` of a missing key) is the user's exception;
-- a class statement inside the function: a graph break, then the rest compiled.
+- a class statement inside the function: a graph break, then the rest compiled;
+- lists and tuples inside `in` and `index()`: compared item by item, each item by identity first.
 """
 
 import itertools
@@ -100,8 +101,17 @@ def identity_first(x, y):
     return x in [x, y], x in (x, 1), [x, y].index(x), (x, 2).index(x), x + 1
 
 
+def nested_identity_first(x, y):
+    """Lists and tuples compare item by item, each item itself first: ``[x] == [x]`` needs no ``x == x``."""
+    return [x] in [[y, 1], [x]], (x, 1) in [(x, 1)], [x] in [(x,)], [[x], (y,)].index((y,)), x + 1
+
+
 def in_compares_values(x, y):
     return y in [x, 2]
+
+
+def nested_in_compares_values(x, y):
+    return [y] in [[x]]
 
 
 def int_in_list_of_tensors(x, y):
@@ -131,13 +141,14 @@ def in_iterator_compares_values(x, y):
 
 
 EQ_CASES = [in_compares_values, int_in_list_of_tensors, index_compares_values, tuple_index_compares_values,
-            count_compares_values, remove_compares_values, in_iterator_compares_values]
+            count_compares_values, remove_compares_values, in_iterator_compares_values, nested_in_compares_values]
 
 
 def test_identity_first_needs_no_value():
     x, y = torch.randn(3, 2), torch.randn(3, 2)
-    assert_same(identity_first, x, y, backend="eager")
-    assert toycompiler.explain(identity_first, backend="eager")(x, y).graph_break_count == 0
+    for fn in (identity_first, nested_identity_first):
+        assert_same(fn, x, y, backend="eager")
+        assert toycompiler.explain(fn, backend="eager")(x, y).graph_break_count == 0
 
 
 @pytest.mark.parametrize("fn", EQ_CASES, ids=lambda fn: fn.__name__)

@@ -170,15 +170,19 @@ class Compared:
 
     As CPython's PyObject_RichCompareBool, the same object is equal without ``==`` being called. Otherwise
     a tensor's ``==`` is a tensor whose truth needs its values (and raises past one element): a graph break,
-    where the comparison runs for real. Shown as the variable in their errors (``3 is not in list``)."""
+    where the comparison runs for real. Lists and tuples compare their items the same way (``[x] in [[x]]``
+    is True without ``x == x``). Shown as the variable in their errors (``3 is not in list``)."""
 
     v: Variable
 
     def __eq__(self, other: Compared) -> bool:
-        if self.v is not other.v and any(isinstance(v, TensorVariable) for v in (self.v, other.v)):
+        a, b = self.v, other.v  # two lists, or two tuples: equal lengths, then item by item, each compared so
+        if a is not b and getattr(a, "kind", None) in (list, tuple) and getattr(b, "kind", None) is a.kind:
+            return len(a.items) == len(b.items) and all(Compared(p) == Compared(q) for p, q in zip(a.items, b.items))
+        if a is not b and any(isinstance(v, TensorVariable) for v in (a, b)):
             raise Unsupported(f"{self!r} == {other!r} is a tensor, whose truth `in`, index() and count() need: "
                               "its values (data-dependent)", "data-dependent-branch")
-        return identity_key(self.v) == identity_key(other.v)
+        return identity_key(a) == identity_key(b)
 
     def __repr__(self) -> str:
         return self.v.describe()
