@@ -60,3 +60,37 @@ def test_summary_ratios_come_from_the_measured_times():
 def test_geomean():
     assert geomean([]) is None
     assert geomean([2.0, 8.0]) == pytest.approx(4.0)
+
+
+def test_share_of_copy_is_against_a_copy_of_the_same_bytes(monkeypatch):
+    """A bandwidth-bound row times a copy of its own bytes the same way as the contenders, and its share
+    of copy speed is that copy's time over the contender's; the table says which copy it compared with."""
+    import toycompiler.bench.__main__ as bench_main
+    from toycompiler.bench import measure
+
+    w = workloads.by_name("row_sum")
+    times = {"eager": 4e-3, "inductor": 2e-3, "toy": 1e-3}
+    contenders = {c: (lambda c=c: lambda *a: c)() for c in times}
+    monkeypatch.setattr(bench_main, "make_compiled", lambda w, c, d: w.fn)
+    monkeypatch.setattr(bench_main, "_compile_and_check", lambda w, c, *a: ("ok", 0.0, contenders[c]))
+    monkeypatch.setattr(measure, "median_seconds", lambda fn, device: times.get(fn(), 4e-3))
+    copied = []
+    monkeypatch.setattr(measure, "copy_seconds", lambda nbytes, device: copied.append(nbytes) or 0.5e-3)
+    row = bench_main.run_workload(w, "cpu", True)
+    assert copied == [row["ideal_bytes"]]
+    assert row["fraction_of_copy"] == pytest.approx({"eager": 0.125, "inductor": 0.25, "toy": 0.5})
+
+    result = fake_result()
+    result["summary"] = summarize(result, "cpu")
+    for r in result["workloads"]:  # a results file written before rows timed their own copy
+        r.update(gbps={"toy": 1.0}, fraction_of_copy={"toy": 0.1})
+    assert "% of the copy bandwidth" in markdown(result)
+    for r in result["workloads"]:
+        r.update(copy_ms=1.0, fraction_of_copy={"toy": 0.5})
+    assert "% of a copy of the same bytes" in markdown(result) and "1.0 (50%)" in markdown(result)
+
+
+def test_copy_seconds_times_a_real_copy():
+    from toycompiler.bench import measure
+
+    assert 0 < measure.copy_seconds(1 << 20, "cpu") < 1.0
