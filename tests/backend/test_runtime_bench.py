@@ -2,7 +2,6 @@
 
 import pytest
 import torch
-
 from toycompiler.bench import workloads
 from toycompiler.bench.__main__ import geomean, markdown, summarize
 from toycompiler.bench.runners import make_compiled, outputs_match, toy_status
@@ -37,7 +36,8 @@ def fake_result():
     return {"machine": {"name": "test machine", "device": "cpu", "threads": 1, "torch": "x", "triton": "y",
                         "copy_gbps": 10.0},
             "toy_mode": "default", "quick": True,
-            "workloads": [row("a", 4.0, 2.0, 1.0, True), row("b", 4.0, 1.0, 2.0, True), row("c", 1.0, 1.0, None, False)],
+            "workloads": [row("a", 4.0, 2.0, 1.0, True), row("b", 4.0, 1.0, 2.0, True),
+                          row("c", 1.0, 1.0, None, False)],
             "compile": {"inductor": {"cold_s": 10.0, "warm_s": 1.0}, "toy": {"cold_s": 1.0, "warm_s": 0.1}},
             "overhead_us": {"eager": 5.0, "inductor": 50.0, "toy": 10.0}, "notes": []}
 
