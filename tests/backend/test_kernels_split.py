@@ -35,6 +35,9 @@ CASES = {
     "row_amax": (lambda x: x.amax(-1), (3, 1000)),
     "mean_023": (lambda x: x.mean((0, 2, 3)), (5, 3, 9, 11)),
     "bn_stats": (bn_stats, (6, 4, 7, 5)),
+    "mean_023_channels_last": (lambda x: x.contiguous(memory_format=torch.channels_last).mean((0, 2, 3)),
+                               (5, 3, 9, 11)),  # N, H, W merge into one run of stride C
+    "mean_023_every_other_row": (lambda x: x[:, :, ::2].mean((0, 2, 3)), (5, 3, 10, 11)),  # H, W do not merge
     "prod_rows": (lambda x: (x * 0.01 + 1).prod(-1), (2, 257)),
     "min_over_all": (lambda x: x.amin(), (33, 31)),
 }
@@ -47,6 +50,15 @@ def test_split_reductions_match_eager(name):
     assert_same(fn, x, backend="triton", rtol=1e-4, atol=1e-4)
     report = toycompiler.explain(fn, backend="triton")(x)
     assert any("split reduction" in d.reason for d in report.frames[0].backend.schedule.decisions)
+
+
+def test_split_merges_reduced_dims_read_as_one_run():
+    """Over (0, 2, 3) of a contiguous [N, C, H, W], H and W are one run of H*W elements: the partial
+    kernel finds (n, h*W + w) from the chunk's position with one division and one remainder by H*W,
+    where unravelling N, H and W apart would also divide by W."""
+    x = torch.randn(5, 3, 9, 11, device=device_for("triton"))
+    partial = toycompiler.explain(lambda x: x.mean((0, 2, 3)), backend="triton")(x).kernels[0].source
+    assert "// 99)" in partial and "% 99)" in partial and "11)" not in partial
 
 
 def test_batch_norm_partials_share_one_kernel():

@@ -88,6 +88,26 @@ def unravel(flat: sympy.Expr, size: tuple[sympy.Expr, ...]) -> tuple[sympy.Expr,
                  for k, (s, st) in enumerate(zip(size, contiguous_strides(size))))
 
 
+def merge_ranges(prefix: str, ranges: tuple, indices: list[sympy.Expr]) -> tuple[tuple, dict]:
+    """Merge neighbouring loops that every index walks as one loop: ``29*x2 + x3`` with x3 < 29 is one
+    index over 841 elements. Returns the merged sizes and each loop variable's merged form (an outer
+    loop merged away becomes 0, its inner partner the merged variable). Inductor: ``_simplify_loops``
+    in torch/_inductor/codegen/simd.py."""
+    names, sizes, merge = list(index_vars(len(ranges), prefix)), list(ranges), {}
+    for k in range(len(names) - 2, -1, -1):  # innermost pair first
+        outer, inner = names[k], names[k + 1]
+        # each index must be c * (outer * inner_size + inner) + rest, with rest free of both
+        coeffs = [(i.coeff(outer), i.coeff(inner)) for i in indices]
+        if all(sympy.expand(co - ci * sizes[k + 1]) == 0 and not sympy.expand(i - co * outer - ci * inner).free_symbols
+               & {outer, inner} for i, (co, ci) in zip(indices, coeffs)):
+            indices = [i.xreplace({outer: 0}) for i in indices]
+            merge[outer] = sympy.Integer(0)
+            sizes[k + 1] = sizes[k] * sizes[k + 1]
+            del names[k], sizes[k]
+    merge.update(zip(names, index_vars(len(names), prefix)))
+    return tuple(sizes), merge
+
+
 def sym(value: object) -> sympy.Expr:
     """An int, a torch.SymInt or a sympy expression, as sympy."""
     return value.node.expr if isinstance(value, torch.SymInt) else sympy.sympify(value)
@@ -432,9 +452,10 @@ def split_reductions(ir: GraphIR) -> tuple[GraphIR, list[tuple[str, str, str]]]:
         n = len(b.layout.size)
         d, r0 = index_vars(n + 1), index_vars(1, "r")[0]
         flat = d[0] * chunk + r0  # d0: the chunk; d1...: the buffer's own indices
-        rs = index_vars(len(b.reduction.ranges), "r")
-        digits = dict(zip(rs, unravel(sympy.Min(flat, rnumel - 1), b.reduction.ranges)))
-        body = substitute(b.body, {**digits, **dict(zip(index_vars(n), d[1:]))})
+        # merged first, so [32, 56, 56] unravels as [32, 3136]: one division fewer per element
+        ranges, merge = merge_ranges("r", b.reduction.ranges, [sympy.expand(i) for i in index_exprs(b.body)])
+        digits = dict(zip(index_vars(len(ranges), "r"), unravel(sympy.Min(flat, rnumel - 1), ranges)))
+        body = substitute(substitute(b.body, merge), {**digits, **dict(zip(index_vars(n), d[1:]))})
         dtype = torch.float32 if b.layout.dtype in (torch.float16, torch.bfloat16) else b.layout.dtype
         inside = Op("lt", (IndexValue(flat, torch.int64), Const(rnumel, torch.int64)), torch.bool)
         body, identity = Op("to_dtype", (body,), dtype), Const(IDENTITY[b.reduction.op], dtype)

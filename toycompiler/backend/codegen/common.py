@@ -54,6 +54,7 @@ from ..ir import (
     index_exprs,
     index_vars,
     loads,
+    merge_ranges,
     op_names,
     store_index,
 )
@@ -325,20 +326,9 @@ class KernelRenderer:
         indices = [self.store_index(n) for n in self.kernel.nodes]
         for n in self.kernel.nodes:
             indices += [sympy.expand(i.xreplace(self.vars(n))) for i in index_exprs(n.body)]
-        self.xr = self._merge("x", self.kernel.xranges, indices)
-        self.rr = self._merge("r", self.kernel.rranges, indices)
-
-    def _merge(self, prefix: str, ranges: tuple, indices: list[sympy.Expr]) -> tuple:
-        names, sizes = list(index_vars(len(ranges), prefix)), list(ranges)
-        for k in range(len(names) - 2, -1, -1):  # innermost pair first
-            outer, inner = names[k], names[k + 1]
-            if all(_walks_as_one(i, outer, inner, sizes[k + 1]) for i in indices):
-                indices = [i.xreplace({outer: 0}) for i in indices]
-                self.merge[outer] = sympy.Integer(0)
-                sizes[k + 1] = sizes[k] * sizes[k + 1]
-                del names[k], sizes[k]
-        self.merge.update(zip(names, index_vars(len(names), prefix)))
-        return tuple(sizes)
+        (self.xr, xmerge), (self.rr, rmerge) = (merge_ranges(p, r, indices) for p, r in
+                                                (("x", self.kernel.xranges), ("r", self.kernel.rranges)))
+        self.merge = {**xmerge, **rmerge}
 
     # -- emitting --------------------------------------------------------------------
     def emit(self, *lines: str) -> None:
@@ -536,10 +526,3 @@ def _order(name: str) -> tuple[int, int]:
     """arg0 < arg1 < const0 < buf0 < buf1 ... (inputs first, then buffers by number)."""
     rank = 0 if name.startswith("arg") else 1 if name.startswith("const") else 2
     return (rank, int("".join(c for c in name if c.isdigit()) or 0))
-
-
-def _walks_as_one(index: sympy.Expr, outer: sympy.Symbol, inner: sympy.Symbol, inner_size: sympy.Expr) -> bool:
-    """Whether ``index`` is ``c * (outer * inner_size + inner) + rest``, rest free of both."""
-    c_outer, c_inner = index.coeff(outer), index.coeff(inner)
-    rest = sympy.expand(index - c_outer * outer - c_inner * inner)
-    return not rest.free_symbols & {outer, inner} and sympy.expand(c_outer - c_inner * inner_size) == 0
