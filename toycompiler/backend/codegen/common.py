@@ -50,13 +50,13 @@ from ..ir import (
     Load,
     ModularIndexing,
     Op,
-    contiguous_strides,
     index_exprs,
     index_vars,
     loads,
     merge_ranges,
     op_names,
     store_index,
+    unravel,
 )
 from ..scheduler import Kernel, node_vars, placement
 
@@ -302,14 +302,9 @@ class KernelRenderer:
 
     def var_defs(self, prefix: str, ranges: tuple, flat: str, text: str) -> list[str]:
         """``x0 = xindex // 64``-style definitions of the loop variables the body uses."""
-        defs = []
-        strides = contiguous_strides(ranges)
-        for k, (v, size, stride) in enumerate(zip(index_vars(len(ranges), prefix), ranges, strides)):
-            if re.search(rf"\b{v.name}\b", text):
-                flat_sym = sympy.Symbol(flat, integer=True, nonnegative=True)
-                e = FloorDiv(flat_sym, stride) if k == 0 else ModularIndexing(flat_sym, stride, size)
-                defs.append(self.define(v.name, self.printer(e)))
-        return defs
+        flat_index = sympy.Symbol(flat, integer=True, nonnegative=True)
+        digits = zip(index_vars(len(ranges), prefix), unravel(flat_index, ranges))  # x0 = xindex // 64, ...
+        return [self.define(v.name, self.printer(e)) for v, e in digits if re.search(rf"\b{v.name}\b", text)]
 
     # -- loop variables --------------------------------------------------------------
     def vars(self, n: ComputedBuffer) -> dict[sympy.Symbol, sympy.Expr]:
