@@ -9,6 +9,7 @@
 - lists and tuples inside `in` and `index()`: compared item by item, each item by identity first.
 """
 
+import collections
 import itertools
 import re
 
@@ -168,6 +169,42 @@ def test_tensor_equality_in_containers_reads_one_element_values(fn):
     report = toycompiler.explain(fn, backend="eager")(x, y)
     assert [b.kind for b in report.breaks] == ["data-dependent-branch"]
     assert "==" in report.breaks[0].reason
+
+
+Pair = collections.namedtuple("Pair", "a b")
+
+
+def equal_dicts_in_list(x, p):
+    return {"t": x} in [{"t": x}], x + 1  # two dicts, equal item by item: True
+
+
+def tuple_in_namedtuples(x, p):
+    return (x, 1) in [p], [Pair(x, 2), p].index((x, 1)), x + 1  # a namedtuple equals a tuple of its items
+
+
+def namedtuple_in_tuples(x, p):
+    return p in [(x, 2), (x, 1)], x + 1
+
+
+@pytest.mark.parametrize("fn", [equal_dicts_in_list, tuple_in_namedtuples, namedtuple_in_tuples],
+                         ids=lambda fn: fn.__name__)
+def test_containers_other_than_lists_and_tuples_compare_by_python_eq(fn):
+    """A dict or a namedtuple has an ``==`` that identity cannot answer: the comparison breaks the graph
+    and runs for real (it said False, a wrong answer, when it compared the two objects' identity)."""
+    x = torch.randn(3)
+    p = Pair(x, 1)
+    assert fn(x, p)[0] is True
+    assert_same(fn, x, p, backend="eager")
+    report = toycompiler.explain(fn, backend="eager")(x, p)
+    assert {b.kind for b in report.breaks if "==" in b.reason} == {"unsupported"}
+
+
+def test_the_same_dict_is_found_without_a_break():
+    def fn(x):
+        d = {"t": x}
+        return d in [d], x + 1
+    assert toycompiler.explain(fn, backend="eager")(torch.randn(3)).graph_break_count == 0
+    assert toycompiler.compile(fn, backend="eager")(torch.randn(3))[0] is True
 
 
 # -- exceptions raised by container methods ------------------------------------------------

@@ -159,7 +159,10 @@ class Variable:
 
 def identity_key(v: Variable) -> Any:
     """What sets and dict lookups compare: the constant value, or the variable itself (a tensor has no
-    compile-time value, and Python hashes it by identity)."""
+    compile-time value, and Python hashes it by identity). A tuple hashes and compares by its items, so
+    ``(x, 1)`` twice is one key."""
+    if getattr(v, "kind", None) is tuple:
+        return tuple(map(identity_key, v.items))
     return v.as_python() if v.is_python_constant() else id(v)
 
 
@@ -176,13 +179,16 @@ class Compared:
     v: Variable
 
     def __eq__(self, other: Compared) -> bool:
-        a, b = self.v, other.v  # two lists, or two tuples: equal lengths, then item by item, each compared so
-        if a is not b and getattr(a, "kind", None) in (list, tuple) and getattr(b, "kind", None) is a.kind:
-            return len(a.items) == len(b.items) and all(Compared(p) == Compared(q) for p, q in zip(a.items, b.items))
-        if a is not b and any(isinstance(v, TensorVariable) for v in (a, b)):
-            raise Unsupported(f"{self!r} == {other!r} is a tensor, whose truth `in`, index() and count() need: "
-                              "its values (data-dependent)", "data-dependent-branch")
-        return identity_key(a) == identity_key(b)
+        a, b = self.v, other.v
+        if a is b or (a.is_python_constant() and b.is_python_constant()):
+            return a is b or a.as_python() == b.as_python()
+        if getattr(a, "kind", None) in (list, tuple) and getattr(b, "kind", None) in (list, tuple):
+            return a.kind is b.kind and [*map(Compared, a.items)] == [*map(Compared, b.items)]  # item by item
+        # Anything else (a tensor, a dict, a namedtuple, an object with its own __eq__) has an == that
+        # only running it can answer: comparing by identity would say False where Python may say True.
+        kind = "data-dependent-branch" if any(isinstance(v, TensorVariable) for v in (a, b)) else "unsupported"
+        raise Unsupported(f"{self!r} == {other!r}: `in`, index() and count() need its truth, which only running it "
+                          "tells (a tensor's values, or Python's own ==)", kind)
 
     def __repr__(self) -> str:
         return self.v.describe()
