@@ -199,6 +199,14 @@ def test_containers_other_than_lists_and_tuples_compare_by_python_eq(fn):
     assert {b.kind for b in report.breaks if "==" in b.reason} == {"unsupported"}
 
 
+def test_tuples_as_set_items_and_dict_keys_hash_by_their_items():
+    """``(x, 1)`` built twice is two tuple objects with one hash: one set item, one dict key."""
+    def fn(x):
+        return (x, 1) in {(x, 1)}, len({(x, 1), (x, 1)}), {(x, 1): 3}[(x, 1)], x + 1
+    assert fn(torch.randn(3))[:3] == (True, 1, 3)
+    assert_same(fn, torch.randn(3), backend="eager")
+
+
 def test_the_same_dict_is_found_without_a_break():
     def fn(x):
         d = {"t": x}
