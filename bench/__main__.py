@@ -98,7 +98,7 @@ def run_workload(w: workloads.Workload, device: str, quick: bool) -> dict:
     expected = eager(*inputs)
     row = {"name": w.name, "describe": w.describe, "shape": list(inputs[0].shape),
            "bandwidth_bound": w.bandwidth_bound, "times_ms": {}, "status": {}, "first_call_s": {}}
-    row["gpu_ms"] = {}  # GPU time per call (CUDA only): do_bench, L2 flushed
+    row["gpu_ms"] = {}  # GPU time per call (CUDA only): measure.gpu_seconds
     contenders = {"eager": eager}
     for compiler in ("inductor", "toy"):
         status, first, fn = _compile_and_check(w, compiler, device, inputs, expected)
@@ -268,7 +268,7 @@ def markdown(result: dict) -> str:
              f"copy bandwidth {m['copy_gbps']:.0f} GB/s; toycompiler mode {result['toy_mode']}; "
              f"measured {m.get('date', '(date not recorded)')}. "
              f"Times are medians in ms: wall time per call (host included); on a GPU also GPU time "
-             f"(do_bench, L2 flushed). Ratios > 1 mean toycompiler is faster.", "",
+             f"({m.get('gpu_timing', 'do_bench, L2 flushed')}). Ratios > 1 mean toycompiler is faster.", "",
              "| workload | input | eager | torch.compile | toycompiler | toy vs eager | toy vs torch.compile "
              f"| toy GB/s (% of {reference}) | GPU ms: eager / torch.compile / toy | toy vs torch.compile, GPU time |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -350,7 +350,8 @@ def machine_info(device: str, bandwidth: float) -> dict:
     return {"name": machine_name(device), "device": device, "cpus": os.cpu_count(), "threads": torch.get_num_threads(),
             "torch": torch.__version__,
             "triton": triton_version, "python": sys.version.split()[0], "copy_gbps": bandwidth / 1e9,
-            "toy_target": toy_target(device), "date": time.strftime("%Y-%m-%d", time.gmtime())}
+            "toy_target": toy_target(device), "date": time.strftime("%Y-%m-%d", time.gmtime()),
+            "gpu_timing": measure.GPU_TIMING}
 
 
 def notes(device: str) -> list[str]:

@@ -43,13 +43,43 @@ def median_seconds(fn: Callable[[], object], device: str, budget: float = 0.3, b
     return statistics.median(times)
 
 
-def gpu_seconds(fn: Callable[[], object]) -> float:
-    """GPU time of one call: ``triton.testing.do_bench`` (CUDA events, the L2 cache flushed before each
-    call), median. Unlike :func:`median_seconds` it leaves out the host's time per call, which a GPU can
-    hide when calls are queued back to back."""
-    from triton.testing import do_bench
+GPU_TIMING = "CUDA events around each call, L2 flushed, the host's time hidden"  # recorded in results files
 
-    return do_bench(fn, warmup=25, rep=200, return_mode="median") * 1e-3
+
+def gpu_seconds(fn: Callable[[], object], reps: int = 100) -> float:
+    """GPU time of one call: CUDA events around each call, the L2 cache flushed before it, median.
+
+    As ``triton.testing.do_bench`` does, a 256 MB buffer is zeroed before each call, so every call reads
+    its inputs from memory. Unlike do_bench, a spin kernel (``torch.cuda._sleep``) then keeps the GPU
+    busy for longer than the host takes to queue the call: the events measure the GPU's work, never the
+    GPU waiting for a slow host (a compiled function's guards, its launches), which
+    :func:`median_seconds`, the wall time per call, measures instead."""
+    cache = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
+    for _ in range(3):  # warm up (compiles, autotunes)
+        fn()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(10):
+        fn()
+    torch.cuda.synchronize()
+    host = (time.perf_counter() - start) / 10  # an upper bound of the host's time per call
+    begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    begin.record()
+    torch.cuda._sleep(1_000_000)
+    end.record()
+    torch.cuda.synchronize()
+    cycles = int(2 * (host + 20e-6) * 1e6 / (begin.elapsed_time(end) * 1e-3))  # twice the host's time, in spin cycles
+    times = []
+    for _ in range(reps):
+        cache.zero_()
+        torch.cuda._sleep(cycles)
+        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        begin.record()
+        fn()
+        end.record()
+        times.append((begin, end))
+    torch.cuda.synchronize()
+    return statistics.median(b.elapsed_time(e) for b, e in times) * 1e-3
 
 
 def copy_bandwidth(device: str, quick: bool) -> float:

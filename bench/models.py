@@ -5,7 +5,7 @@ transformer, and a nanoGPT-style GPT, each in eval (``no_grad``) and in one trai
 backward). For each it prints what ``explain()`` shows (graphs, graph breaks, generated kernels, extern
 library calls, eager fallbacks) and the time per call of eager, real ``torch.compile`` (Inductor, default
 mode) and toycompiler (Triton kernels on a GPU, C++ on a CPU), measured in one run: wall time per call,
-and on a GPU also GPU time (``do_bench``, L2 flushed).
+and on a GPU also GPU time (``measure.gpu_seconds``: CUDA events, L2 flushed, the host's time hidden).
 
 The models and their inputs are defined here once; ``tests/models`` checks the same models for
 correctness (outputs, gradients, graph counts against torch.compile).
@@ -241,9 +241,10 @@ def run_model(name: str, train: bool, device: str, size: str) -> dict:
 def markdown(result: dict) -> str:
     m = result["machine"]
     gpu = m["device"] == "cuda"
+    timing = m.get("gpu_timing", "do_bench, L2 flushed")  # results files before measure.GPU_TIMING: do_bench
     lines = [f"**{m['name']}**, torch {m['torch']}, triton {m['triton']}, Python {m['python']}; "
              f"measured {m['date']}; {result['size']} sizes. Times are medians in ms per call "
-             f"({'GPU time (do_bench, L2 flushed); wall time per call in the results file' if gpu else 'wall time'}); "
+             f"({f'GPU time ({timing}); wall time per call in the results file' if gpu else 'wall time'}); "
              "ratios > 1 mean toycompiler is faster.", "",
              "| model | mode | backend | graphs | breaks | kernels | extern calls | fallbacks | eager | "
              "torch.compile | toycompiler | toy vs torch.compile |",
@@ -263,7 +264,8 @@ def machine(device: str) -> dict:
     name = torch.cuda.get_device_name() if device == "cuda" else f"{platform.machine()} CPU " \
         f"({os.cpu_count()} cores, {torch.get_num_threads()} threads)"
     return {"name": name, "device": device, "torch": torch.__version__, "triton": triton.__version__,
-            "python": platform.python_version(), "date": datetime.date.today().isoformat()}
+            "python": platform.python_version(), "date": datetime.date.today().isoformat(),
+            "gpu_timing": measure.GPU_TIMING}
 
 
 def main(argv: list[str] | None = None) -> None:
