@@ -94,3 +94,25 @@ def test_copy_seconds_times_a_real_copy():
     from toycompiler.bench import measure
 
     assert 0 < measure.copy_seconds(1 << 20, "cpu") < 1.0
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="GPU time needs a GPU")
+def test_gpu_time_leaves_out_the_hosts_time():
+    """A call whose host work (300 us of Python) is far longer than its kernel's: its GPU time is the
+    kernel's, as the same copy without the host work measures it (do_bench's events would count the GPU
+    waiting for the host whenever that is longer than its L2 flush)."""
+    import time
+
+    from toycompiler.bench import measure
+
+    src = torch.randn(1 << 20, device="cuda")
+    dst = torch.empty_like(src)
+
+    def slow_host():
+        start = time.perf_counter()
+        while time.perf_counter() - start < 300e-6:
+            pass
+        dst.copy_(src)
+
+    alone = measure.gpu_seconds(lambda: dst.copy_(src), reps=50)
+    assert measure.gpu_seconds(slow_host, reps=50) < max(2 * alone, alone + 20e-6) < 150e-6
