@@ -76,3 +76,13 @@ def test_triton_column_sum_takes_several_columns_per_program():
     assert "XBLOCK: tl.constexpr" in source
     launch = report.frames[0].backend.output_code.source
     assert "XBLOCK=1," not in launch and "XBLOCK=1)" not in launch
+
+
+@pytest.mark.parametrize("columns, per_program", [(1037, 8), (20000, 64), (100, 8)])
+def test_column_reduction_spreads_few_columns_over_more_programs(columns, per_program):
+    """64 columns a program, fewer (down to 8: 32 bytes of a row) when that would leave under 128 programs:
+    1037 columns were 17 programs of 64, and are now 130 programs of 8."""
+    x = torch.randn(40, columns, device=device_for("triton"))
+    launch = toycompiler.explain(lambda x: x.sum(0), backend="triton")(x).frames[0].backend.output_code.source
+    assert f"triton.cdiv({columns}, {per_program})" in launch and f"XBLOCK={per_program}," in launch
+    assert_same(lambda x: x.sum(0), x, backend="triton")
