@@ -65,10 +65,10 @@ def gpu_seconds(fn: Callable[[], object], reps: int = 100) -> float:
     host = (time.perf_counter() - start) / 10  # an upper bound of the host's time per call
     begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     begin.record()
-    torch.cuda._sleep(1_000_000)
+    torch.cuda._sleep(10_000_000)  # long enough for the GPU's clock to rise: a cold GPU spins slower at first
     end.record()
     torch.cuda.synchronize()
-    cycles = int(2 * (host + 20e-6) * 1e6 / (begin.elapsed_time(end) * 1e-3))  # twice the host's time, in spin cycles
+    cycles = int(3 * (host + 20e-6) * 1e7 / (begin.elapsed_time(end) * 1e-3))  # 3x the host's time, in spin cycles
     times = []
     for _ in range(reps):
         cache.zero_()
