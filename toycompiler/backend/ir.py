@@ -97,9 +97,9 @@ def merge_ranges(prefix: str, ranges: tuple, indices: list[sympy.Expr]) -> tuple
     for k in range(len(names) - 2, -1, -1):  # innermost pair first
         outer, inner = names[k], names[k + 1]
         # each index must be c * (outer * inner_size + inner) + rest, with rest free of both
-        coeffs = [(i.coeff(outer), i.coeff(inner)) for i in indices]
-        if all(sympy.expand(co - ci * sizes[k + 1]) == 0 and not sympy.expand(i - co * outer - ci * inner).free_symbols
-               & {outer, inner} for i, (co, ci) in zip(indices, coeffs)):
+        rests = [sympy.expand(i - i.coeff(outer) * outer - i.coeff(inner) * inner) for i in indices]
+        if all(sympy.expand(i.coeff(outer) - i.coeff(inner) * sizes[k + 1]) == 0 and not r.free_symbols & {outer, inner}
+               for i, r in zip(indices, rests)):
             indices = [i.xreplace({outer: 0}) for i in indices]
             merge[outer] = sympy.Integer(0)
             sizes[k + 1] = sizes[k] * sizes[k + 1]

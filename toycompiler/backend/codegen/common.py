@@ -321,8 +321,8 @@ class KernelRenderer:
         indices = [self.store_index(n) for n in self.kernel.nodes]
         for n in self.kernel.nodes:
             indices += [sympy.expand(i.xreplace(self.vars(n))) for i in index_exprs(n.body)]
-        (self.xr, xmerge), (self.rr, rmerge) = (merge_ranges(p, r, indices) for p, r in
-                                                (("x", self.kernel.xranges), ("r", self.kernel.rranges)))
+        self.xr, xmerge = merge_ranges("x", self.kernel.xranges, indices)
+        self.rr, rmerge = merge_ranges("r", self.kernel.rranges, indices)
         self.merge = {**xmerge, **rmerge}
 
     # -- emitting --------------------------------------------------------------------
