@@ -116,3 +116,15 @@ def test_gpu_time_leaves_out_the_hosts_time():
 
     alone = measure.gpu_seconds(lambda: dst.copy_(src), reps=50)
     assert measure.gpu_seconds(slow_host, reps=50) < max(2 * alone, alone + 20e-6) < 150e-6
+
+
+def test_table_says_how_its_gpu_times_were_taken():
+    """A results file records its GPU timing method and the table prints it; files from before the field
+    existed were timed with do_bench, and say so."""
+    from toycompiler.bench import measure
+
+    result = fake_result()
+    result["summary"] = summarize(result, "cpu")
+    assert "GPU time (do_bench, L2 flushed)" in markdown(result)
+    result["machine"]["gpu_timing"] = measure.GPU_TIMING
+    assert f"GPU time ({measure.GPU_TIMING})" in markdown(result) and "do_bench" not in markdown(result)
