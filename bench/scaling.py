@@ -97,7 +97,8 @@ HEADER = (f"{'size':<11} {'toy: compile':>9} {'guards':>6} {'checks':>6} {'check
 def markdown(record: dict) -> str:
     """The README's scaling table, printed from a results file."""
     m = record["machine"]
-    out = [f"{m['name']}, {m['threads']} thread(s), torch {m['torch']}, Python {m['python']}; measured {record['date']}",
+    out = [f"{m['name']}, {m['threads']} thread(s), torch {m['torch']}, Python {m['python']}; "
+           f"measured {record['date']}",
            "", "| size | toy compile (s) | guards | checks | guard check (us) | toy per call (us) "
            "| torch.compile compile (s) | torch.compile per call (us) | eager (us) |", "|---|" + "---:|" * 8]
     for family in ("ops", "layers"):

@@ -38,6 +38,9 @@ CASES = {
     "mean_023_channels_last": (lambda x: x.contiguous(memory_format=torch.channels_last).mean((0, 2, 3)),
                                (5, 3, 9, 11)),  # N, H, W merge into one run of stride C
     "mean_023_every_other_row": (lambda x: x[:, :, ::2].mean((0, 2, 3)), (5, 3, 10, 11)),  # H, W do not merge
+    "mean_023_chunk_per_image": (lambda x: x.mean((0, 2, 3)), (16, 3, 9, 11)),  # 16 chunks: one per image
+    "mean_023_two_images_a_chunk": (lambda x: x.mean((0, 2, 3)), (64, 3, 9, 11)),  # 32 chunks of 2 images
+    "column_sum_exact": (lambda x: x.sum(0), (320, 37)),  # 32 chunks of 10 rows, none past the end
     "prod_rows": (lambda x: (x * 0.01 + 1).prod(-1), (2, 257)),
     "min_over_all": (lambda x: x.amin(), (33, 31)),
 }
@@ -59,6 +62,17 @@ def test_split_merges_reduced_dims_read_as_one_run():
     x = torch.randn(5, 3, 9, 11, device=device_for("triton"))
     partial = toycompiler.explain(lambda x: x.mean((0, 2, 3)), backend="triton")(x).kernels[0].source
     assert "// 99)" in partial and "% 99)" in partial and "11)" not in partial
+
+
+def test_split_between_images_needs_no_division_and_no_mask():
+    """When the chunks divide the outermost reduced loop (the batch), a chunk is some of its steps and
+    all of the inner loops: the partial kernel reads a plain run of H*W elements per image, with no
+    division to find an element and no mask for elements past the end (Inductor splits so too)."""
+    x = torch.randn(16, 3, 9, 11, device=device_for("triton"))
+    report = toycompiler.explain(lambda x: x.mean((0, 2, 3)), backend="triton")(x)
+    assert any("in 16 chunks of 99" in d.reason for d in report.frames[0].backend.schedule.decisions)
+    partial = report.kernels[0].source
+    assert "//" not in partial and "%" not in partial and "minimum" not in partial and " < 1584" not in partial
 
 
 def test_batch_norm_partials_share_one_kernel():

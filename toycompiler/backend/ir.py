@@ -396,6 +396,7 @@ def verify(ir: GraphIR) -> None:
 # -- split reductions (the scheduler applies them for Triton) ---------------------------------
 
 
+COLUMN_WIDTH = 64  # columns per program of a column reduction (codegen's ``reads_columns``), at most
 SPLIT_MIN_RNUMEL = 4096  # elements a program reads (a row, or 64 columns): fewer, and it is quick enough
 SPLIT_PROGRAMS = 6144  # 1.5 x the 4096 programs to aim for (30 per SM of an H100, to hide memory latency):
 # rounded down to a power of two, it gives the count nearest to 4096
@@ -423,10 +424,16 @@ def split_count(b: ComputedBuffer) -> int:
     except TypeError:  # symbolic sizes
         return 1
     rlast = index_vars(len(b.reduction.ranges), "r")[-1]
-    width = 1 if any(ld.index.coeff(rlast) == 1 for ld in loads(b.body)) else 64  # outputs per program
+    width = 1 if any(ld.index.coeff(rlast) == 1 for ld in loads(b.body)) else COLUMN_WIDTH  # outputs per program
     if rnumel * width < SPLIT_MIN_RNUMEL:  # what one program reads unsplit
         return 1
-    count = min(SPLIT_PROGRAMS // -(-xnumel // width), rnumel * width // SPLIT_MIN_CHUNK, SPLIT_MAX_PARTIALS // width)
+    most = SPLIT_MAX_PARTIALS // width
+    count = min(SPLIT_PROGRAMS // -(-xnumel // width), rnumel * width // SPLIT_MIN_CHUNK, most)
+    # within a factor of two of the outermost reduced loop (a batch of images), split between its steps:
+    # split_reductions then finds each element with no division and needs no mask
+    outer, *inner = b.reduction.ranges
+    if inner and SPLIT_MIN_COUNT <= count // 2 <= outer <= min(2 * count, most):
+        return int(outer)
     return 1 << (count.bit_length() - 1) if count >= SPLIT_MIN_COUNT else 1
 
 
@@ -454,15 +461,21 @@ def split_reductions(ir: GraphIR) -> tuple[GraphIR, list[tuple[str, str, str]]]:
         flat = d[0] * chunk + r0  # d0: the chunk; d1...: the buffer's own indices
         # merged first, so [32, 56, 56] unravels as [32, 3136]: one division fewer per element
         ranges, merge = merge_ranges("r", b.reduction.ranges, [sympy.expand(i) for i in index_exprs(b.body)])
-        digits = dict(zip(index_vars(len(ranges), "r"), unravel(sympy.Min(flat, rnumel - 1), ranges)))
-        body = substitute(substitute(b.body, merge), {**digits, **dict(zip(index_vars(n), d[1:]))})
+        q = ranges[0] // count if ranges[0] % count == 0 else 0
+        r = index_vars(len(ranges), "r")
+        if q:  # the chunks split the outer loop: each takes q of its steps and all of the inner loops,
+            # so no division finds an element and no mask is needed past the end
+            rranges, digits = (q, *ranges[1:]), (d[0] * q + r[0], *r[1:])
+        else:  # chunk s is elements s*C ... s*C + C - 1 of the (merged) row
+            rranges, digits = (chunk,), unravel(sympy.Min(flat, rnumel - 1), ranges)
+        body = substitute(substitute(b.body, merge), {**dict(zip(r, digits)), **dict(zip(index_vars(n), d[1:]))})
         dtype = torch.float32 if b.layout.dtype in (torch.float16, torch.bfloat16) else b.layout.dtype
         inside = Op("lt", (IndexValue(flat, torch.int64), Const(rnumel, torch.int64)), torch.bool)
         body, identity = Op("to_dtype", (body,), dtype), Const(IDENTITY[b.reduction.op], dtype)
         size = (sympy.Integer(count), *b.layout.size)
         partial = ComputedBuffer(f"{b.name}_partial", Layout(size, contiguous_strides(size), dtype, b.layout.device),
-                                 Op("where", (inside, body, identity), dtype), Reduction(b.reduction.op, (chunk,)),
-                                 b.origins, b.lines)
+                                 body if q else Op("where", (inside, body, identity), dtype),
+                                 Reduction(b.reduction.op, rranges), b.origins, b.lines)
         back = {d[0]: r0, **dict(zip(d[1:], index_vars(n)))}
         buffers += [partial, replace(b, body=Load(partial.name, store_index(size).xreplace(back)),
                                      reduction=Reduction(b.reduction.op, (sympy.Integer(count),)))]

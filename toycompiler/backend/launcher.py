@@ -275,8 +275,6 @@ class _Allocators(dict):
     """
 
     def __missing__(self, device: str) -> Callable:
-        import functools
-
         guards = torch._C._dynamo.guards
         kind = device.split(":")[0]
         if kind == "cpu":
@@ -284,13 +282,9 @@ class _Allocators(dict):
         elif kind == "cuda" and torch.cuda.device_count() == 1:
             alloc = guards._empty_strided_cuda
         else:
-            alloc = functools.partial(_empty_strided_on, device=device)
+            alloc = lambda size, stride, dtype: torch.empty_strided(size, stride, dtype=dtype, device=device)  # noqa: E731
         self[device] = alloc
         return alloc
-
-
-def _empty_strided_on(size: tuple, stride: tuple, dtype: torch.dtype, device: str) -> torch.Tensor:
-    return torch.empty_strided(size, stride, dtype=dtype, device=device)
 
 
 empty_strided = _Allocators()

@@ -20,15 +20,7 @@ from typing import Any
 import sympy
 import torch
 
-from .ir import (
-    Const,
-    ExternKernel,
-    Reduction,
-    TensorRef,
-    contiguous_strides,
-    index_vars,
-    inline_pointwise,
-)
+from .ir import Const, ExternKernel, Reduction, TensorRef, contiguous_strides, index_vars, inline_pointwise
 from .lowering import TensorValue, cast, layout_of, register_lowering, strided_value
 
 aten = torch.ops.aten

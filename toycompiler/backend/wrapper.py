@@ -126,9 +126,6 @@ def launch(ir: GraphIR, k: RenderedKernel, language: str) -> str:
         grid = f"({-(-meta['M'] // meta['BLOCK_M'])}, {-(-meta['N'] // meta['BLOCK_N'])})"
     else:
         grid = f"(max(1, triton.cdiv({sizes[0]}, {meta['XBLOCK']})),)"
-    if len(k.meta) == 1:  # pointwise: 4 elements per thread. With Triton's default 4 warps a 1024 block gives
-        # each thread 8, and a transcendental chain then runs 1.1-1.9x slower on an H100 (fewer threads in flight).
-        blocks += f", num_warps={max(1, k.meta[0][1] // 128)}"
     return _if_nonempty(sizes, f"{k.name}[{grid}]({', '.join([*k.inputs, *k.outputs, *sizes])}, {blocks})")
 
 

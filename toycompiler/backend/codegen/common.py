@@ -76,7 +76,7 @@ class RenderedKernel:
     nodes: tuple[str, ...]
     lines: tuple[int, ...]
     kind: str = "pointwise"  # pointwise or reduction
-    meta: tuple[tuple[str, int], ...] = ()  # compile-time block sizes (Triton): XBLOCK, RBLOCK
+    meta: tuple[tuple[str, int], ...] = ()  # Triton: block sizes (XBLOCK, RBLOCK), then num_warps if set
     line_map: tuple[LineOrigin, ...] = ()  # which buffer each line of ``source`` computes
 
 

@@ -55,7 +55,7 @@ import re
 import sympy
 import torch
 
-from ..ir import IDENTITY, Load, Op, index_vars
+from ..ir import COLUMN_WIDTH, IDENTITY, Load, Op, index_vars
 from ..scheduler import placement
 from .common import HALF, IndexPrinter, KernelRenderer, reads_columns
 
@@ -152,19 +152,32 @@ class TritonRenderer(KernelRenderer):
         # that they make 128 to 256 programs. The final sum of a split column sum's partials, [256, 1037],
         # had 17 programs of 64 columns; with 8 columns the column sum took 25.7 us instead of 33.0 (H100).
         if self.column and self.xnumel.is_Integer:
-            x = min(x, max(8, next_power_of_2(-(-int(self.xnumel) // 256))))
+            x = min(x, COLUMN_WIDTH, max(8, next_power_of_2(-(-int(self.xnumel) // 256))))
         self.persistent = self.kernel.kind == "pointwise" or (
             rows is not None and rows * (x if self.column else 1) <= self.config.max_block)
         if self.kernel.kind == "pointwise":
-            self.blocks = (("XBLOCK", pointwise_block(self.xnumel)),)
-        elif self.column:
-            self.blocks = (("XBLOCK", x), ("RBLOCK", rows if self.persistent else self.config.max_block // 64))
+            block = pointwise_block(self.xnumel)
+            # 4 elements per thread. With Triton's default 4 warps a 1024 block gives each thread 8, and a
+            # transcendental chain then runs 1.1-1.9x slower on an H100 (fewer threads in flight).
+            self.blocks = (("XBLOCK", block), ("num_warps", max(1, block // 128)))
+        elif self.column:  # looped: steps of 512 elements, [64, 8] as Inductor's outer reductions. [64, 64]
+            # steps had a column sum [32765, 1037] take 55.0 us instead of 51.4, in float16 45.4 instead of 31
+            # (H100); [8, 8] steps, the final sum of 1024 partials per column ran 7 us longer than [8, 64]
+            self.blocks = (("XBLOCK", x), ("RBLOCK", rows if self.persistent else 512 // x))
         elif self.persistent:
-            self.blocks = (("XBLOCK", max(1, min(x, 1024 // rows))), ("RBLOCK", rows))
-        else:
-            self.blocks = (("XBLOCK", 1), ("RBLOCK", min(next_power_of_2(self.config.max_block), 1024)))
+            block = max(1, min(x, 1024 // rows))
+            # a warp per 512 elements of the tile, 2 to 8: a bfloat16 layer norm over rows of 1024 took
+            # 50.2 us with 4 warps, 44.3 us with 2 (H100); float32 rows took the same time with either
+            self.blocks = (("XBLOCK", block), ("RBLOCK", rows), ("num_warps", max(2, min(8, block * rows // 512))))
+        else:  # looped rows: steps of 2048 elements and 16 warps, as Inductor's. Steps of 1024 with 4 warps
+            # had a softmax over rows of 16384 take 83.8 us instead of 65.1, a layer norm of 8192 63.4 instead
+            # of 49.1 (H100): each warp has more loads in flight
+            step = min(next_power_of_2(self.config.max_block), 2048)
+            self.blocks = (("XBLOCK", 1), ("RBLOCK", step), ("num_warps", 16))
 
     def meta(self):
+        """The block sizes (the kernel's constexpr arguments), then the warps to launch it with if not
+        Triton's default 4."""
         return self.blocks
 
     def dot_operands(self):
@@ -228,7 +241,7 @@ class TritonRenderer(KernelRenderer):
         ]
 
     def signature(self, sizes):
-        blocks = ", ".join(f"{name}: tl.constexpr" for name, _ in self.meta())
+        blocks = ", ".join(f"{name}: tl.constexpr" for name, _ in self.blocks if name != "num_warps")
         args = [self.ptr[b] for b in self.inputs] + [self.ptr[b] for b in self.outputs] + sizes
         return [f"def {self.name}({', '.join(args)}, {blocks}):"]
 
