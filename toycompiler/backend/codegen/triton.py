@@ -156,19 +156,21 @@ class TritonRenderer(KernelRenderer):
         self.persistent = self.kernel.kind == "pointwise" or (
             rows is not None and rows * (x if self.column else 1) <= self.config.max_block)
         if self.kernel.kind == "pointwise":
-            block = pointwise_block(self.xnumel)
-            # 4 elements per thread. With Triton's default 4 warps a 1024 block gives each thread 8, and a
-            # transcendental chain then runs 1.1-1.9x slower on an H100 (fewer threads in flight).
-            self.blocks = (("XBLOCK", block), ("num_warps", max(1, block // 128)))
+            # the block is pointwise_block(xnumel), 16 * x, with 4 elements per thread. With Triton's default
+            # 4 warps a 1024 block gives each thread 8, and a transcendental chain then runs 1.1-1.9x slower
+            # on an H100 (fewer threads in flight).
+            self.blocks = (("XBLOCK", 16 * x), ("num_warps", max(1, x // 8)))
         elif self.column:  # looped: steps of 512 elements, [64, 8] as Inductor's outer reductions. [64, 64]
             # steps had a column sum [32765, 1037] take 55.0 us instead of 51.4, in float16 45.4 instead of 31
             # (H100); [8, 8] steps, the final sum of 1024 partials per column ran 7 us longer than [8, 64]
             self.blocks = (("XBLOCK", x), ("RBLOCK", rows if self.persistent else 512 // x))
         elif self.persistent:
             block = max(1, min(x, 1024 // rows))
-            # a warp per 512 elements of the tile, 2 to 8: a bfloat16 layer norm over rows of 1024 took
-            # 50.2 us with 4 warps, 44.3 us with 2 (H100); float32 rows took the same time with either
-            self.blocks = (("XBLOCK", block), ("RBLOCK", rows), ("num_warps", max(2, min(8, block * rows // 512))))
+            tile_bytes = block * rows * max((self.dtypes[b].itemsize for b in self.inputs), default=4)
+            # a warp per KB of the tile, 2 to 8 (4 for 1024 floats): a bfloat16 layer norm over rows of 1024
+            # took 50.2 us with 4 warps, 44.3 us with 2 (H100). 2 warps for 1024 floats, rows of 768 in
+            # GPT-2 and ViT, made their steps 1-3% slower
+            self.blocks = (("XBLOCK", block), ("RBLOCK", rows), ("num_warps", max(2, min(8, tile_bytes // 1024))))
         else:  # looped rows: steps of 2048 elements and 16 warps, as Inductor's. Steps of 1024 with 4 warps
             # had a softmax over rows of 16384 take 83.8 us instead of 65.1, a layer norm of 8192 63.4 instead
             # of 49.1 (H100): each warp has more loads in flight
