@@ -264,11 +264,12 @@ def markdown(result: dict) -> str:
     # results files written before each row timed its own copy compare with the large copy's bandwidth
     same = all("copy_ms" in r for r in result["workloads"] if r.get("gbps"))
     reference = "a copy of the same bytes" if same else "the copy bandwidth"
+    gpu = f"; GPU time ({m.get('gpu_timing', 'do_bench, L2 flushed')})" if m["device"] == "cuda" else ""
     lines = [f"**{m['name']}** ({m['device']}, {m['threads']} thread(s)), torch {m['torch']}, triton {m['triton']}; "
              f"copy bandwidth {m['copy_gbps']:.0f} GB/s; toycompiler mode {result['toy_mode']}; "
              f"measured {m.get('date', '(date not recorded)')}. "
-             f"Times are medians in ms: wall time per call (host included); on a GPU also GPU time "
-             f"({m.get('gpu_timing', 'do_bench, L2 flushed')}). Ratios > 1 mean toycompiler is faster.", "",
+             f"Times are medians in ms: wall time per call (host included){gpu}. Ratios > 1 mean toycompiler "
+             "is faster.", "",
              "| workload | input | eager | torch.compile | toycompiler | toy vs eager | toy vs torch.compile "
              f"| toy GB/s (% of {reference}) | GPU ms: eager / torch.compile / toy | toy vs torch.compile, GPU time |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]

@@ -119,12 +119,14 @@ def test_gpu_time_leaves_out_the_hosts_time():
 
 
 def test_table_says_how_its_gpu_times_were_taken():
-    """A results file records its GPU timing method and the table prints it; files from before the field
-    existed were timed with do_bench, and say so."""
+    """A results file from a GPU records its GPU timing method and the table prints it; files from before
+    the field existed were timed with do_bench, and say so. A CPU's table speaks of wall time only."""
     from toycompiler.bench import measure
 
     result = fake_result()
     result["summary"] = summarize(result, "cpu")
+    assert "GPU time" not in markdown(result).split("|")[0]
+    result["machine"]["device"] = "cuda"
     assert "GPU time (do_bench, L2 flushed)" in markdown(result)
     result["machine"]["gpu_timing"] = measure.GPU_TIMING
     assert f"GPU time ({measure.GPU_TIMING})" in markdown(result) and "do_bench" not in markdown(result)
