@@ -1,7 +1,8 @@
 """DistributedDataParallel over two processes, each rank's model compiled by toycompiler.
 
-Two processes (``torch.multiprocessing`` spawn) join a ``gloo`` process group on 127.0.0.1 (a free
-port; on a machine with two GPUs also an ``nccl`` group, one GPU a rank, with Triton kernels) and run
+Two processes (``torch.multiprocessing`` spawn) join a ``gloo`` process group that they find through a
+file in the test's temporary folder (on a machine with two GPUs also an ``nccl`` group, one GPU a rank,
+with Triton kernels) and run
 two training steps on their half of a batch: forward, MSE loss, backward (DDP averages the gradients
 across ranks with all-reduce), SGD step. The result must equal one eager process on the whole batch:
 the mean loss over the batch is the mean of the two halves' mean losses, so its gradient
@@ -27,8 +28,8 @@ DDP's own Python stays eager) and ``toycompiler.compile(DDP(model))``, which, li
 
 from __future__ import annotations
 
+import gc
 import os
-import socket
 import time
 import types
 from datetime import timedelta
@@ -79,12 +80,6 @@ def _find_node(node, name: str):
     raise AssertionError(f"no {name} node in the backward graph")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _record_buckets(state, bucket):  # no annotations: DDP checks them, and they are strings in this file
     """A communication hook: note which bucket is reduced, then all-reduce and average it as DDP does."""
     state.append(f"bucket {bucket.index()}")
@@ -92,45 +87,52 @@ def _record_buckets(state, bucket):  # no annotations: DDP checks them, and they
     return dist.all_reduce(buffer, async_op=True).get_future().then(lambda fut: fut.value()[0])
 
 
-def _rank(rank: int, port: int, way: str, out_dir: str, group: str) -> None:
-    import toycompiler
-    from toycompiler.testing import fallback_reasons
-
+def _rank(rank: int, way: str, out_dir: str, group: str) -> None:
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
     device, backend = (f"cuda:{rank}", "triton") if group == "nccl" else ("cpu", "cpp")  # NCCL: one GPU a rank
     if group == "nccl":
         torch.cuda.set_device(rank)
-    dist.init_process_group(group, init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=WORLD,
-                            timeout=timedelta(seconds=60))
+    dist.init_process_group(group, init_method=f"file://{os.path.join(out_dir, 'store')}", rank=rank,
+                            world_size=WORLD, timeout=timedelta(seconds=60))
     try:
-        model = make_model().to(device)
-        x, y = (t.chunk(WORLD)[rank].to(device) for t in make_batch())
-        if way == "compile_inside":
-            compiled = toycompiler.compile(model, backend=backend)
-            ddp = nn.parallel.DistributedDataParallel(compiled, bucket_cap_mb=0.0005)  # small: several buckets
-            step_model, report_on = ddp, compiled
-        else:
-            ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.0005)
-            step_model = report_on = toycompiler.compile(ddp, backend=backend)
-        events: list[str] = []  # "bucket 0", ... and "backward graph", in the order they happened
-        ddp.register_comm_hook(events, _record_buckets)
-        train_step(model, step_model, x, y)  # DDP's first step reduces all gradients in one bucket, then
-        events.clear()  # rebuilds the buckets in the order the gradients came: the second step shows them
-        loss = train_step(model, step_model, x, y, events)
-        frames = report_on._compiled_forward.compiled_frames
-        torch.save(dict(loss=loss, params={n: p.detach().cpu() for n, p in model.named_parameters()},
-                        grads={n: p.grad.cpu() for n, p in model.named_parameters()}, events=events,
-                        fallbacks=fallback_reasons(report_on), graphs=sum(f.graph is not None for f in frames),
-                        breaks=[str(f.translation.graph_break) for f in frames if f.translation.graph_break]),
-                   os.path.join(out_dir, f"rank{rank}.pt"))
+        _train_and_save(rank, way, out_dir, device, backend)
     finally:
+        # DDP's reducer must be gone before its process group: freed after it (as the locals of a function
+        # that destroyed the group), it sometimes waited forever on a gloo thread at the rank's exit
+        gc.collect()
         dist.destroy_process_group()
+
+
+def _train_and_save(rank: int, way: str, out_dir: str, device: str, backend: str) -> None:
+    import toycompiler
+    from toycompiler.testing import fallback_reasons
+
+    model = make_model().to(device)
+    x, y = (t.chunk(WORLD)[rank].to(device) for t in make_batch())
+    if way == "compile_inside":
+        compiled = toycompiler.compile(model, backend=backend)
+        ddp = nn.parallel.DistributedDataParallel(compiled, bucket_cap_mb=0.0005)  # small: several buckets
+        step_model, report_on = ddp, compiled
+    else:
+        ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.0005)
+        step_model = report_on = toycompiler.compile(ddp, backend=backend)
+    events: list[str] = []  # "bucket 0", ... and "backward graph", in the order they happened
+    ddp.register_comm_hook(events, _record_buckets)
+    train_step(model, step_model, x, y)  # DDP's first step reduces all gradients in one bucket, then
+    events.clear()  # rebuilds the buckets in the order the gradients came: the second step shows them
+    loss = train_step(model, step_model, x, y, events)
+    frames = report_on._compiled_forward.compiled_frames
+    torch.save(dict(loss=loss, params={n: p.detach().cpu() for n, p in model.named_parameters()},
+                    grads={n: p.grad.cpu() for n, p in model.named_parameters()}, events=events,
+                    fallbacks=fallback_reasons(report_on), graphs=sum(f.graph is not None for f in frames),
+                    breaks=[str(f.translation.graph_break) for f in frames if f.translation.graph_break]),
+               os.path.join(out_dir, f"rank{rank}.pt"))
 
 
 def run_ranks(way: str, out_dir: str, group: str = "gloo", deadline_s: float = 150.0) -> None:
     """Spawn the ranks and wait for them, at most ``deadline_s``: a rank stuck in a collective that the
     other never joins would otherwise hang the suite. Stuck ranks are killed and the test fails."""
-    context = mp.spawn(_rank, args=(_free_port(), way, out_dir, group), nprocs=WORLD, join=False)
+    context = mp.spawn(_rank, args=(way, out_dir, group), nprocs=WORLD, join=False)
     start = time.monotonic()
     while not context.join(timeout=5):  # raises if a rank failed
         if time.monotonic() - start > deadline_s:
@@ -163,12 +165,12 @@ def test_ddp_step_with_compiled_model_matches_single_process_eager(way, group, t
     assert sum(r["loss"] for r in results) / WORLD == pytest.approx(eager_loss, rel=1e-5)
 
 
-def test_compiling_ddp_leaves_the_wrapped_module_unchanged(monkeypatch):
+def test_compiling_ddp_leaves_the_wrapped_module_unchanged(monkeypatch, tmp_path):
     """compile(DDP(model)) swaps ``model.forward`` for the compiled one during a call only, even one that raises."""
     import toycompiler
 
     monkeypatch.setenv("GLOO_SOCKET_IFNAME", "lo")
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{_free_port()}", rank=0, world_size=1)
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
     try:
         model = make_model()
         ddp = nn.parallel.DistributedDataParallel(model)
