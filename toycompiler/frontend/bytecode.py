@@ -70,12 +70,9 @@ LOW_BIT_FLAG = {"LOAD_GLOBAL": "LOAD_GLOBAL", "LOAD_SUPER_ATTR": "LOAD_SUPER_ATT
 # How the transformed code spells the few instructions it emits (the ``bytecode`` package names
 # instructions as CPython does; only these differ). Other versions are refused at ``import toycompiler``.
 _EMIT: dict[tuple[int, int], dict[str, Any]] = {
-    (3, 11): {
-        "call": ("PRECALL", "CALL"),  # 3.11 calls in two steps
-        "attr_arg": lambda name: name,  # LOAD_ATTR's argument is the name
-        "POP_JUMP_IF_FALSE": "POP_JUMP_FORWARD_IF_FALSE",  # 3.11 names the direction
-        "POP_JUMP_IF_TRUE": "POP_JUMP_FORWARD_IF_TRUE",
-    },
+    # 3.11 calls in two steps, LOAD_ATTR's argument is the name, and a conditional jump names its direction
+    (3, 11): {"call": ("PRECALL", "CALL"), "attr_arg": lambda name: name,
+              "POP_JUMP_IF_FALSE": "POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_IF_TRUE": "POP_JUMP_FORWARD_IF_TRUE"},
     (3, 12): {"call": ("CALL",), "attr_arg": lambda name: (False, name)},  # LOAD_ATTR's low bit: method load
 }
 EMIT = _EMIT[VERSION]

@@ -70,20 +70,14 @@ REFUSED = {
 }
 # Context managers traced as a no-op ``with`` (TorchDynamo does the same for profiler ranges).
 NULL_CONTEXTS = (torch.autograd.profiler.record_function, contextlib.nullcontext)
-# Python functions that are pure on constant arguments, so a call can be folded.
-FOLDABLE_BUILTINS = (abs, len, min, max, int, float, bool, str, round, pow, tuple, list, dict, set, frozenset,
-                     isinstance, issubclass, range, divmod, sum, any, all, sorted, repr, format, hash, chr, ord,
-                     slice, type, callable, hasattr, complex, bin, hex)
 OPERATOR_FUNCTIONS = {v for v in vars(operator).values() if callable(v)}
-FOLDABLE = {
-    *FOLDABLE_BUILTINS,
-    *(v for v in vars(math).values() if callable(v)),
-    *OPERATOR_FUNCTIONS,
-    torch.Size,
-    # torch's answers about dtypes and modes, constant while tracing
-    torch.finfo, torch.iinfo, torch.device, torch.jit.is_scripting, torch.jit.is_tracing,
-    torch.compiler.is_compiling,
-}
+# Python functions that are pure on constant arguments, so a call can be folded.
+FOLDABLE = {abs, len, min, max, int, float, bool, str, round, pow, tuple, list, dict, set, frozenset, isinstance,
+            issubclass, range, divmod, sum, any, all, sorted, repr, format, hash, chr, ord, slice, type, callable,
+            hasattr, complex, bin, hex, *(v for v in vars(math).values() if callable(v)), *OPERATOR_FUNCTIONS,
+            # torch.Size, and torch's answers about dtypes and modes: constant while tracing
+            torch.Size, torch.finfo, torch.iinfo, torch.device, torch.jit.is_scripting, torch.jit.is_tracing,
+            torch.compiler.is_compiling}
 
 
 def call_python(tx: Tx, fn: Any, args: list[Variable], kwargs: dict[str, Variable],
@@ -138,9 +132,8 @@ def call_python_function(tx: Tx, fn: Any, source: str | None, args: list[Variabl
 
 def call_method(tx: Tx, x: TensorVariable, name: str, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
     """``x.name(*args)``: a node, a compile-time answer (``x.size()``), or a break."""
-    if DATA_METHODS.get(name):
-        raise Unsupported(f"Tensor.{name}() needs the tensor's data, which is unknown while tracing",
-                          DATA_METHODS[name])
+    if kind := DATA_METHODS.get(name):
+        raise Unsupported(f"Tensor.{name}() needs the tensor's data, which is unknown while tracing", kind)
     if name in TensorVariable.STATIC_METHODS and not (name == "type" and args):
         return fold(tx, getattr(x.example, name), args, kwargs)
     # an in-place method (``x.add_(1)``) too: ``record_call`` sees the change in the fake tensor's version
@@ -210,9 +203,9 @@ def bind_arguments(code: types.CodeType, args: list[Variable], kwargs: dict[str,
 
 def is_torch_op(fn: Any) -> bool:
     """Functions recorded into the graph when called with tensors."""
-    if isinstance(fn, torch._ops.OpOverload | torch._ops.OpOverloadPacket) or fn is torch.Size:
-        return True
-    if torch._dynamo.trace_rules.is_callable_allowed(fn):  # marked by torch.compiler.allow_in_graph(fn)
+    # an op, torch.Size, or a function marked by torch.compiler.allow_in_graph(fn)
+    if isinstance(fn, torch._ops.OpOverload | torch._ops.OpOverloadPacket) or fn is torch.Size \
+            or torch._dynamo.trace_rules.is_callable_allowed(fn):
         return True
     module = getattr(fn, "__module__", None) or ""
     if isinstance(fn, type) or not isinstance(module, str):

@@ -13,6 +13,7 @@ Leaves out: sets of tensors, dict views as live objects, user-defined containers
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,14 +58,10 @@ class ContainerVariable(Variable):
             return {k: getattr(v, part)() for k, v in self.items.items()}
         return self.kind(getattr(v, part)() for v in self.item_variables())
 
-    def as_python(self) -> Any:
-        return self.each("as_python")
-
-    def node_arg(self) -> Any:
-        return self.each("node_arg")
-
-    def fake(self) -> Any:
-        return self.each("fake")
+    # The container as a value, as an FX argument, as a fake: the same kind of container of its items' own.
+    as_python = functools.partialmethod(each, "as_python")
+    node_arg = functools.partialmethod(each, "node_arg")
+    fake = functools.partialmethod(each, "fake")
 
     def tensors(self):
         return [t for v in self.item_variables() for t in v.tensors()]

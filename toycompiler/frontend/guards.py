@@ -68,7 +68,7 @@ class GuardBuilder:
         With static sizes, the check function checks them all in one call (see the module docstring);
         with symbolic sizes, each stays a Python expression: the dim, the static sizes, contiguity
         (strides follow the sizes then)."""
-        rg = bool(t.requires_grad)
+        grad = f"{source}.requires_grad"
         checks = [(f"isinstance({source}, Tensor)", f"type({source}).__name__", "Tensor"),
                   (f"{source}.dtype == {t.dtype}", f"{source}.dtype", str(t.dtype)),
                   (device_guard(source, t.device), f"{source}.device", repr(t.device))]
@@ -82,8 +82,7 @@ class GuardBuilder:
             checks += [(f"{source}.shape == {shape}", f"tuple({source}.shape)", str(shape)),
                        (f"{source}.stride() == {stride}", f"{source}.stride()", str(stride))]
             self.checked[source] = t
-        checks.append((f"{source}.requires_grad" if rg else f"not {source}.requires_grad", f"{source}.requires_grad",
-                       str(rg)))
+        checks.append((grad if t.requires_grad else f"not {grad}", grad, str(t.requires_grad)))
         for expr, actual, expected in checks:
             kind = "TYPE_MATCH" if expr.startswith("isinstance") else "TENSOR_MATCH"
             self.add(expr, kind, f"{source} is a graph input", line, actual, expected)
@@ -119,10 +118,9 @@ class GuardBuilder:
         owner = getattr(value, "__self__", None)
         if owner is not None and not isinstance(owner, types.ModuleType) and hasattr(value, "__name__"):
             why = f"{source} is a method of an object the trace relied on"
-            self.add(f"{source}.__self__ is {name}.__self__", "ID_MATCH", why, line, f"{source}.__self__",
-                     f"{name}.__self__")
-            self.add(f"{source}.__name__ == {value.__name__!r}", "ID_MATCH", why, line, f"{source}.__name__",
-                     repr(value.__name__))
+            bound_to, method_name = f"{source}.__self__", f"{source}.__name__"  # what each guard reads
+            self.add(f"{bound_to} is {name}.__self__", "ID_MATCH", why, line, bound_to, f"{name}.__self__")
+            self.add(f"{method_name} == {value.__name__!r}", "ID_MATCH", why, line, method_name, repr(value.__name__))
             return
         self.add(f"{source} is {name}", "ID_MATCH", f"{source} was called or read as an object", line, source, name)
 

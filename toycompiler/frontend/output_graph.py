@@ -90,8 +90,7 @@ class OutputGraph:
                               "fake-tensor") from e
         node_args, node_kwargs = tuple(a.node_arg() for a in args), {k: v.node_arg() for k, v in kwargs.items()}
         result = self.wrap_result(op, target, node_args, node_kwargs, example)
-        mutated = [t for t, before in versions if t.example._version != before]
-        if mutated:
+        if mutated := [t for t, before in versions if t.example._version != before]:
             # its node (or its results' last getitem)
             self.side_effect_nodes.append(next(iter(reversed(self.graph.nodes))))
             for t in mutated:
@@ -108,9 +107,8 @@ class OutputGraph:
         if isinstance(example, tuple | list) and any(isinstance(t, torch.Tensor) for t in example) \
                 and all(isinstance(t, torch.Tensor) or t is None for t in example):  # (out, None): no weights
             node = self.create_node(op, target, node_args, node_kwargs, example)
-            items = [ConstantVariable(None) if t is None else
-                     TensorVariable(self.create_node("call_function", operator.getitem, (node, i), {}, t), t)
-                     for i, t in enumerate(example)]
+            items = [TensorVariable(self.create_node("call_function", operator.getitem, (node, i), {}, t), t)
+                     if t is not None else ConstantVariable(None) for i, t in enumerate(example)]
             if type(example) not in (tuple, list):  # torch.return_types.topk(values, indices)
                 return NamedTupleVariable(items, example=example)
             return TupleVariable(items) if isinstance(example, tuple) else ListVariable(items)

@@ -72,10 +72,6 @@ def handles(*fns: Any) -> Callable[[Handler], Handler]:
     return register
 
 
-def _all_constant(vs: list[Variable]) -> bool:
-    return all(v.is_python_constant() for v in vs)
-
-
 # -- sizes and types ------------------------------------------------------------
 
 
@@ -102,9 +98,9 @@ def _type(tx, obj, /, *rest):
 
 @handles(callable)
 def _callable(tx, obj, /):
-    if obj.is_python_constant():
-        return ConstantVariable(callable(obj.as_python()))
-    return ConstantVariable(type(obj).call is not Variable.call)  # a tensor, a list: no; a function made here: yes
+    # a variable with no value now answers by its kind: a tensor, a list: no; a function made here: yes
+    answer = callable(obj.as_python()) if obj.is_python_constant() else type(obj).call is not Variable.call
+    return ConstantVariable(answer)
 
 
 @handles(getattr)
@@ -119,9 +115,8 @@ def _getattr(tx, obj, name, /, *default):
 
 @handles(hasattr)
 def _hasattr(tx, obj, name, /):
-    if obj.is_python_constant():
-        return ConstantVariable(hasattr(obj.as_python(), name.as_python()))
-    return ConstantVariable(hasattr(obj.python_type(), name.as_python()))
+    owner = obj.as_python() if obj.is_python_constant() else obj.python_type()  # a tensor: asked of its class
+    return ConstantVariable(hasattr(owner, name.as_python()))
 
 
 # -- conversions that need a tensor's data ---------------------------------------
@@ -254,7 +249,7 @@ def _fold_over_items(fn: Any, why: str) -> Handler:
 
     def handler(tx, /, *args, **kwargs):
         items = args[0].unpack(tx) if len(args) == 1 else list(args)
-        if not (_all_constant(items) and _all_constant(list(kwargs.values()))):
+        if not all(v.is_python_constant() for v in [*items, *kwargs.values()]):
             raise Unsupported(why, "data-dependent-branch")
         return fold(tx, fn, [ObjectVariable([i.as_python() for i in items])], kwargs)
 
@@ -273,7 +268,7 @@ for _fn in (min, max):
 @handles(sum)
 def _sum(tx, iterable, /, start=ZERO):
     items = iterable.unpack(tx)
-    if _all_constant(items + [start]):
+    if all(v.is_python_constant() for v in [*items, start]):
         return ConstantVariable(sum((i.as_python() for i in items), start.as_python()))
     return functools.reduce(_as_function(tx, ObjectVariable(operator.add)), items, start)
 

@@ -122,8 +122,7 @@ class ShapePolicy:
         for where, first in self.aliases:
             out.append((f"{where} == {first}", "both sizes were equal when traced (the same symbol)", where, first))
         for guard in self.shape_env.guards:
-            text = self.render(guard.expr)
-            if text != "True":  # actual: the left-hand side
+            if (text := self.render(guard.expr)) != "True":  # actual: the left-hand side
                 out.append((text, "the trace relied on it (a shape computation)", text.split(" ")[0], text))
         return out
 

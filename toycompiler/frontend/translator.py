@@ -157,7 +157,6 @@ class InstructionTranslator:
         self.output.events = events = []
         guards_before = len(self.guards.guards)
         saved, mark = self.state.snapshot(), self.output.checkpoint()  # to go back to if ``inst`` breaks
-        self.state.ip += 1
         try:
             self.dispatch(inst)
         except Exception as e:  # a translator bug must cost a graph break, never the user's call
@@ -175,6 +174,8 @@ class InstructionTranslator:
                                           tuple(events)))
 
     def dispatch(self, inst: bc.Inst) -> None:
+        """Step past ``inst`` (a jump sets ``ip`` again) and run its handler."""
+        self.state.ip += 1
         self.output.instructions_run += 1
         if self.output.instructions_run > MAX_INSTRUCTIONS:
             raise Unsupported(f"tracing ran {MAX_INSTRUCTIONS} instructions (a very long unrolled loop?); "
@@ -307,10 +308,9 @@ class InstructionTranslator:
     def STORE_FAST(self, inst):
         """``STORE_FAST y`` -- (also restores what 3.12's LOAD_FAST_AND_CLEAR saved)."""
         value = self.pop()
-        if isinstance(value, UnboundVariable):
-            self.state.locals.pop(inst.argval, None)
-        else:
-            self.state.locals[inst.argval] = value
+        if isinstance(value, UnboundVariable):  # the local had no value before the comprehension: none again
+            return self.DELETE_FAST(inst)
+        self.state.locals[inst.argval] = value
 
     def DELETE_FAST(self, inst):
         self.state.locals.pop(inst.argval, None)
@@ -651,8 +651,7 @@ class InstructionTranslator:
         iterator = self.state.stack[-1]
         if not isinstance(iterator, IteratorVariable):  # e.g. a real iterator passed to a resume function
             raise Unsupported(f"iterating over {iterator.describe()}, a real iterator, is not traced")
-        item = iterator.next(self)
-        if item is not None:
+        if (item := iterator.next(self)) is not None:
             return self.push(item)
         self.state.stack[-1:] = when_done
         self.jump(inst)
@@ -685,9 +684,8 @@ class InstructionTranslator:
 
         The normal exit is an ordinary call of the exit function with (None, None, None);
         the exceptional exit is only reached through the exception table, never here."""
-        exit_function, bound = self.pop().enter(self)  # each kind of context says how (Variable.enter)
-        self.push(exit_function)
-        self.push(bound)  # what `as` binds
+        # the exit function, then what `as` binds: each kind of context says how (Variable.enter)
+        self.state.stack.extend(self.pop().enter(self))
 
     # -- return and generators --------------------------------------------------------------------
 
@@ -740,7 +738,6 @@ class InliningTranslator(InstructionTranslator):
         """Run to ``RETURN_VALUE``; a break propagates to the caller with this frame's location."""
         while self.returned is None:
             inst = self.instructions[self.state.ip]
-            self.state.ip += 1
             try:
                 self.dispatch(inst)
             except Unsupported as e:

@@ -277,9 +277,7 @@ class ObjectVariable(KnownVariable):
         # ``for layer in self.layers``: each item as ``self.layers[i]`` reads it
         if isinstance(self.value, torch.nn.Sequential | torch.nn.ModuleList | torch.nn.ParameterList):
             return [self.getitem(tx, ConstantVariable(i)) for i in range(len(self.value))]
-        if isinstance(self.value, torch.nn.ModuleDict | torch.nn.ParameterDict):
-            return [ConstantVariable(k) for k in self.value]
-        return super().unpack(tx)
+        return super().unpack(tx)  # a ModuleDict or ParameterDict: its keys, as constants
 
     def getitem(self, tx, index):
         if isinstance(self.value, torch.nn.Module):
@@ -596,11 +594,9 @@ def wrap_scalar(value: Any) -> Variable:
     # A symbolic size read as a Python value is fixed to its traced value (the ShapeEnv adds the guard).
     if isinstance(value, torch.SymInt | torch.SymFloat | torch.SymBool):
         value = guard_scalar(value)
-    if isinstance(value, torch.Size):
-        return ConstantVariable(torch.Size(guard_scalar(v) if isinstance(v, torch.SymInt) else v for v in value))
-    if isinstance(value, CONSTANT_TYPES):
-        return ConstantVariable(value)
-    return ObjectVariable(value)
+    if isinstance(value, torch.Size):  # and so is each symbolic size in a shape
+        value = torch.Size(guard_scalar(v) if isinstance(v, torch.SymInt) else v for v in value)
+    return ConstantVariable(value) if isinstance(value, CONSTANT_TYPES) else ObjectVariable(value)
 
 
 # Values a ConstantVariable holds: immutable (or copied when rebuilt, like a set) and cheap to compare.
