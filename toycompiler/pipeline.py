@@ -82,8 +82,7 @@ def compile_frame(fn: types.FunctionType, args: tuple, kwargs: dict, backend: Ca
     run, compiled, backend_art, transformed_art, resumes = fn, None, None, None, ()
     if traced.plan is not None:  # else: a break the frame can't be split at, and the whole frame runs eagerly
         if traced.ops:  # an empty graph is not compiled (nor counted), as in TorchDynamo
-            compiled, backend_art = clock("backend", call_backend, backend, backend_name, traced, source, graph,
-                                            config)
+            compiled, backend_art = clock("backend", call_backend, backend, backend_name, traced, source, graph, config)
         run, transformed_art, resumes = clock("resume", resume.build_transformed, fn, traced.plan,
                                               traced.input_sources, traced.guard_objects, compiled,
                                               wrap_resume or (lambda f: f))

@@ -1,10 +1,10 @@
 """One-pass statistics and merged loops, on both backends, against eager.
 
 ``var``, ``std``, ``var_mean``, batch norm and layer norm compute the mean and the variance from one
-read of the input: two sums (of x and of x * x, in float64) in one loop over the reduced elements,
-then pointwise work on the two row values. Batch-norm statistics over (N, H, W) are one reduction
-kernel plus one pointwise kernel. Neighbouring loops that every index walks as one (H and W of a
-contiguous NCHW tensor) are rendered as one loop.
+read of the input: three sums (of x, and of d and d * d for d = x minus the row's first element, in
+float32) in one loop over the reduced elements, then pointwise work on the row values. Batch-norm
+statistics over (N, H, W) are one reduction kernel plus one pointwise kernel. Neighbouring loops that
+every index walks as one (H and W of a contiguous NCHW tensor) are rendered as one loop.
 """
 
 import pytest
@@ -54,10 +54,37 @@ def test_batch_norm_training_on_channels_last_and_transposed_inputs(backend):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_large_mean_keeps_float32_accuracy(backend):
-    """The sums are float64: a mean 1000 times the spread does not cancel away the variance."""
-    x = torch.randn(16, 300, device=device_for(backend)) + 1000.0
+@pytest.mark.parametrize("mean", [1e3, 1e4, -3e4])
+def test_large_mean_keeps_float32_accuracy(backend, mean):
+    """The sums are of distances from the row's first element: a mean 10000 times the spread does not
+    cancel away the variance (sums of x itself in float32 would lose it all)."""
+    x = torch.randn(16, 300, device=device_for(backend)) + mean
     assert_same(lambda x: x.var(-1), x, backend=backend, rtol=1e-4, atol=1e-4)
+    assert_same(lambda x: x.var(0), x.t().contiguous(), backend=backend, rtol=1e-4, atol=1e-4)
+
+
+def test_bfloat16_layer_norm_is_one_float32_kernel():
+    """torch's layer norm takes bfloat16 rows in float32; the first element of each row, read from that
+    float32 copy, is read from the input inline, so the copy is never written: one kernel, no float64."""
+    x = (torch.randn(6, 300, device=device_for("triton")) + 50).to(torch.bfloat16)
+    fn = lambda x: F.layer_norm(x, (300,))  # noqa: E731
+    assert_same(fn, x, backend="triton", rtol=2e-2, atol=2e-2)
+    kernels = toycompiler.explain(fn, backend="triton")(x).kernels
+    assert len(kernels) == 1 and "float64" not in kernels[0].source
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_view_of_a_pointwise_value_is_computed_inline(backend):
+    """A reduction reads a pointwise buffer through a view (the row's first element, a transpose, a
+    step) by computing that element, not by writing the buffer out; a view that would take a division
+    to find its element (a reshape) is read from memory, and every one gives eager's answer."""
+    x = torch.randn(12, 20, device=device_for(backend))
+    for fn, kernels in [(lambda x: (x.exp() - x.exp()[:, :1]).sum(-1), 1),
+                        (lambda x: x.exp().t().sum(-1), 1),
+                        (lambda x: x.exp()[:, ::2].sum(-1), 1),
+                        (lambda x: x.exp().reshape(20, 12).sum(-1), 2)]:
+        assert_same(fn, x, backend=backend, rtol=1e-5, atol=1e-5)
+        assert len(toycompiler.explain(fn, backend=backend)(x).kernels) == kernels
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

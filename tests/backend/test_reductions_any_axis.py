@@ -90,7 +90,8 @@ def test_column_reduction_spreads_few_columns_over_more_programs(columns, per_pr
 
 def test_triton_launch_fits_the_tile():
     """The warps and the step along r follow the tile: a row held whole takes a warp per KB (1024 floats:
-    4 warps, 1024 bfloat16: 2); a row too long to hold (looped) steps 2048 elements with 16 warps; a
+    4 warps, 1024 bfloat16: 2); a row too long to hold (looped) steps 2048 elements, 16 bytes a thread
+    (16 warps for floats, 8 for bfloat16); a
     looped column reduction steps 512 elements ([64 columns, 8 rows] for many columns). These choices
     were timed on an H100. Each still gives eager's answer."""
     dev = device_for("triton")
@@ -98,6 +99,7 @@ def test_triton_launch_fits_the_tile():
     cases = [(softmax, (3, 1000), torch.float32, {}, "XBLOCK=1, RBLOCK=1024, num_warps=4)"),
              (softmax, (3, 1000), torch.bfloat16, {}, "XBLOCK=1, RBLOCK=1024, num_warps=2)"),
              (softmax, (2, 5000), torch.float32, {}, "XBLOCK=1, RBLOCK=2048, num_warps=16)"),
+             (softmax, (2, 5000), torch.bfloat16, {}, "XBLOCK=1, RBLOCK=2048, num_warps=8)"),
              (lambda x: x.sum(0), (200, 1000), torch.float32, {"max_block": 512}, "XBLOCK=32, RBLOCK=16)")]
     for fn, shape, dtype, options, launch in cases:
         x = torch.randn(*shape, device=dev).to(dtype)
@@ -105,3 +107,18 @@ def test_triton_launch_fits_the_tile():
         source = toycompiler.explain(fn, backend="triton", options=options)(x).frames[0].backend.output_code.source
         launches = [line for line in source.splitlines() if line.lstrip().startswith("triton_") and "](" in line]
         assert launch in launches[0], launches
+
+
+def test_a_row_read_in_several_loops_stays_in_l2_until_the_last():
+    """A looped softmax reads its row three times (max, sum, output): the first two loops load with
+    ``evict_last``, the last with ``evict_first``; a looped row sum, read once, takes no hint."""
+    dev = device_for("triton")
+    x = torch.randn(3, 5000, device=dev)
+    for fn, hints in [(lambda x: torch.softmax(x, -1), ["evict_last", "evict_last", "evict_first"]),
+                      (lambda x: x.sum(-1), [])]:
+        assert_same(fn, x, backend="triton", rtol=1e-4, atol=1e-5)
+        kernel = toycompiler.explain(fn, backend="triton")(x).kernels[0].source
+        assert "for roffset" in kernel
+        loads = [line for line in kernel.splitlines() if "tl.load(" in line and "rmask" in line]
+        assert [h for line in loads for h in ("evict_last", "evict_first") if h in line] == hints, loads
+        assert "@EVICT@" not in kernel

@@ -176,8 +176,7 @@ def toycompiler_version() -> str:
         triton_version = triton.__version__
     except ImportError:
         triton_version = "none"
-    return (f"{source[:16]} torch {torch.__version__} triton {triton_version} "
-            f"python {sys.version.split()[0]}")
+    return f"{source[:16]} torch {torch.__version__} triton {triton_version} python {sys.version.split()[0]}"
 
 
 def save_graph(key: str, artifacts: Any, constants: list, config: Config) -> tuple[bool, str]:

@@ -199,24 +199,43 @@ def substitute(e: Expr, mapping: dict) -> Expr:
 MAX_INLINED_OPS = 32  # a longer pointwise chain is read from memory: recomputing it would cost more
 
 
-def inline_pointwise(e: Expr, coords: tuple[sympy.Expr, ...], buffers: dict[str, ComputedBuffer]) -> Expr:
-    """``e`` with every load of a pointwise buffer's own element ``coords`` replaced by the buffer's expression.
+def inline_pointwise(e: Expr, ranges: dict[sympy.Symbol, sympy.Expr], buffers: dict[str, ComputedBuffer]) -> Expr:
+    """``e`` with every load of a pointwise buffer replaced by the buffer's expression at that element.
 
     A reduction's body built this way reads its inputs straight from memory: ``sum(x.double() ** 2)``
     over axes (0, 2, 3) becomes ``sum over r of double(x[r0, d0, r1, r2]) ** 2`` with no buffer for
     the square. Inductor does the same (a Pointwise's inner function is inlined into its readers).
-    The buffer itself stays in the graph; the scheduler drops it if nobody else reads it.
+    ``ranges``: each loop variable of ``e`` and its size. The buffer itself stays in the graph; the
+    scheduler drops it if nobody else reads it.
     """
     if isinstance(e, Op):
-        return Op(e.op, tuple(inline_pointwise(a, coords, buffers) for a in e.args), e.dtype)
+        return Op(e.op, tuple(inline_pointwise(a, ranges, buffers) for a in e.args), e.dtype)
     p = buffers.get(e.buf) if isinstance(e, Load) else None
-    if not isinstance(p, ComputedBuffer) or p.reduction or p.store_into or len(p.layout.size) != len(coords) \
-            or len(op_names(p.body)) > MAX_INLINED_OPS:
-        return e
-    own = dict(zip(index_vars(len(coords)), coords))
-    if sympy.expand(e.index - store_index(p.layout.size).xreplace(own)) != 0:
-        return e  # it reads another element (a view): left as a load
-    return inline_pointwise(substitute(p.body, own), coords, buffers)
+    if not isinstance(p, ComputedBuffer) or p.reduction or p.store_into or len(op_names(p.body)) > MAX_INLINED_OPS \
+            or p.layout.stride != contiguous_strides(p.layout.size) or (element := _element(e.index, p.layout.size,
+                                                                                             ranges)) is None:
+        return e  # left as a load
+    return inline_pointwise(substitute(p.body, dict(zip(index_vars(len(element)), element))), ranges, buffers)
+
+
+def _element(index: sympy.Expr, size: tuple, ranges: dict) -> tuple | None:
+    """Which element of a contiguous buffer of ``size`` ``index`` reads, as the buffer's own indices: its
+    own element, or a view's where each term of the index falls in one dim (the first element of each
+    row, ``1024*d0`` of a [64, 1024] buffer, is ``(d0, 0)``; a transpose; a slice). None where finding it
+    would take a division (a reshape) or where symbolic sizes leave it unproven."""
+    if len(ranges) == len(size) and sympy.expand(index - store_index(size).xreplace(dict(zip(index_vars(len(size)),
+                                                                                            ranges)))) == 0:
+        return tuple(ranges)
+    digits, strides = [sympy.Integer(0)] * len(size), contiguous_strides(size)
+    for term in sympy.Add.make_args(sympy.expand(index)):  # c * v: into the dim of the largest stride dividing c
+        c, v = term.as_coeff_Mul()
+        k = next((k for k, st in enumerate(strides) if st.is_Integer and c >= 0 and c % st == 0), None)
+        if k is None or not (v == 1 or v in ranges):  # only c * (one loop variable): a digit grows with it
+            return None
+        digits[k] += (c // strides[k]) * v
+    last = {v: r - 1 for v, r in ranges.items()}  # each digit at its largest must stay inside its dim
+    return None if any((s - 1 - d.xreplace(last)).is_nonnegative is not True for d, s in zip(digits, size)) \
+        else tuple(digits)
 
 
 # -- buffers --------------------------------------------------------------------

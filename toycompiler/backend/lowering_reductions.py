@@ -46,7 +46,8 @@ def make_reduction(op: str):
         var = dict(zip(kept + reduced, index_vars(len(kept)) + index_vars(len(reduced), "r")))
         idx = tuple(var[d] for d in range(len(x.size)))  # x[d0, r0, d1] for a reduction over dim 1 of a 3-d x
         acc_dtype = x.dtype if op in ("max", "min", "argmax", "argmin") else out.dtype
-        body = cast(inline_pointwise(x.loader(idx), idx, {b.name: b for b in graph.buffers}), x.dtype, acc_dtype)
+        body = cast(inline_pointwise(x.loader(idx), dict(zip(idx, x.size)), {b.name: b for b in graph.buffers}),
+                    x.dtype, acc_dtype)
         size = tuple(x.size[d] for d in kept)
         result = graph.add_computed(size, out.dtype, str(out.device), body, node,
                                     Reduction(op, tuple(x.size[d] for d in reduced)))
