@@ -57,10 +57,13 @@ def test_batch_norm_training_on_channels_last_and_transposed_inputs(backend):
 @pytest.mark.parametrize("mean", [1e3, 1e4, -3e4])
 def test_large_mean_keeps_float32_accuracy(backend, mean):
     """The sums are of distances from the row's first element: a mean 10000 times the spread does not
-    cancel away the variance (sums of x itself in float32 would lose it all)."""
+    cancel away the variance (sums of x itself in float32 would lose it all). Checked against float64:
+    eager on CUDA (a float32 Welford pass, its running mean rounded at 1e-3 here) differed from the
+    compiled variance by 2e-4 (H100)."""
     x = torch.randn(16, 300, device=device_for(backend)) + mean
-    assert_same(lambda x: x.var(-1), x, backend=backend, rtol=1e-4, atol=1e-4)
-    assert_same(lambda x: x.var(0), x.t().contiguous(), backend=backend, rtol=1e-4, atol=1e-4)
+    for fn, x in [(lambda x: x.var(-1), x), (lambda x: x.var(0), x.t().contiguous())]:
+        compiled = toycompiler.compile(fn, backend=backend)
+        torch.testing.assert_close(compiled(x), fn(x.double()).float(), rtol=1e-5, atol=1e-5)
 
 
 def test_bfloat16_layer_norm_is_one_float32_kernel():

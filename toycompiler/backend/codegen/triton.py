@@ -171,13 +171,13 @@ class TritonRenderer(KernelRenderer):
             # took 50.2 us with 4 warps, 44.3 us with 2 (H100). 2 warps for 1024 floats, rows of 768 in
             # GPT-2 and ViT, made their steps 1-3% slower
             self.blocks = (("XBLOCK", block), ("RBLOCK", rows), ("num_warps", max(2, min(8, tile_bytes // 1024))))
-        else:  # looped rows: steps of 2048 elements, as Inductor's, 16 bytes a thread: 16 warps for 4-byte
-            # elements, 8 for 2-byte. Steps of 1024 with 4 warps had a softmax over rows of 16384 take 83.8 us
-            # instead of 65.1, a layer norm of 8192 63.4 instead of 49.1; a bfloat16 layer norm over rows of
-            # 8192 took 55.9 us with 16 warps, 49.5 with 8 (H100): each warp has more loads in flight
+        else:  # looped rows: steps of 2048 elements and 16 warps, as Inductor's. Steps of 1024 with 4 warps
+            # had a softmax over rows of 16384 take 83.8 us instead of 65.1, a layer norm of 8192 63.4 instead
+            # of 49.1 (H100): each warp has more loads in flight. 8 warps for bfloat16 (16 bytes a thread) made
+            # a layer norm over rows of 8192 take 49.2 us instead of 55.9, but a softmax over rows of 32000
+            # 329 instead of 217: twice the rows in flight, too many to stay in L2 between the loops
             step = min(next_power_of_2(self.config.max_block), 2048)
-            itemsize = max((self.dtypes[b].itemsize for b in self.inputs), default=4)
-            self.blocks = (("XBLOCK", 1), ("RBLOCK", step), ("num_warps", max(4, min(16, step * itemsize // 512))))
+            self.blocks = (("XBLOCK", 1), ("RBLOCK", step), ("num_warps", 16))
 
     def meta(self):
         """The block sizes (the kernel's constexpr arguments), then the warps to launch it with if not
