@@ -85,8 +85,9 @@ def var_mean(x, dims=None, *, correction=None, keepdim=False):
     float32, as torch's decomposition does) take 56.0 us instead of 42.5 on an H100: float64 conversions
     and adds, not the memory, set the pace. Inductor uses Welford's update instead (exact-ish in float32,
     but a serial recurrence with a division per element). Clamped at 0: the difference of two rounded
-    sums can come out a hair below zero. Where the variance is NaN (an infinity in the row) the mean is
-    NaN too, as eager's Welford pass gives it.
+    sums can come out a hair below zero. Where the sums are NaN (an infinity in the row) the mean is NaN
+    too, as eager's Welford pass gives it; where only ``n - correction`` is 0 (one element a row, as
+    eager) the variance is NaN and the mean is not.
     """
     n = _reduced_numel(x, dims)
     c = 1 if correction is None else correction
@@ -94,9 +95,9 @@ def var_mean(x, dims=None, *, correction=None, keepdim=False):
     k = x[tuple(slice(0, 1) if j in dims else slice(None) for j in range(x.dim()))]  # each row's first, as [.., 1, ..]
     d = (x - k).to(torch.float64 if x.dtype == torch.float64 else torch.float32)  # k: read in the sums only
     total, squares = aten.sum.dim_IntList(d, dims, keepdim), aten.sum.dim_IntList(d * d, dims, keepdim)
-    var = aten.clamp_min.default(squares - total * (total / n), 0) / torch.sym_max(n - c, 0)
-    mean = torch.where(var != var, var, aten.sum.dim_IntList(x.to(d.dtype), dims, keepdim) / n)
-    return var.to(x.dtype), mean.to(x.dtype)
+    spread = aten.clamp_min.default(squares - total * (total / n), 0)  # n times the population variance
+    mean = torch.where(spread != spread, spread, aten.sum.dim_IntList(x.to(d.dtype), dims, keepdim) / n)
+    return (spread / torch.sym_max(n - c, 0)).to(x.dtype), mean.to(x.dtype)
 
 
 @register(aten.var.correction)
