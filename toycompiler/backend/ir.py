@@ -476,24 +476,24 @@ def split_reductions(ir: GraphIR) -> tuple[GraphIR, list[tuple[str, str, str]]]:
         rnumel = int(sympy.Mul(*b.reduction.ranges))
         chunk = sympy.Integer(-(-rnumel // count))  # sympy, like every other range
         n = len(b.layout.size)
-        d, r0 = index_vars(n + 1), index_vars(1, "r")[0]
-        flat = d[0] * chunk + r0  # d0: the chunk; d1...: the buffer's own indices
+        d, r0 = index_vars(n + 1), index_vars(1, "r")[0]  # d0: the chunk; d1...: the buffer's own indices
         # merged first, so [32, 56, 56] unravels as [32, 3136]: one division fewer per element
         ranges, merge = merge_ranges("r", b.reduction.ranges, [sympy.expand(i) for i in index_exprs(b.body)])
         q = ranges[0] // count if ranges[0] % count == 0 else 0
         r = index_vars(len(ranges), "r")
         if q:  # the chunks split the outer loop: each takes q of its steps and all of the inner loops,
             # so no division finds an element and no mask is needed past the end
-            rranges, digits = (q, *ranges[1:]), (d[0] * q + r[0], *r[1:])
-        else:  # chunk s is elements s*C ... s*C + C - 1 of the (merged) row
-            rranges, digits = (chunk,), unravel(sympy.Min(flat, rnumel - 1), ranges)
+            rranges, digits, inside = (q, *ranges[1:]), (d[0] * q + r[0], *r[1:]), None
+        else:  # chunk s is elements s*C ... s*C + C - 1 of the (merged) row, masked past its end
+            rranges, flat = (chunk,), d[0] * chunk + r0
+            digits = unravel(sympy.Min(flat, rnumel - 1), ranges)
+            inside = Op("lt", (IndexValue(flat, torch.int64), Const(rnumel, torch.int64)), torch.bool)
         body = substitute(substitute(b.body, merge), {**dict(zip(r, digits)), **dict(zip(index_vars(n), d[1:]))})
         dtype = torch.float32 if b.layout.dtype in (torch.float16, torch.bfloat16) else b.layout.dtype
-        inside = Op("lt", (IndexValue(flat, torch.int64), Const(rnumel, torch.int64)), torch.bool)
         body, identity = Op("to_dtype", (body,), dtype), Const(IDENTITY[b.reduction.op], dtype)
         size = (sympy.Integer(count), *b.layout.size)
         partial = ComputedBuffer(f"{b.name}_partial", Layout(size, contiguous_strides(size), dtype, b.layout.device),
-                                 body if q else Op("where", (inside, body, identity), dtype),
+                                 body if inside is None else Op("where", (inside, body, identity), dtype),
                                  Reduction(b.reduction.op, rranges), b.origins, b.lines)
         back = {d[0]: r0, **dict(zip(d[1:], index_vars(n)))}
         buffers += [partial, replace(b, body=Load(partial.name, store_index(size).xreplace(back)),
