@@ -57,16 +57,20 @@ def test_cross_entropy_gradient_matches_eager(backend):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_gather_one_per_row_along_any_dim_and_several_per_row(backend):
-    """One index per row, along dim 1 or dim 0, with NaN and inf elsewhere in the row (not picked, not
-    spread); several indices per row stay torch's gather kernel."""
+    """One index per row of a computed tensor, along dim 1 or dim 0, with NaN and inf elsewhere in the row
+    (not picked, not spread): a masked sum in a generated kernel. Several indices per row, and a gather
+    from a graph input or a view of one, which reads only the picked elements, stay torch's gather."""
     dev = device_for(backend)
     x = torch.randn(6, 10, device=dev)
     x[0, 3], x[2, 5] = float("nan"), float("inf")
     rows = torch.tensor([[0], [1], [9], [4], [4], [2]], device=dev)
     cols = torch.tensor([[5, 0, 1, 2, 3, 4, 5, 0, 1, 2]], device=dev)
-    assert_same(lambda x, i: x.gather(1, i) * 2, x, rows, backend=backend)
-    assert_same(lambda x, i: x.gather(0, i) + 1, x, cols, backend=backend)
     several = torch.randint(0, 10, (6, 3), device=dev)
-    assert_same(lambda x, i: x.gather(1, i) * 2, x, several, backend=backend)
-    code = toycompiler.explain(lambda x, i: x.gather(1, i) * 2, backend=backend)(x, several).output_code
-    assert "torch.ops.aten.gather" in code
+    for fn, index, kernel in [(lambda x, i: (x * 2).gather(1, i), rows, False),
+                              (lambda x, i: (x + 1).gather(0, i), cols, False),
+                              (lambda x, i: (x * 2).gather(1, i), several, True),
+                              (lambda x, i: x.gather(1, i) * 2, rows, True),
+                              (lambda x, i: x.t().gather(1, i.t()) * 2, cols, True)]:
+        assert_same(fn, x, index, backend=backend)
+        code = toycompiler.explain(fn, backend=backend)(x, index).output_code
+        assert ("torch.ops.aten.gather" in code) == kernel

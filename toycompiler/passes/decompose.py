@@ -25,7 +25,7 @@ import torch.fx
 from torch._decomp import core_aten_decompositions, get_decompositions
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.fx import traceback as fx_traceback
-from torch.fx.experimental.proxy_tensor import make_fx
+from torch.fx.experimental.proxy_tensor import get_proxy_mode, get_proxy_slot, make_fx
 
 aten = torch.ops.aten
 
@@ -187,14 +187,25 @@ def one_per_row(x, dim, index, value=None, *, sparse_grad=False):
     but the masked sum is a reduction with plain indices: it joins the kernel that computes ``x`` (a
     log_softmax's row), and ``x`` is never written out. Cross entropy over [4096, 50257] took 1391 us
     when it wrote the whole log_softmax for torch's gather, 833 us now (torch.compile 351; H100). More indices
-    per row would each cost a pass over the row: those stay torch's kernels. A picked -0.0 comes out
+    per row would each cost a pass over the row: those stay torch's kernels. So does a gather from a graph
+    input (or a view of one): torch's kernel reads only the picked elements, where the masked sum reads
+    every row whole (291 us against 7.6 for [4096, 50257] on an H100). A picked -0.0 comes out
     +0.0 (the zeros added to it)."""
     d = dim % max(x.dim(), 1)
     if x.dim() == 0 or not x.dtype.is_floating_point or list(index.shape) != [1 if j == d else s for j, s in
-                                                                              enumerate(x.shape)]:
+                                                                              enumerate(x.shape)] \
+            or value is None and _graph_input(x):
         return NotImplemented
     hit = torch.arange(x.shape[d], device=x.device).view([-1 if j == d else 1 for j in range(x.dim())]) == index
     return torch.where(hit, x, 0).sum(d, keepdim=True) if value is None else torch.where(hit, value, x)
+
+
+def _graph_input(x) -> bool:
+    """Whether ``x``, being traced, is a graph input or a view of one (read from the graph traced so far)."""
+    node = get_proxy_slot(x, get_proxy_mode().tracer).proxy.node
+    while node.op == "call_function" and getattr(node.target, "is_view", False):
+        node = node.args[0]
+    return node.op == "placeholder"
 
 
 @register(aten.native_dropout.default)
