@@ -1,5 +1,6 @@
 """Which nodes share a kernel, and why: the scheduler's decisions as learners see them."""
 
+import pytest
 import torch
 import torch.nn.functional as F
 from _util import check
@@ -88,6 +89,22 @@ def test_dead_buffers_are_reused_by_the_wrapper():
     with toycompiler.config.patch(reuse_buffers=False):
         arts = check(f, torch.randn(8, 8), torch.randn(8, 8), rtol=1e-4, atol=1e-4)
     assert "reuses" not in arts.output_code.source
+
+
+@pytest.mark.parametrize("target", ["cpp", "triton"])
+def test_pointwise_kernel_writes_over_what_it_reads_last_element_by_element(target):
+    """The GELU after a matmul overwrites the matmul's output (in place); a kernel that reads it transposed, or
+    reads it again later, may not: each would read elements already overwritten."""
+    x, w, b = torch.randn(16, 8), torch.randn(12, 8), torch.randn(12)
+    arts = check(lambda x, w, b: F.gelu(F.linear(x, w, b), approximate="tanh"), x, w, b, target=target, atol=1e-4)
+    written = [p for p in arts.schedule.memory_plan if "in place" in p]
+    assert len(written) == 1, arts.schedule.memory_plan
+    new, old = written[0].split(" reuses ")[0], written[0].split(" reuses ")[1].split()[0]
+    assert f"{new} = {old}  # reuses {old}'s memory" in arts.output_code.source
+    for fn in (lambda x: (x @ x.t()).t() * 2 + (x @ x.t()), lambda x: ((x @ x.t()).exp() + 1) @ (x @ x.t()),
+               lambda x: torch.cat([(x @ x.t())[:, 8:], (x @ x.t())[:, :8]], 1) + 1):
+        arts = check(fn, x, target=target, atol=1e-4)
+        assert not any("in place" in p for p in arts.schedule.memory_plan), arts.schedule.memory_plan
 
 
 def test_kernel_comments_point_at_fx_nodes():

@@ -252,24 +252,31 @@ def _reads(k: Kernel) -> set[str]:
 
 
 def plan_memory(ir: GraphIR, kernels: list[Kernel]) -> tuple[dict[str, str], list[str]]:
-    """Give a new buffer the memory of a dead one of the same dtype and element count."""
+    """Give a new buffer the memory of a dead one of the same dtype and element count.
+
+    A pointwise kernel may also write over a buffer it is the last to read (in place, Inductor's
+    ``in_out_ptr``): the bias and GELU after a matmul overwrite its output, whose lines are still in L2,
+    where a fresh buffer would make the cache write both back."""
     last_use = {b: i for i, k in enumerate(kernels) for b in _reads(k)}  # the last kernel reading each buffer
     keep = set(ir.outputs) | {b.name for b in ir.inputs}
     pool: list[str] = []  # dead buffers whose memory is free
     reuses: dict[str, str] = {}
     plan: list[str] = []
     for i, k in enumerate(kernels):
+        in_place = [b for b in _reads(k) - k.names() if last_use[b] == i and b not in keep and _in_place(ir, k, b)]
         for name in k.stores:
             node = ir.buffer(name)
             if node.store_into or (isinstance(node, ExternKernel) and ("out", name) not in node.kwargs):
                 continue  # it lives in an input, or torch allocates it
-            for dead in pool:
+            for dead in pool + in_place:
                 d = ir.buffer(dead).layout
                 if d.dtype == node.layout.dtype and d.device == node.layout.device and d.is_contiguous and \
                         sympy.expand(d.numel - node.layout.numel) == 0:
-                    pool.remove(dead)
+                    (pool if dead in pool else in_place).remove(dead)
                     reuses[name] = dead
-                    plan.append(f"{name} reuses {dead} ({dead} is dead after kernel{last_use[dead]})")
+                    keep.add(dead)  # its memory is name's now
+                    how = ("is dead after", "") if last_use[dead] < i else ("is read last by", ", by element: in place")
+                    plan.append(f"{name} reuses {dead} ({dead} {how[0]} kernel{last_use[dead]}{how[1]})")
                     break
         for j in range(i + 1):
             for name in kernels[j].stores:
@@ -277,6 +284,14 @@ def plan_memory(ir: GraphIR, kernels: list[Kernel]) -> tuple[dict[str, str], lis
                 if dies and name not in keep and not ir.buffer(name).store_into and name not in pool:
                     pool.append(name)
     return reuses, plan
+
+
+def _in_place(ir: GraphIR, k: Kernel, dead: str) -> bool:
+    """Whether kernel ``k`` may write over ``dead`` as it runs: it is pointwise and reads ``dead``, and each value
+    it computes, only at the element being written, so each element is read before it is overwritten."""
+    inside = k.names() | {dead}
+    return k.kind == "pointwise" and not ir.buffer(dead).store_into and all(
+        ld.index == store_index(n.layout.size) for n in k.nodes for ld in loads(n.body) if ld.buf in inside)
 
 
 def _nbytes(ir: GraphIR, name: str) -> int:
