@@ -142,8 +142,7 @@ def graph_key(gm: Any, example_inputs: list, target: str, config: Config,
     """The cache key of compiling ``gm`` for these inputs, or None and why the cache is bypassed."""
     parts = [gm.code, target, toycompiler_version()]
     parts += [f"{n.name}@{provenance.line_of(n)}" for n in gm.graph.nodes]  # kernel comments name lines
-    if source is not None:
-        parts += [source.filename, str(source.firstlineno), *source.lines]
+    parts += [source.filename, str(source.firstlineno), *source.lines] if source is not None else []
     parts += [_input_metadata(t) for t in example_inputs]
     volatile = ("cache_dir", "verify_ir", "graph_cache")  # settings that don't change the generated code
     parts.append(repr(sorted((k, v) for k, v in dataclasses.asdict(config).items() if k not in volatile)))
@@ -185,8 +184,7 @@ def save_graph(key: str, artifacts: Any, constants: list, config: Config) -> tup
     The entry starts with a checksum of itself and records one of each file it names, so that a
     truncated or corrupted entry, or a file changed under it, is noticed at load time.
     """
-    size = sum(t.numel() * t.element_size() for t in constants)
-    if size > _CONSTANT_HASH_LIMIT:
+    if (size := sum(t.numel() * t.element_size() for t in constants)) > _CONSTANT_HASH_LIMIT:
         return False, f"its constant tensors take {size} bytes (more than {_CONSTANT_HASH_LIMIT})"
     named = sorted({artifacts.output_code.path, *(k.path for k in artifacts.kernels)})  # the files it names
     files = {p: _digest(Path(p).read_bytes()) for p in named}
@@ -210,8 +208,7 @@ def load_graph(key: str, config: Config) -> tuple[tuple[Any, list, types.ModuleT
     if _digest(payload).encode() != digest:
         return _discard([path], f"cache entry {key} failed its checksum (truncated or corrupted)")
     artifacts, constants, files = pickle.loads(payload)
-    changed = [p for p, d in files.items() if not os.path.exists(p) or _digest(Path(p).read_bytes()) != d]
-    if changed:
+    if changed := [p for p, d in files.items() if not os.path.exists(p) or _digest(Path(p).read_bytes()) != d]:
         return _discard([path, *changed], f"cache entry {key}: {', '.join(map(os.path.basename, changed))} "
                                           "missing or changed since it was stored")
     return (artifacts, constants, python_module_at(artifacts.output_code.path)), ""

@@ -31,12 +31,11 @@ def cudagraphs_decision(mode: str, example_inputs: list) -> tuple[bool, str]:
         return False, f"off (mode={mode!r}; mode='reduce-overhead' turns them on)"
     if not torch.cuda.is_available():
         return False, "off: no CUDA GPU (CUDA graphs record GPU launches); runs as mode='default'"
-    tensors = [t for t in example_inputs if isinstance(t, torch.Tensor)]
-    if len(tensors) != len(example_inputs):
+    if not all(isinstance(t, torch.Tensor) for t in example_inputs):
         return False, "off: a graph input is not a tensor"
-    if not tensors or any(t.device.type != "cuda" for t in tensors):
+    if not example_inputs or any(t.device.type != "cuda" for t in example_inputs):
         return False, "off: an input is not on the GPU"
-    if any(not isinstance(s, int) for t in tensors for s in t.shape):
+    if any(not isinstance(s, int) for t in example_inputs for s in t.shape):
         return False, "off: symbolic sizes (a recorded graph has fixed sizes)"
     return True, "on: the first call records the graph; later calls copy inputs in, replay, copy outputs out"
 

@@ -66,10 +66,9 @@ class TritonLauncher:
         self._launches: dict[tuple, _Launch] = {}
 
     def __getitem__(self, grid: tuple) -> _Launch:
-        launch = self._launches.get(grid)
-        if launch is None:
-            launch = self._launches[grid] = _Launch(self, grid)
-        return launch
+        if grid not in self._launches:
+            self._launches[grid] = _Launch(self, grid)
+        return self._launches[grid]
 
     # -- autotuning (mode="max-autotune") -------------------------------------------
     def candidates(self, meta: dict) -> list[dict]:
@@ -141,7 +140,7 @@ class _Launch:
 
         meta = meta | (self.owner.choice.meta if self.owner.choice else {})
         try:
-            run, function, metadata = binary.run, binary.function, binary.packed_metadata
+            run, self.function, self.metadata = binary.run, binary.function, binary.packed_metadata
         except AttributeError as e:  # a Triton whose CompiledKernel differs: keep the JIT path
             self.owner.direct, self.owner.reason = False, f"this Triton's compiled kernel has no {e.name}"
             return
@@ -154,9 +153,7 @@ class _Launch:
         self.first_int, self.last_int = (ints[0], ints[-1] + 1) if ints else (0, 0)
         self.ints = args[self.first_int:self.last_int]
         self.device = next(a.device.index for a in args if isinstance(a, torch.Tensor))
-        g = self.owner.grid_for(meta, args, self.grid)
-        self.launch_grid = (g[0], g[1] if len(g) > 1 else 1, g[2] if len(g) > 2 else 1)
-        self.function, self.metadata = function, metadata
+        self.launch_grid = (*self.owner.grid_for(meta, args, self.grid), 1, 1)[:3]  # (x, y, z): a missing one is 1
         self.enter, self.exit = knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook
         self.run = run
 

@@ -106,10 +106,8 @@ def expand(node, x, *_: Any) -> TensorValue:
 def slice_(node, x, dim=0, start=None, end=None, step=1) -> TensorValue:
     dim = _dim(dim, len(x.size))
     start = 0 if start is None else start
-    if isinstance(start, int) and start < 0:
-        start += int(x.size[dim])
-    if isinstance(start, int) and x.size[dim].is_Integer:
-        start = min(max(start, 0), int(x.size[dim]))
+    if isinstance(start, int) and (start < 0 or x.size[dim].is_Integer):  # from the end, clamped, as Python does
+        start = slice(start, None).indices(int(x.size[dim]))[0]
     size = out_size(node)
     return view_of(x, size, lambda idx: tuple(sym(start) + i * step if k == dim else i for k, i in enumerate(idx)))
 

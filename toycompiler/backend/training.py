@@ -92,8 +92,7 @@ def drop_none_outputs(gm: torch.fx.GraphModule) -> tuple[torch.fx.GraphModule, t
 
     Returns a copy of ``gm`` without those outputs, and (positions kept, total) to put them back.
     """
-    output = next(n for n in gm.graph.nodes if n.op == "output")
-    values = list(output.args[0])
+    values = list(gm.graph.output_node().args[0])
     kept = tuple(i for i, v in enumerate(values) if v is not None)
     if len(kept) == len(values):
         return gm, None
