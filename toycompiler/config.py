@@ -89,15 +89,15 @@ class Config:
         check_options(mode, options)
         return dataclasses.replace(self, **options, **({"mode": mode} if mode else {}))
 
+
 def check_options(mode: str | None, options: dict[str, object]) -> None:
     """Refuse an unknown mode or option name, listing the valid ones (as torch.compile does)."""
     if mode is not None and mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; choose one of: {', '.join(MODES)}")
     names = [f.name for f in dataclasses.fields(Config)]
-    unknown = sorted(set(options) - set(names))
-    if unknown:
+    if unknown := sorted(set(options) - set(names)):
         raise AttributeError(f"unknown option(s) {', '.join(unknown)}; options are the fields of toycompiler.config: "
-                         f"{', '.join(names)}")
+                             f"{', '.join(names)}")
 
 
 class _Patch(contextlib.ContextDecorator):

@@ -39,8 +39,7 @@ def set_logs(**channels: bool) -> None:
     global _handler
     if "all" in channels:
         channels = dict.fromkeys(CHANNELS, channels.pop("all")) | channels
-    unknown = set(channels) - set(CHANNELS)
-    if unknown:
+    if unknown := set(channels) - set(CHANNELS):
         raise ValueError(f"unknown log channel(s) {', '.join(sorted(unknown))}; choose from {', '.join(CHANNELS)}")
     for name, on in channels.items():
         enabled[name] = bool(on)
@@ -67,8 +66,7 @@ def log(channel: str, message: Callable[[], str]) -> None:
 def frame_compiled(art: A.FrameCompilation, miss: A.RecompileRecord | None) -> None:
     """Everything worth logging about one new cache entry."""
     name = art.source.name
-    brk = art.translation.graph_break
-    if brk is not None:
+    if (brk := art.translation.graph_break) is not None:
         log("graph_breaks", lambda: f"graph break in {name}: {brk}")
     if miss is not None:
         log("recompiles", lambda: f"{art.label} recompiling {name}\n{miss}")

@@ -21,9 +21,8 @@ def tag(node: torch.fx.Node, line: int | None, offset: int | None, filename: str
 
 
 def line_of(node: torch.fx.Node) -> int | None:
-    custom = node.meta.get("custom") or {}
-    if custom.get("toy_line") is not None:
-        return custom["toy_line"]
+    if (line := (node.meta.get("custom") or {}).get("toy_line")) is not None:
+        return line
     found = re.findall(r"line (\d+)", node.meta.get("stack_trace") or "")
     return int(found[-1]) if found else None
 

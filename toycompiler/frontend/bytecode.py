@@ -172,15 +172,13 @@ def liveness(code: types.CodeType) -> dict[int, frozenset[str]]:
         jump = [ins.argval] if ins.opcode in JUMPS else []
         succ[ins.offset] = nxt + jump + [t for start, end, t in handlers if start <= ins.offset < end]
     live: dict[int, frozenset[str]] = {i.offset: frozenset() for i in insts}
-    changed = True
-    while changed:
-        changed = False
+    while True:  # until a pass changes nothing
+        before = dict(live)
         for ins in reversed(insts):
             out = frozenset().union(*(live.get(s, frozenset()) for s in succ[ins.offset]))
-            new = (out - defs[ins.offset]) | uses[ins.offset]
-            if new != live[ins.offset]:
-                live[ins.offset], changed = new, True
-    return live
+            live[ins.offset] = (out - defs[ins.offset]) | uses[ins.offset]
+        if live == before:
+            return live
 
 
 def exception_ranges(code: types.CodeType) -> list[tuple[int, int, int]]:

@@ -208,10 +208,10 @@ def is_torch_op(fn: Any) -> bool:
             or torch._dynamo.trace_rules.is_callable_allowed(fn):
         return True
     module = getattr(fn, "__module__", None) or ""
-    if isinstance(fn, type) or not isinstance(module, str):
+    # a class; a function of nn.Module's (forward, _conv_forward...): inlined, not recorded
+    if isinstance(fn, type) or not isinstance(module, str) \
+            or (module.startswith(("torch.nn.modules", "torch.nn.utils")) and isinstance(fn, types.FunctionType)):
         return False
-    if module.startswith(("torch.nn.modules", "torch.nn.utils")) and isinstance(fn, types.FunctionType):
-        return False  # nn.Module methods (forward, _conv_forward...) are inlined, not recorded
     in_torch = module == "torch" or module.startswith("torch.")  # not torchvision, torchaudio ... (user code)
     if in_torch and not module.startswith(("torch._dynamo", "torch.fx", "torch.compiler")):
         return True

@@ -170,8 +170,7 @@ def guards_artifact(guards: tuple[Guard, ...], params: str, tensors: TensorCheck
     the paths it reads lead somewhere.
     """
     exprs = [g.expr for g in guards if g.expr not in tensors.covers]
-    if tensors.sources:
-        exprs.append(f"___check_tensors({', '.join(tensors.sources)})")
+    exprs += [f"___check_tensors({', '.join(tensors.sources)})"] if tensors.sources else []
     body = "\n        and ".join(exprs) or "True"
     return GuardsArtifact(guards, f"def check({params}):\n    return (\n        {body}\n    )\n")
 

@@ -24,6 +24,7 @@ solving and ``maybe_mark_dynamic``.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import sympy
@@ -41,9 +42,7 @@ class CountingShapeEnv(ShapeEnv):
     """A ShapeEnv naming symbols s0, s1, ... in order (newer torch hashes the source name: s77)."""
 
     def _generate_unique_id(self, source_name: str) -> int:
-        attempt = len(self.unique_ids)
-        while attempt in self.unique_ids:
-            attempt += 1
+        attempt = next(i for i in itertools.count(len(self.unique_ids)) if i not in self.unique_ids)
         self.unique_ids.add(attempt)
         return attempt
 
@@ -103,8 +102,7 @@ class ShapePolicy:
                 dims.add(d)
                 where = f"{source}.shape[{d}]"
                 self.why[where] = wanted[d]
-                first = self.symbols.setdefault(expr, where)
-                if first != where:  # the same symbol as a size seen before
+                if (first := self.symbols.setdefault(expr, where)) != where:  # the same symbol as a size seen before
                     self.aliases.append((where, first))
         self.dims[source] = frozenset(dims)
         return fake
