@@ -106,13 +106,11 @@ class _Patch(contextlib.ContextDecorator):
 
     def __enter__(self) -> Config:
         self.saved.append({k: getattr(self.cfg, k) for k in self.changes})
-        for k, v in self.changes.items():
-            setattr(self.cfg, k, v)
+        vars(self.cfg).update(self.changes)  # a plain dataclass: its fields are its __dict__
         return self.cfg
 
     def __exit__(self, *exc: object) -> None:
-        for k, v in self.saved.pop().items():
-            setattr(self.cfg, k, v)
+        vars(self.cfg).update(self.saved.pop())
 
 
 config = Config()

@@ -280,8 +280,7 @@ class _Allocators(dict):
             alloc = guards._empty_strided_cuda
         else:
             alloc = lambda size, stride, dtype: torch.empty_strided(size, stride, dtype=dtype, device=device)  # noqa: E731
-        self[device] = alloc
-        return alloc
+        return self.setdefault(device, alloc)
 
 
 empty_strided = _Allocators()

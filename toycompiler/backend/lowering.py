@@ -131,9 +131,7 @@ def cast(e: Expr, src: torch.dtype, dst: torch.dtype) -> Expr:
     """``e`` (of dtype ``src``) converted to ``dst``; no-op when they match."""
     if src == dst:
         return e
-    if isinstance(e, Const):
-        return Const(e.value, dst)
-    return Op("to_dtype", (e,), dst)
+    return Const(e.value, dst) if isinstance(e, Const) else Op("to_dtype", (e,), dst)  # a constant: converted now
 
 
 def operand(a: TensorValue | float, size: tuple, dtype: torch.dtype, idx: tuple) -> Expr:
@@ -150,9 +148,8 @@ def pointwise(node: torch.fx.Node, op: str, args: list[Any],
     out = node.meta["val"]
     size = broadcast_shapes(*(a.size for a in args if isinstance(a, TensorValue)))
     computes = compute if isinstance(compute, tuple) else (compute or out.dtype,) * len(args)
-    for a in args:
-        if not isinstance(a, (TensorValue, bool, int, float)):
-            raise LoweringError(f"{node.target}: operand {a!r} is not a tensor or a number")
+    if bad := [a for a in args if not isinstance(a, (TensorValue, bool, int, float))]:
+        raise LoweringError(f"{node.target}: operand {bad[0]!r} is not a tensor or a number")
 
     def loader(idx: tuple) -> Expr:
         return Op(op, tuple(operand(a, size, dt, idx) for a, dt in zip(args, computes)), out.dtype)
@@ -338,17 +335,16 @@ class GraphLowering:
             if isinstance(expr, sympy.Symbol):
                 self.size_vars.setdefault(expr.name, name)
             return expr
-        if not isinstance(val, torch.Tensor):
-            raise LoweringError(f"graph input {node.name} is a {type(val).__name__}, not a tensor")
-        return self.add_input(name, val, "input")
+        return self.add_input(name, val, "input", f"graph input {node.name}")
 
     def get_attr(self, node: torch.fx.Node) -> TensorValue:
-        val = getattr(self.gm, node.target)
-        if not isinstance(val, torch.Tensor):
-            raise LoweringError(f"graph attribute {node.target} is a {type(val).__name__}, not a tensor")
-        return self.add_input(f"const{sum(b.kind == 'constant' for b in self.inputs)}", val, "constant")
+        name = f"const{sum(b.kind == 'constant' for b in self.inputs)}"
+        return self.add_input(name, getattr(self.gm, node.target), "constant", f"graph attribute {node.target}")
 
-    def add_input(self, name: str, val: torch.Tensor, kind: str) -> TensorValue:
+    def add_input(self, name: str, val: Any, kind: str, what: str) -> TensorValue:
+        """``val``, the graph's input or constant ``what``, as a buffer the kernels read (it must be a tensor)."""
+        if not isinstance(val, torch.Tensor):
+            raise LoweringError(f"{what} is a {type(val).__name__}, not a tensor")
         layout = replace(layout_of(val), offset=sym(val.storage_offset()))
         for d, s in enumerate(layout.size):
             if isinstance(s, sympy.Symbol):
@@ -362,8 +358,7 @@ class GraphLowering:
         if target is operator.getitem:
             return self.values[node.args[0]][node.args[1]]
         packet = getattr(target, "overloadpacket", None)
-        lower = LOWERINGS.get(target) or LOWERINGS.get(packet)
-        if lower is None:
+        if (lower := LOWERINGS.get(target) or LOWERINGS.get(packet)) is None:
             raise LoweringError(f"no lowering for {target} (node {node.name})")
         args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: self.values[n])
         value = lower(self, node, *args, **kwargs) if lower.needs_graph else lower(node, *args, **kwargs)

@@ -48,8 +48,7 @@ def make_reduction(op: str):
         acc_dtype = x.dtype if op in ("max", "min", "argmax", "argmin") else out.dtype
         body = cast(inline_pointwise(x.loader(idx), dict(zip(idx, x.size)), {b.name: b for b in graph.buffers}),
                     x.dtype, acc_dtype)
-        size = tuple(x.size[d] for d in kept)
-        result = graph.add_computed(size, out.dtype, str(out.device), body, node,
+        result = graph.add_computed(tuple(x.size[d] for d in kept), out.dtype, str(out.device), body, node,
                                     Reduction(op, tuple(x.size[d] for d in reduced)))
         if not keepdim:
             return result

@@ -65,8 +65,7 @@ def derive_ref(x: TensorValue, size: tuple, index_map: IndexMap) -> TensorRef | 
 
 
 def view_of(x: TensorValue, size: tuple, index_map: IndexMap) -> TensorValue:
-    ref = derive_ref(x, size, index_map)
-    if ref is not None:
+    if (ref := derive_ref(x, size, index_map)) is not None:
         return strided_value(ref, x.dtype, x.device)
     return TensorValue(size, x.dtype, x.device, lambda idx: x.loader(index_map(idx)))
 
@@ -160,12 +159,10 @@ def alias(node, x) -> TensorValue:
 @register_lowering(aten.split, aten.split_with_sizes, view=True)
 def split(node, x, sizes, dim=0) -> list[TensorValue]:
     dim = _dim(dim, len(x.size))
-    outs, start = [], 0
-    for val in node.meta["val"]:
-        outs.append(view_of(x, tuple(sym(s) for s in val.shape),
-                            lambda idx, s=start: tuple(i + s if k == dim else i for k, i in enumerate(idx))))
-        start += int(val.shape[dim])
-    return outs
+    starts = itertools.accumulate((int(val.shape[dim]) for val in node.meta["val"]), initial=0)  # of each piece
+    return [view_of(x, tuple(sym(s) for s in val.shape),
+                    lambda idx, s=start: tuple(i + s if k == dim else i for k, i in enumerate(idx)))
+            for val, start in zip(node.meta["val"], starts)]
 
 
 # -- cat: a pointwise choice between inputs --------------------------------------
@@ -276,9 +273,8 @@ def iota(node, length, *, start=0, step=1, **_: Any) -> TensorValue:
     dtype = node.meta["val"].dtype
 
     def loader(idx: tuple):
-        i = IndexValue(idx[0], torch.int64)
         if dtype.is_floating_point:
-            x = cast(i, torch.int64, torch.float64)
+            x = cast(IndexValue(idx[0], torch.int64), torch.int64, torch.float64)
             return cast(Op("add", (Op("mul", (x, Const(float(step), torch.float64)), torch.float64),
                                    Const(float(start), torch.float64)), torch.float64), torch.float64, dtype)
         return cast(IndexValue(sympy.Integer(start) + idx[0] * step, torch.int64), torch.int64, dtype)

@@ -78,11 +78,9 @@ class ShapePolicy:
             return {d: "dynamic=True" for d in range(t.dim())}
         out = {d: "mark_dynamic" for d in [*getattr(t, MARK_ATTRIBUTE, ()), *getattr(t, TORCH_MARK_ATTRIBUTE, ())]}
         seen = self.previous.get(source)
-        if self.automatic and seen is not None and len(seen) == t.dim():
-            for d, (old, new) in enumerate(zip(seen, t.shape)):
-                if old is None or old != new:
-                    out.setdefault(d, f"automatic dynamic: size changed ({'several sizes' if old is None else old}"
-                                      f" -> {new})")
+        if self.automatic and seen is not None and len(seen) == t.dim():  # a dim whose size changed (None: varied)
+            out = {d: f"automatic dynamic: size changed ({'several sizes' if old is None else old} -> {new})"
+                   for d, (old, new) in enumerate(zip(seen, t.shape)) if old != new} | out  # mark_dynamic's kept
         return out
 
     def fake(self, source: str, t: torch.Tensor) -> torch.Tensor:
