@@ -20,6 +20,7 @@ def small_splits(monkeypatch):
     monkeypatch.setattr(ir, "SPLIT_MIN_RNUMEL", 64)
     monkeypatch.setattr(ir, "SPLIT_PROGRAMS", 48)  # 1.5 x 32 programs
     monkeypatch.setattr(ir, "SPLIT_MIN_CHUNK", 16)
+    monkeypatch.setattr(ir, "SPLIT_MIN_ROWS", 1)
 
 
 def bn_stats(x):
@@ -99,3 +100,18 @@ def test_cpp_never_splits():
     report = toycompiler.explain(lambda x: x.sum(0), backend="cpp")(torch.randn(301, 37))
     assert not any("split" in d.reason for d in report.frames[0].backend.schedule.decisions)
     assert len(report.frames[0].backend.kernels) == 1
+
+
+def test_column_split_keeps_whole_rows_per_chunk_and_leaves_wide_ones_unsplit(monkeypatch):
+    """A column reduction's chunks are at least SPLIT_MIN_ROWS rows; past SPLIT_MAX_COLUMNS columns the
+    unsplit kernel has programs enough (16 or 32 columns each), and it is not split at all."""
+    dev = device_for("triton")
+    monkeypatch.setattr(ir, "SPLIT_MIN_ROWS", 20)
+    monkeypatch.setattr(ir, "SPLIT_MAX_COLUMNS", 256)
+    monkeypatch.setattr(ir, "SPLIT_MIN_COUNT", 2)
+    for shape, reason in [((320, 37), "in 16 chunks of 20"), ((40, 200), "in 2 chunks of 20"), ((40, 300), None)]:
+        x = torch.randn(*shape, device=dev)
+        assert_same(lambda x: x.sum(0), x, backend="triton", rtol=1e-4, atol=1e-4)
+        decisions = toycompiler.explain(lambda x: x.sum(0), backend="triton")(x).frames[0].backend.schedule.decisions
+        splits = [d.reason for d in decisions if "split reduction" in d.reason]
+        assert [reason in s for s in splits] == ([True] if reason else []), splits

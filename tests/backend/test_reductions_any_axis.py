@@ -78,11 +78,12 @@ def test_triton_column_sum_takes_several_columns_per_program():
     assert "XBLOCK=1," not in launch and "XBLOCK=1)" not in launch
 
 
-@pytest.mark.parametrize("columns, per_program", [(1037, 8), (20000, 64), (100, 8)])
+@pytest.mark.parametrize("columns, per_program", [(1037, 8), (5000, 16), (20000, 32), (70000, 64), (100, 8)])
 def test_column_reduction_spreads_few_columns_over_more_programs(columns, per_program):
-    """64 columns a program, fewer (down to 8: 32 bytes of a row) when that would leave under 128 programs:
-    1037 columns were 17 programs of 64, and are now 130 programs of 8."""
-    x = torch.randn(40, columns, device=device_for("triton"))
+    """64 columns a program where that makes 1024 programs or more, else 32 or 16 (512 programs or more),
+    down to 8 (32 bytes of a row) for at most 2048 columns: 1037 columns were 17 programs of 64, and are
+    now 130 programs of 8."""
+    x = torch.randn(8, columns, device=device_for("triton"))
     launch = toycompiler.explain(lambda x: x.sum(0), backend="triton")(x).frames[0].backend.output_code.source
     assert f"triton.cdiv({columns}, {per_program})" in launch and f"XBLOCK={per_program}," in launch
     assert_same(lambda x: x.sum(0), x, backend="triton")
@@ -91,15 +92,16 @@ def test_column_reduction_spreads_few_columns_over_more_programs(columns, per_pr
 def test_triton_launch_fits_the_tile():
     """The warps and the step along r follow the tile: a row held whole takes a warp per KB (1024 floats:
     4 warps, 1024 bfloat16: 2); a row too long to hold (looped) steps 2048 elements with 16 warps; a
-    looped column reduction steps 512 elements ([64 columns, 8 rows] for many columns). These choices
-    were timed on an H100. Each still gives eager's answer."""
+    looped column reduction steps 512 elements ([8 columns, 64 rows] for few columns), or 1024 with 8 warps
+    for 16 or 32 columns a program. These choices were timed on an H100. Each still gives eager's answer."""
     dev = device_for("triton")
     softmax = lambda x: torch.softmax(x, -1)  # noqa: E731
     cases = [(softmax, (3, 1000), torch.float32, {}, "XBLOCK=1, RBLOCK=1024, num_warps=4)"),
              (softmax, (3, 1000), torch.bfloat16, {}, "XBLOCK=1, RBLOCK=1024, num_warps=2)"),
              (softmax, (2, 5000), torch.float32, {}, "XBLOCK=1, RBLOCK=2048, num_warps=16)"),
              (softmax, (2, 5000), torch.bfloat16, {}, "XBLOCK=1, RBLOCK=2048, num_warps=16)"),
-             (lambda x: x.sum(0), (200, 1000), torch.float32, {"max_block": 512}, "XBLOCK=32, RBLOCK=16)")]
+             (lambda x: x.sum(0), (200, 1000), torch.float32, {"max_block": 256}, "XBLOCK=8, RBLOCK=64)"),
+             (lambda x: x.sum(0), (200, 3000), torch.float32, {"max_block": 512}, "XBLOCK=16, RBLOCK=64, num_warps=8)")]
     for fn, shape, dtype, options, launch in cases:
         x = torch.randn(*shape, device=dev).to(dtype)
         assert_same(fn, x, compiled=toycompiler.compile(fn, backend="triton", options=options), rtol=1e-2, atol=1e-3)

@@ -420,8 +420,15 @@ SPLIT_MIN_RNUMEL = 4096  # elements a program reads (a row, or 64 columns): fewe
 SPLIT_PROGRAMS = 6144  # 1.5 x the 4096 programs to aim for (30 per SM of an H100, to hide memory latency):
 # rounded down to a power of two, it gives the count nearest to 4096
 SPLIT_MIN_CHUNK = 1024  # elements a program reads: fewer, and the partials cost more than they save
+SPLIT_MIN_ROWS = 64  # the same for a column reduction's rows: with chunks of 16 rows, a column sum [8192, 768]
+# took 18.0 us, with 64 rows 15.9; [4096, 256] 10.3 and 8.7 (H100)
 SPLIT_MAX_PARTIALS = 65536  # partials one program of the final reduction reads (64 columns x 1024 chunks)
 SPLIT_MIN_COUNT = 8  # fewer chunks: a second kernel (and no fusion across it) for too little gain
+SPLIT_MAX_COLUMNS = 8192  # a column reduction over more columns runs unsplit: 512 programs of 16 columns
+# (codegen's narrow tile) keep an H100 busy, as Inductor's rule (no split past 2 x 32 x SMs outputs) says. Split
+# into 16 chunks with 64 columns a program, a column sum [500, 12000] took 15.5 us, unsplit with 16 columns 13.4;
+# [1000, 20000] 34.3 and 32.0, [250, 40000] 21.7 and 20.1 (torch.compile 12.5, 30.2, 26.2). With fewer
+# columns the split still wins: [2048, 4096] 18.4 split, 22.1 unsplit.
 # Measured on an H100 (toy vs torch.compile, GPU time): 512 programs and chunks of 256 gave a column sum
 # [8189, 1037] 0.65x and mean over (0, 2, 3) of [32, 64, 56, 56] 1.26x; 4096 programs 0.81x and 1.90x.
 # Later the column sum with 64 chunks (at least 64 rows each, 1088 programs) took 28.7 us, with 256
@@ -432,10 +439,10 @@ SPLIT_MIN_COUNT = 8  # fewer chunks: a second kernel (and no fusion across it) f
 def split_count(b: ComputedBuffer) -> int:
     """How many chunks to split each row of reduction ``b`` into (1: not split).
 
-    The power of two nearest to 4096 programs, or less where SPLIT_MIN_CHUNK and SPLIT_MAX_PARTIALS
-    say so. A program takes one row when rows are contiguous, 64 outputs when the
-    reduction reads along the kept axis (a column sum: see codegen's ``reads_columns``); so a column
-    chunk of 16 rows is already 1024 elements for its program."""
+    The power of two nearest to 4096 programs, or less where SPLIT_MIN_CHUNK (SPLIT_MIN_ROWS) and
+    SPLIT_MAX_PARTIALS say so. A program takes one row when rows are contiguous, 64 outputs when the
+    reduction reads along the kept axis (a column sum: see codegen's ``reads_columns``), whose chunks
+    are counted in rows; a column reduction over more than SPLIT_MAX_COLUMNS columns is not split."""
     if not b.reduction or b.reduction.op not in ("sum", "prod", "max", "min") or not b.layout.dtype.is_floating_point:
         return 1
     try:
@@ -444,10 +451,11 @@ def split_count(b: ComputedBuffer) -> int:
         return 1
     rlast = index_vars(len(b.reduction.ranges), "r")[-1]
     width = 1 if any(ld.index.coeff(rlast) == 1 for ld in loads(b.body)) else COLUMN_WIDTH  # outputs per program
-    if rnumel * width < SPLIT_MIN_RNUMEL:  # what one program reads unsplit
+    if rnumel * width < SPLIT_MIN_RNUMEL or width > 1 and xnumel > SPLIT_MAX_COLUMNS:  # quick enough unsplit
         return 1
     most = SPLIT_MAX_PARTIALS // width
-    count = min(SPLIT_PROGRAMS // -(-xnumel // width), rnumel * width // SPLIT_MIN_CHUNK, most)
+    count = min(SPLIT_PROGRAMS // -(-xnumel // width), rnumel // (SPLIT_MIN_ROWS if width > 1 else SPLIT_MIN_CHUNK),
+                most)
     # within a factor of two of the outermost reduced loop (a batch of images), split between its steps:
     # split_reductions then finds each element with no division and needs no mask
     outer, *inner = b.reduction.ranges

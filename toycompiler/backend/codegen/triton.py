@@ -148,11 +148,15 @@ class TritonRenderer(KernelRenderer):
         self.column = reads_columns(self.kernel)
         rows = next_power_of_2(max(int(self.rnumel), 1)) if self.rnumel.is_Integer else None
         x = pointwise_block(self.xnumel) // 16  # 1 .. 64, fewer for small xnumel
-        # A column reduction with few columns takes fewer per program (8 at least: 32 bytes of a row), so
-        # that they make 128 to 256 programs. The final sum of a split column sum's partials, [256, 1037],
-        # had 17 programs of 64 columns; with 8 columns the column sum took 25.7 us instead of 33.0 (H100).
-        if self.column and self.xnumel.is_Integer:
-            x = min(x, COLUMN_WIDTH, max(8, next_power_of_2(-(-int(self.xnumel) // 256))))
+        # A column reduction takes 64 columns per program where that makes 1024 programs or more (a split
+        # column sum's partials), else 32 or 16 (512 programs or more), or 8 (32 bytes of a row) for at most
+        # 2048 columns. The final sum of a split column sum's partials, [256, 1037], had 17 programs of 64
+        # columns; with 8 columns the column sum took 25.7 us instead of 33.0 (H100). Unsplit, [500, 12000]
+        # took 20.1 us with 64 columns (188 programs), 13.2 with 32 (375); the partials of [16384, 3072] in
+        # bfloat16, 6144 programs, 40.1 us with 64 columns and 48.0 with 16.
+        few = self.column and self.xnumel.is_Integer and self.xnumel < 1024 * COLUMN_WIDTH  # programs of 64 columns
+        if few:
+            x = min(x, 32 if self.xnumel >= 16384 else 16 if self.xnumel > 2048 else 8)
         self.persistent = self.kernel.kind == "pointwise" or (
             rows is not None and rows * (x if self.column else 1) <= self.config.max_block)
         if self.kernel.kind == "pointwise":
@@ -162,8 +166,13 @@ class TritonRenderer(KernelRenderer):
             self.blocks = (("XBLOCK", 16 * x), ("num_warps", max(1, x // 8)))
         elif self.column:  # looped: steps of 512 elements, [64, 8] as Inductor's outer reductions. [64, 64]
             # steps had a column sum [32765, 1037] take 55.0 us instead of 51.4, in float16 45.4 instead of 31
-            # (H100); [8, 8] steps, the final sum of 1024 partials per column ran 7 us longer than [8, 64]
-            self.blocks = (("XBLOCK", x), ("RBLOCK", rows if self.persistent else 512 // x))
+            # (H100); [8, 8] steps, the final sum of 1024 partials per column ran 7 us longer than [8, 64].
+            # Fewer programs of 16 or 32 columns take steps of 1024 with 8 warps, more loads in flight each:
+            # a column sum [3000, 9000] (563 programs of 16 columns) took 43.1 us so, 52.3 in steps of 512
+            if self.persistent or x == 8 or not few:
+                self.blocks = (("XBLOCK", x), ("RBLOCK", rows if self.persistent else 512 // x))
+            else:
+                self.blocks = (("XBLOCK", x), ("RBLOCK", 1024 // x), ("num_warps", 8))
         elif self.persistent:
             block = max(1, min(x, 1024 // rows))
             tile_bytes = block * rows * max((self.dtypes[b].itemsize for b in self.inputs), default=4)
