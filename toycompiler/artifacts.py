@@ -290,8 +290,7 @@ class IRArtifact(Artifact):
         for b in self.buffers:
             out.append(f"{b.name}: {b.kind} {b.dtype}{b.size}  # from {', '.join(b.origins) or '-'}")
             out.extend("    " + line for line in b.body.splitlines())
-        out.append(f"outputs: {', '.join(self.outputs)}")
-        return "\n".join(out)
+        return "\n".join([*out, f"outputs: {', '.join(self.outputs)}"])
 
 
 # -- stage 6: scheduling and fusion --------------------------------------------
@@ -307,8 +306,7 @@ class FusionDecision:
     reason: str
 
     def __str__(self) -> str:
-        verb = "fused" if self.fused else "cannot fuse"
-        return f"{verb} {self.first} with {self.second}: {self.reason}"
+        return f"{'fused' if self.fused else 'cannot fuse'} {self.first} with {self.second}: {self.reason}"
 
 
 @dataclass(frozen=True)

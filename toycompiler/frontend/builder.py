@@ -84,8 +84,7 @@ def _wrap(tx: Tx, value: Any, source: str | None, identity: bool) -> Variable:
 def _wrap_mutable_container(tx: Tx, value: Any, source: str, line: int | None) -> Variable:
     """A caller's list or dict: one variable per object, even when reached twice (``b = a``
     before a break: the resume function gets both), so ``a is b`` and changes agree."""
-    known = tx.output.caller_containers.get(id(value))
-    if known is not None and known[0] is value:
+    if (known := tx.output.caller_containers.get(id(value))) is not None and known[0] is value:
         _, other_source, var = known
         tx.guards.same_object(source, other_source, type(value).__name__, line)
         return var

@@ -212,17 +212,16 @@ class Codegen:
     def _load_ast(self, node: ast.AST, source: str) -> None:
         if isinstance(node, ast.Name):
             return self.emit("LOAD_FAST", node.id) if node.id in self.params else self.load_global(node.id)
+        if not isinstance(node, ast.Attribute | ast.Subscript):
+            raise CannotResume(f"can't load source {source!r}")  # a call, an operator...
+        self._load_ast(node.value, source)  # what the attribute or item is read from
         if isinstance(node, ast.Attribute):
-            self._load_ast(node.value, source)
             return self.load_attr(node.attr)
-        if isinstance(node, ast.Subscript):
-            self._load_ast(node.value, source)
-            try:
-                self.emit("LOAD_CONST", ast.literal_eval(node.slice))  # x[0], x['k'], x[-1]
-            except ValueError:
-                raise CannotResume(f"can't load source {source!r}") from None
-            return self.emit("BINARY_SUBSCR")
-        raise CannotResume(f"can't load source {source!r}")  # a call, an operator...
+        try:
+            self.emit("LOAD_CONST", ast.literal_eval(node.slice))  # x[0], x['k'], x[-1]
+        except ValueError:
+            raise CannotResume(f"can't load source {source!r}") from None
+        self.emit("BINARY_SUBSCR")
 
     def reconstruct(self, *values: Variable) -> None:
         """Push the real value of each symbolic value, in order: each kind of variable says how, in its

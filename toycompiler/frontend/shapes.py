@@ -95,8 +95,7 @@ class ShapePolicy:
         fake = self.fake_mode.from_tensor(t, symbolic_context=context, source=LocalSource(source))
         dims = set()
         for d, size in enumerate(fake.shape):
-            expr = size.node.expr if isinstance(size, torch.SymInt) else None
-            if isinstance(expr, sympy.Symbol):
+            if isinstance(size, torch.SymInt) and isinstance(expr := size.node.expr, sympy.Symbol):
                 dims.add(d)
                 where = f"{source}.shape[{d}]"
                 self.why[where] = wanted[d]
