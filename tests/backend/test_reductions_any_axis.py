@@ -93,15 +93,22 @@ def test_triton_launch_fits_the_tile():
     """The warps and the step along r follow the tile: a row held whole takes a warp per KB (1024 floats:
     4 warps, 1024 bfloat16: 2); a row too long to hold (looped) steps 2048 elements with 16 warps; a
     looped column reduction steps 512 elements ([8 columns, 64 rows] for few columns), or 1024 with 8 warps
-    for 16 or 32 columns a program. These choices were timed on an H100. Each still gives eager's answer."""
+    for 16 or 32 columns a program; a pointwise kernel gives each thread 16 bytes (4 floats, 8 bfloat16) where
+    Triton can load them at once, else 4 elements. These choices were timed on an H100. Each still gives
+    eager's answer."""
     dev = device_for("triton")
     softmax = lambda x: torch.softmax(x, -1)  # noqa: E731
+    gelu = lambda x: torch.nn.functional.gelu(x, approximate="tanh")  # noqa: E731
     cases = [(softmax, (3, 1000), torch.float32, {}, "XBLOCK=1, RBLOCK=1024, num_warps=4)"),
              (softmax, (3, 1000), torch.bfloat16, {}, "XBLOCK=1, RBLOCK=1024, num_warps=2)"),
              (softmax, (2, 5000), torch.float32, {}, "XBLOCK=1, RBLOCK=2048, num_warps=16)"),
              (softmax, (2, 5000), torch.bfloat16, {}, "XBLOCK=1, RBLOCK=2048, num_warps=16)"),
              (lambda x: x.sum(0), (200, 1000), torch.float32, {"max_block": 256}, "XBLOCK=8, RBLOCK=64)"),
-             (lambda x: x.sum(0), (200, 3000), torch.float32, {"max_block": 512}, "XBLOCK=16, RBLOCK=64, num_warps=8)")]
+             (lambda x: x.sum(0), (200, 3000), torch.float32, {"max_block": 512}, "XBLOCK=16, RBLOCK=64, num_warps=8)"),
+             (gelu, (4096,), torch.bfloat16, {}, "XBLOCK=1024, num_warps=4)"),  # 8 a thread, in 16-byte loads
+             (gelu, (4096,), torch.float32, {}, "XBLOCK=1024, num_warps=8)"),  # 4 floats a thread: 16 bytes
+             (gelu, (4133,), torch.bfloat16, {}, "XBLOCK=1024, num_warps=8)"),  # odd size: loaded one by one
+             (lambda x: x.t() * 2, (48, 64), torch.bfloat16, {}, "XBLOCK=1024, num_warps=8)")]  # strided read
     for fn, shape, dtype, options, launch in cases:
         x = torch.randn(*shape, device=dev).to(dtype)
         assert_same(fn, x, compiled=toycompiler.compile(fn, backend="triton", options=options), rtol=1e-2, atol=1e-3)
