@@ -101,6 +101,9 @@ def test_pointwise_kernel_writes_over_what_it_reads_last_element_by_element(targ
     assert len(written) == 1, arts.schedule.memory_plan
     new, old = written[0].split(" reuses ")[0], written[0].split(" reuses ")[1].split()[0]
     assert f"{new} = {old}  # reuses {old}'s memory" in arts.output_code.source
+    with toycompiler.config.patch(fusion=False):  # two buffers read last by kernel6: the first by name, every run
+        plan = check(chain8, torch.randn(33, 7), torch.randn(33, 7), target=target).schedule.memory_plan
+    assert "buf6 reuses buf3 (buf3 is read last by kernel6, by element: in place)" in plan, plan
     for fn in (lambda x: (x @ x.t()).t() * 2 + (x @ x.t()), lambda x: ((x @ x.t()).exp() + 1) @ (x @ x.t()),
                lambda x: torch.cat([(x @ x.t())[:, 8:], (x @ x.t())[:, :8]], 1) + 1):
         arts = check(fn, x, target=target, atol=1e-4)

@@ -263,7 +263,8 @@ def plan_memory(ir: GraphIR, kernels: list[Kernel]) -> tuple[dict[str, str], lis
     reuses: dict[str, str] = {}
     plan: list[str] = []
     for i, k in enumerate(kernels):
-        in_place = [b for b in _reads(k) - k.names() if last_use[b] == i and b not in keep and _in_place(ir, k, b)]
+        in_place = [b for b in sorted(_reads(k) - k.names(), key=lambda name: (len(name), name))  # buf3 before buf10
+                    if last_use[b] == i and b not in keep and _in_place(ir, k, b)]
         for name in k.stores:
             node = ir.buffer(name)
             if node.store_into or (isinstance(node, ExternKernel) and ("out", name) not in node.kwargs):
