@@ -153,6 +153,16 @@ def test_compile_nn_module():
     assert_same(net, torch.randn(8), backend="cpp")
 
 
+@pytest.mark.parametrize("op", [torch.relu, torch.nn.functional.gelu, torch.sigmoid])
+def test_compile_builtin_function(op):
+    """torch.compile takes a builtin (C) function as it takes a Python one; so does toycompiler.compile."""
+    assert_same(op, torch.randn(8), backend="cpp")
+    report = toycompiler.explain(op, backend="cpp")(torch.randn(8))
+    assert (report.graph_count, report.graph_break_count, report.fallback_reasons) == (1, 0, ())
+    with pytest.raises(TypeError, match="needs a Python function or nn.Module, got int"):
+        toycompiler.compile(3)
+
+
 def test_cpp_compiler_error_falls_back_to_eager(tmp_cache):
     with toycompiler.config.patch(cxx_flags=("-O3", "--definitely-not-a-flag", "-shared", "-fPIC")):
         with pytest.warns(UserWarning, match="cpp backend failed"):
