@@ -164,8 +164,8 @@ class TritonRenderer(KernelRenderer):
             # 4 warps a 1024 block gives each thread 8, and a transcendental chain then runs 1.1-1.9x slower
             # on an H100 (fewer threads in flight). 2-byte data takes 8 a thread where Triton can load them at
             # once (16 bytes): a bfloat16 tanh-GELU over 2^26 elements took 91.7 us so, 105.3 with 4 a thread
-            # (torch.compile 91.2). Loaded one by one, 8 a thread are slower: 59.3 us for a GELU over 2^20 + 37
-            # elements, where 4 a thread took 31.9
+            # (torch.compile 91.2). Loaded one by one, 8 a thread are slower: 59.3 us for a GELU over 2^24 + 37
+            # bfloat16 elements (bench's gelu_cube_bf16), where 4 a thread took 31.9
             self.blocks = (("XBLOCK", 16 * x), ("num_warps", max(1, x // (16 if self.loads_16_bytes() else 8))))
         elif self.column:  # looped: steps of 512 elements, [64, 8] as Inductor's outer reductions. [64, 64]
             # steps had a column sum [32765, 1037] take 55.0 us instead of 51.4, in float16 45.4 instead of 31
