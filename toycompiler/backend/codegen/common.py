@@ -461,8 +461,14 @@ def reads_columns(kernel: Kernel) -> bool:
     if kernel.kind != "reduction" or not kernel.xranges or not kernel.rranges:
         return False
     x, r = index_vars(len(kernel.xranges), "x")[-1], index_vars(len(kernel.rranges), "r")[-1]
-    indices = [sympy.expand(ld.index.xreplace(node_vars(n, kernel))) for n in kernel.nodes for ld in loads(n.body)]
+    indices = load_indices(kernel)
     return all(i.coeff(r) != 1 for i in indices) and any(i.coeff(x) == 1 for i in indices)
+
+
+def load_indices(kernel: Kernel, bufs=None) -> list[sympy.Expr]:
+    """The index of each load in the kernel (of a buffer in ``bufs``, if given), in the kernel's own x and r."""
+    return [sympy.expand(ld.index.xreplace(node_vars(n, kernel))) for n in kernel.nodes for ld in loads(n.body)
+            if bufs is None or ld.buf in bufs]
 
 
 POW_AS_MUL = (-4, -3, -2, -1, 1, 2, 3, 4)  # constant exponents written as multiplications

@@ -55,9 +55,9 @@ import re
 import sympy
 import torch
 
-from ..ir import COLUMN_WIDTH, IDENTITY, Load, Op, index_vars, loads
-from ..scheduler import node_vars, placement
-from .common import HALF, IndexPrinter, KernelRenderer, reads_columns
+from ..ir import COLUMN_WIDTH, IDENTITY, Load, Op, index_vars
+from ..scheduler import placement
+from .common import HALF, IndexPrinter, KernelRenderer, load_indices, reads_columns
 
 TL_TYPES = {
     torch.float32: "tl.float32", torch.float64: "tl.float64", torch.float16: "tl.float16",
@@ -196,8 +196,7 @@ class TritonRenderer(KernelRenderer):
         element for all of it: a broadcast) and 16 divides that index's range: then Triton can prove that
         8 neighbouring elements are contiguous, and loads them at once."""
         x = index_vars(len(self.kernel.xranges), "x")[-1:]
-        indices = [sympy.expand(ld.index.xreplace(node_vars(n, self.kernel))) for n in self.kernel.nodes
-                   for ld in loads(n.body) if ld.buf in self.inputs]
+        indices = load_indices(self.kernel, self.inputs)
         return bool(x and indices) and self.kernel.xranges[-1].is_Integer and self.kernel.xranges[-1] % 16 == 0 \
             and all(self.dtypes[b].itemsize == 2 for b in self.inputs) and all(i.coeff(x[0]) in (0, 1) for i in indices)
 
