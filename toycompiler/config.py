@@ -12,9 +12,8 @@ options={...})`` call does not change it: each compile gets its own copy,
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 
 # torch.compile's modes (toycompiler accepts the same names; see ``Config.mode``).
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -87,14 +86,14 @@ class Config:
     def with_options(self, mode: str | None, options: dict[str, object]) -> Config:
         """A copy with ``compile(mode=..., options=...)`` applied (both checked by :func:`check_options`)."""
         check_options(mode, options)
-        return dataclasses.replace(self, **options, **({"mode": mode} if mode else {}))
+        return replace(self, **options, **({"mode": mode} if mode else {}))
 
 
 def check_options(mode: str | None, options: dict[str, object]) -> None:
     """Refuse an unknown mode or option name, listing the valid ones (as torch.compile does)."""
     if mode is not None and mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; choose one of: {', '.join(MODES)}")
-    names = [f.name for f in dataclasses.fields(Config)]
+    names = [f.name for f in fields(Config)]
     if unknown := sorted(set(options) - set(names)):
         raise AttributeError(f"unknown option(s) {', '.join(unknown)}; options are the fields of toycompiler.config: "
                              f"{', '.join(names)}")

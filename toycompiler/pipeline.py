@@ -20,7 +20,6 @@ import time
 import types
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -53,7 +52,7 @@ class StageClock:
 # -- the frontend: Python function -> guarded entry ----------------------------------
 
 
-@dataclass
+@dataclasses.dataclass
 class FrameEntry:
     """One cache entry: the check, the code to run when it passes, and its artifacts."""
 
@@ -95,8 +94,7 @@ def compile_frame(fn: types.FunctionType, args: tuple, kwargs: dict, backend: Ca
 
 def _input_shapes(traced: translator.Translation) -> dict[str, tuple]:
     """Each graph input's size when traced, with symbolic dims as None (for automatic dynamic shapes)."""
-    dims = traced.shapes.dims
-    return {src: tuple(None if d in dims.get(src, ()) else int(s) for d, s in enumerate(t.shape))
+    return {src: tuple(None if d in traced.shapes.dims.get(src, ()) else int(s) for d, s in enumerate(t.shape))
             for src, t in zip(traced.input_sources, traced.example_inputs)}
 
 
@@ -104,8 +102,7 @@ def call_backend(backend: Callable, name: str, traced: translator.Translation, s
                  graph: A.GraphArtifact, config: Config = default_config) -> tuple[Callable, A.BackendArtifacts]:
     """Hand the graph to the backend; if it fails, run the graph eagerly and say why."""
     gm, example_inputs = traced.graph_module, list(traced.example_inputs)
-    symbolic = traced.shapes.symbolic_inputs()
-    if symbolic and not getattr(backend, "supports_dynamic_shapes", False):
+    if (symbolic := traced.shapes.symbolic_inputs()) and not getattr(backend, "supports_dynamic_shapes", False):
         reason = (f"backend {name!r} does not take symbolic sizes yet ({', '.join(sorted(symbolic))}): "
                   "running this graph eagerly, which works for any size")
     else:

@@ -93,8 +93,7 @@ def call_python(tx: Tx, fn: Any, args: list[Variable], kwargs: dict[str, Variabl
     if getattr(fn, "__name__", None) == "clone" and grad_mode_of(getattr(fn, "__self__", None)):
         return grad_mode_of(fn.__self__)  # @torch.no_grad() makes a fresh context per call
     handler = pybuiltins.HANDLERS.get(fn) if _hashable(fn) else None
-    result = handler(tx, *args, **kwargs) if handler else NotImplemented
-    if result is not NotImplemented:
+    if handler and (result := handler(tx, *args, **kwargs)) is not NotImplemented:
         return result
     if any(_is_array(a) for a in [*args, *kwargs.values()]):
         raise Unsupported(f"{callable_name(fn)}(...) on a numpy array: arrays are not traced (their values are not "
@@ -153,8 +152,7 @@ def call_module(tx: Tx, module: torch.nn.Module, source: str | None, args: list[
         raise Unsupported(f"{type(module).__name__} has hooks registered ({', '.join(hooks)}); "
                           "hooks are not traced", "hooks")
     self_var = tx.wrap(module, source) if source else ObjectVariable(module)
-    forward = type(module).forward
-    if not isinstance(forward, types.FunctionType):
+    if not isinstance(forward := type(module).forward, types.FunctionType):
         raise Unsupported(f"{type(module).__name__}.forward is not a Python function", "unsupported-call")
     return BoundMethodVariable(ObjectVariable(forward), self_var).call(tx, args, kwargs)
 

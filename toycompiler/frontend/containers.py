@@ -221,7 +221,6 @@ class SetVariable(ContainerVariable):
     for constants. Made while tracing only: a set from the caller stays an object."""
 
     items: dict[Any, Variable] = field(default_factory=dict)  # identity key -> variable
-    source: str | None = None
     METHODS = ("add", "update", "discard", "remove", "clear", "copy")
     kind = set
 

@@ -168,8 +168,7 @@ def _iter(tx, obj, /):
 def _next(tx, it, /, *default):
     if not isinstance(it, IteratorVariable):
         return NotImplemented
-    item = it.next(tx)
-    if item is None and not default:
+    if (item := it.next(tx)) is None and not default:
         raise Unsupported("next() on an exhausted iterator raised StopIteration while tracing", "exception")
     return default[0] if item is None else item
 

@@ -40,11 +40,10 @@ from __future__ import annotations
 
 import ast
 import builtins
-import dataclasses
 import dis
 import types
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import bytecode as pybc
@@ -144,7 +143,7 @@ def _with_graph_outputs(plan: TransformPlan, code: types.CodeType) -> TransformP
     for point in plan.resumes:
         for name in point.locals:
             cg.load_local(plan, name)
-    return dataclasses.replace(plan, graph_outputs=tuple(cg.outputs))
+    return replace(plan, graph_outputs=tuple(cg.outputs))
 
 
 # Resume functions made so far: resume code -> (the user's code it was copied from, offsets -> the original's).

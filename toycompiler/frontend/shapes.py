@@ -85,8 +85,7 @@ class ShapePolicy:
 
     def fake(self, source: str, t: torch.Tensor) -> torch.Tensor:
         """The fake tensor standing for graph input ``t`` (symbolic sizes where wanted)."""
-        wanted = self.wanted(source, t)
-        if not wanted:
+        if not (wanted := self.wanted(source, t)):
             return self.fake_mode.from_tensor(t, static_shapes=True)
         from torch._dynamo.source import LocalSource
 

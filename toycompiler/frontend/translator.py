@@ -180,8 +180,7 @@ class InstructionTranslator:
         if self.output.instructions_run > MAX_INSTRUCTIONS:
             raise Unsupported(f"tracing ran {MAX_INSTRUCTIONS} instructions (a very long unrolled loop?); "
                               "stopping here", "unsupported")
-        handler = getattr(self, inst.opname, None)
-        if handler is None or not inst.opname.isupper():
+        if (handler := getattr(self, inst.opname, None)) is None or not inst.opname.isupper():
             reason = UNSUPPORTED.get(inst.opname, "is not supported by the translator")
             raise Unsupported(f"opcode {inst.opname} {reason}", "unsupported-opcode")
         handler(inst)
@@ -451,9 +450,8 @@ class InstructionTranslator:
         op = inst.argrepr
         if any(isinstance(v, TupleVariable) and not v.is_python_constant() for v in (a, b)) \
                 and op.rstrip("=") in ("+", "*"):
-            self.push(self.sequence_op(op, a, b))
-        else:
-            self.push(self.call_python(INPLACE_BINARY_OPS.get(op) or BINARY_OPS[op], [a, b], {}))
+            return self.push(self.sequence_op(op, a, b))
+        self.push(self.call_python(INPLACE_BINARY_OPS.get(op) or BINARY_OPS[op], [a, b], {}))
 
     def sequence_op(self, op: str, a: Variable, b: Variable) -> Variable:
         """``[x] + ys``, ``(x,) * 3``, ``xs += [y]`` on containers holding tensors."""

@@ -539,8 +539,7 @@ class GradModeVariable(Variable):
         return f"grad_mode({self.enabled})"
 
     def enter(self, tx):
-        previous = self.previous
-        if previous is None:
+        if (previous := self.previous) is None:
             previous = torch.is_grad_enabled()
             tx.output.set_grad_mode(self.enabled)
         return GradModeExitVariable(previous), ConstantVariable(None)
@@ -570,8 +569,7 @@ GRAD_MODES = {torch.no_grad: False, torch.enable_grad: True}
 
 def grad_mode_of(obj: Any) -> GradModeVariable | None:
     """A ``torch.no_grad()``-style object made outside the trace (e.g. by a decorator)."""
-    modes = [enabled for cls, enabled in GRAD_MODES.items() if isinstance(obj, cls)]
-    return GradModeVariable(modes[0]) if modes else None
+    return next((GradModeVariable(enabled) for cls, enabled in GRAD_MODES.items() if isinstance(obj, cls)), None)
 
 
 @dataclass(eq=False)

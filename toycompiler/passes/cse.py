@@ -20,8 +20,7 @@ def cse(gm: torch.fx.GraphModule) -> list[str]:
         if node.op != "call_function" or any(k in str(node.target) for k in NONDETERMINISTIC):
             continue
         key = (node.target, _hashable(node.args), _hashable(tuple(sorted(node.kwargs.items()))))
-        first = seen.setdefault(key, node)
-        if first is not node:
+        if (first := seen.setdefault(key, node)) is not node:
             node.replace_all_uses_with(first)
             gm.graph.erase_node(node)
             changes.append(f"{node.name} is the same as {first.name}: reused")

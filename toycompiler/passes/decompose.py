@@ -48,8 +48,7 @@ TRACING = threading.RLock()
 
 def register(*ops):
     def wrap(fn):
-        for op in ops:
-            DECOMPOSITIONS[op] = fn
+        DECOMPOSITIONS.update(dict.fromkeys(ops, fn))
         return fn
     return wrap
 
@@ -120,8 +119,7 @@ def _without_alpha(op):
     ``True + True`` is ``True``: bool ``add`` is ``or`` (a 1-bit integer add would wrap to 0 in a
     GPU kernel)."""
     def decompose(x, y, *, alpha=1):
-        boolean = torch.result_type(x, y) == torch.bool
-        if boolean and op is aten.add.Tensor:
+        if (boolean := torch.result_type(x, y) == torch.bool) and op is aten.add.Tensor:
             return torch.bitwise_or(x, y if alpha else False)
         if alpha == 1:
             return NotImplemented
@@ -253,11 +251,8 @@ def matmul_as_sum(a, b, bias=None, beta=1, alpha=1):
 
 
 def decomposition_table(matmul_template: bool = False) -> dict:
-    table = dict(core_aten_decompositions())
-    table.update(get_decompositions(FROM_TORCH))
-    table.update(DECOMPOSITIONS)
-    for op in KEEP:
-        table.pop(op, None)
+    merged = dict(core_aten_decompositions()) | get_decompositions(FROM_TORCH) | DECOMPOSITIONS
+    table = {op: fn for op, fn in merged.items() if op not in KEEP}
     if matmul_template:
         table[aten.mm.default] = matmul_as_sum
         table[aten.addmm.default] = lambda bias, a, b, *, beta=1, alpha=1: matmul_as_sum(a, b, bias, beta, alpha)
@@ -282,9 +277,7 @@ def decompose(gm: torch.fx.GraphModule, example_inputs: list,
                               decomposition_table=decomposition_table(matmul_template))(*fakes)
     after = [n for n in new.graph.nodes if n.op == "call_function"]
     changes = [f"{len(before)} graph op(s) became {len(after)} ATen op(s)"]
-    for n in after:
-        changes.append(f"{n.name} = {n.target}")
-    return new, changes
+    return new, changes + [f"{n.name} = {n.target}" for n in after]
 
 
 def fake_inputs(example_inputs: list, gm: torch.fx.GraphModule | None = None) -> tuple[FakeTensorMode, list]:
@@ -294,9 +287,8 @@ def fake_inputs(example_inputs: list, gm: torch.fx.GraphModule | None = None) ->
         modes = [m.fake_mode for m in metas if isinstance(m, FakeTensor)]
         if modes and len(metas) == len(example_inputs) and any(_is_symbolic(m) for m in metas):
             return modes[0], metas
-    for t in example_inputs:
-        if isinstance(t, FakeTensor):
-            return t.fake_mode, list(example_inputs)
+    if fakes := [t for t in example_inputs if isinstance(t, FakeTensor)]:
+        return fakes[0].fake_mode, list(example_inputs)
     mode = FakeTensorMode(allow_non_fake_inputs=True)
     return mode, [mode.from_tensor(t, static_shapes=True) if isinstance(t, torch.Tensor) else t for t in example_inputs]
 

@@ -29,8 +29,7 @@ IDENTITY_OPERAND = {ADD: 0, SUB: 0, MUL: 1, DIV: 1, aten.pow.Tensor_Scalar: 1}
 def simplify(gm: torch.fx.GraphModule) -> list[str]:
     changes: list[str] = []
     for node in list(gm.graph.nodes):  # each rule checks the node's target: placeholders and outputs match none
-        rule = _identity(node) or _double_negation(node) or _constant_chain(node)
-        if rule is None:
+        if (rule := _identity(node) or _double_negation(node) or _constant_chain(node)) is None:
             continue
         replacement, text = rule
         if replacement is not node and replacement.op == "placeholder" and any(u.op == "output" for u in node.users):
