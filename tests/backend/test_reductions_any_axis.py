@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import toycompiler
+from toycompiler.backend.codegen import triton as triton_codegen
 from toycompiler.testing import assert_same, device_for
 
 BACKENDS = ["cpp", "triton"]
@@ -118,8 +119,9 @@ def test_triton_launch_fits_the_tile():
 
 
 def test_a_row_read_in_several_loops_stays_in_l2_until_the_last():
-    """A looped softmax reads its row three times (max, sum, output): the first two loops load with
-    ``evict_last``, the last with ``evict_first``; a looped row sum, read once, takes no hint."""
+    """A looped softmax over rows of 64 KB or less reads its row three times (max, sum, output): the first
+    two loops load with ``evict_last``, the last with ``evict_first``; a looped row sum, read once, takes
+    no hint."""
     dev = device_for("triton")
     x = torch.randn(3, 5000, device=dev)
     for fn, hints in [(lambda x: torch.softmax(x, -1), ["evict_last", "evict_last", "evict_first"]),
@@ -130,3 +132,43 @@ def test_a_row_read_in_several_loops_stays_in_l2_until_the_last():
         loads = [line for line in kernel.splitlines() if "tl.load(" in line and "rmask" in line]
         assert [h for line in loads for h in ("evict_last", "evict_first") if h in line] == hints, loads
         assert "@EVICT@" not in kernel
+
+
+def _softmax_rows(n, dtype):
+    """Rows of ``n`` with what online softmax must get right: a NaN, a row of -inf, -inf before the first
+    finite value (the running max is -inf for a while), +inf, values of -1e30 (an exp that underflows)."""
+    x = torch.randn(6, n) * 5
+    inf = float("inf")
+    x[1, 7], x[2], x[3, : n // 2], x[4, n - 3], x[5, 100:] = float("nan"), -inf, -inf, inf, -1e30
+    return x.to(device_for("triton"), dtype)
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax", "sum_exp", "bf16", "causal", "cross_entropy", "other_v",
+                                  "short_rows", "short_rows_cross_entropy"])
+def test_looped_softmax_computes_max_and_sum_in_one_loop(name, monkeypatch):
+    """Over long rows (64 KB on a GPU, 12 KB here: the interpreter is slow), a looped ``max`` and the ``sum``
+    of ``exp(v - max)`` over the same ``v`` share one loop (online softmax: each lane rescales its sum when
+    its max grows), whatever computes ``v``. A sum of ``exp`` of another value minus the max keeps its own
+    loop (its terms could overflow before the max is known), and so does the sum over shorter rows."""
+    monkeypatch.setattr(triton_codegen, "ONLINE_MIN_ROW_BYTES", 12000)
+    causal = torch.ones(8, 5000, dtype=torch.bool).triu(1).to(device_for("triton"))
+    fn, x, loops = {
+        "softmax": (lambda x: torch.softmax(x, -1), _softmax_rows(5000, torch.float32), 2),
+        "log_softmax": (lambda x: torch.log_softmax(x * 2, -1), _softmax_rows(4500, torch.float32), 2),
+        "sum_exp": (lambda x: (x - x.amax(-1, keepdim=True)).exp().sum(-1), _softmax_rows(5000, torch.float32), 1),
+        "bf16": (lambda x: torch.softmax(x.float(), -1).to(x.dtype), _softmax_rows(7000, torch.bfloat16), 2),
+        "causal": (lambda x: torch.softmax(x.masked_fill(causal, float("-inf")), -1),
+                   _softmax_rows(5000, torch.float32).reshape(3, 2, 5000)[:, :1].expand(3, 8, 5000).contiguous(), 2),
+        "cross_entropy": (lambda x: torch.nn.functional.cross_entropy(x, torch.arange(6, device=x.device) * 800),
+                          torch.randn(6, 5000, device=device_for("triton")), 2),
+        "other_v": (lambda x: (x * 0.5 - x.amax(-1, keepdim=True)).exp().sum(-1),
+                    _softmax_rows(5000, torch.float32), 2),
+        "short_rows": (lambda x: torch.softmax(x.float(), -1), _softmax_rows(5000, torch.bfloat16), 3),  # 10 KB
+        "short_rows_cross_entropy": (lambda x: torch.nn.functional.cross_entropy(  # the row's bytes, not the target's
+            x.float(), torch.arange(6, device=x.device) * 800), torch.randn(6, 5000, device=device_for("triton"))
+            .bfloat16(), 3),
+    }[name]
+    assert_same(fn, x, backend="triton", rtol=1e-2 if x.dtype == torch.bfloat16 else 1e-4, atol=1e-5)
+    source = "\n".join(k.source for k in toycompiler.explain(fn, backend="triton")(x).kernels)
+    assert source.count("for roffset") == loops, source
+    assert ("* tl.exp(acc" in source) == (name not in ("other_v", "short_rows", "short_rows_cross_entropy")), source

@@ -55,7 +55,7 @@ import re
 import sympy
 import torch
 
-from ..ir import COLUMN_WIDTH, IDENTITY, Load, Op, index_vars
+from ..ir import COLUMN_WIDTH, IDENTITY, Load, Op, index_vars, loads, substitute
 from ..scheduler import placement
 from .common import HALF, IndexPrinter, KernelRenderer, load_indices, reads_columns
 
@@ -71,6 +71,8 @@ REDUCE = {"sum": "tl.sum({0}, 1)", "max": "tl.reduce({0}, 1, max_combine)", "min
 COMBINE = {"sum": "{acc} + {v}", "prod": "{acc} * {v}", "max": "max_combine({acc}, {v})",
            "min": "min_combine({acc}, {v})"}
 
+
+ONLINE_MIN_ROW_BYTES = 65536  # longer rows of a looped softmax take its max and sum in one loop (reduction_group)
 
 TL_DOT = (torch.float32, torch.float16, torch.bfloat16)  # input dtypes of the matmul template
 # (BLOCK_M, BLOCK_N, BLOCK_K) for float32 / half inputs: on an H100 the fastest of 6-7 tilings tried on a narrow
@@ -139,6 +141,7 @@ class TritonRenderer(KernelRenderer):
         neighbouring elements of a row (coalesced) and the tile is reduced across its rows.
         """
         self.dot = self.dot_operands()
+        self.online: dict[str, str] = {}  # a softmax's sum -> its max, computed in one loop (reduction_group)
         if self.dot:  # a matmul template: one [BLOCK_M, BLOCK_N] tile of the output per program, k in BLOCK_K steps
             (m, n), k = map(int, self.xr), int(self.rr[0])
             tile = TILES[self.dtypes[self.dot[0][0].buf] in HALF]
@@ -299,6 +302,30 @@ class TritonRenderer(KernelRenderer):
         self.pop()
         return ["@DEDENT@"]
 
+    def reduction_group(self, first):
+        """Looped over rows of more than 64 KB, a ``max`` also takes the ``sum`` of ``exp(v - max)`` over the
+        same ``v`` (a softmax's or cross entropy's denominator) into its loop: *online softmax*, as Inductor's
+        ``online_softmax``. Each lane keeps the largest ``v`` so far, ``m``, and the sum of ``exp(v - m)``,
+        rescaled by ``exp(m_old - m)`` whenever ``m`` grows; after the loop each lane's sum is rescaled to the
+        row's max. The row is read once for both instead of twice, at the cost of a second ``exp`` a value.
+        H100, three loops vs online, torch.compile in brackets: softmax over [4096, 50257] floats 1415 vs
+        1186 us (1127), [1000, 100000] 546 vs 417 (421); bfloat16 cross entropy over [2048, 128256] 512 vs 393
+        (361). A shorter row stays in L2 between loops (about 500 rows in flight, 32 MB of the
+        H100's 50 MB at 64 KB a row), so the second read costs less than the second ``exp``: bfloat16
+        cross entropy over [8192, 32000] (rows of 64 KB) took 304 us without, 391 with."""
+        group = super().reduction_group(first)
+        for m in [m for m in group if m.reduction.op == "max" and not self.persistent]:
+            v = substitute(m.body, self.vars(m))
+            itemsize = max((self.dtypes[ld.buf].itemsize for ld in loads(m.body)), default=4)  # 4: an index's max
+            s = next((s for s in self.kernel.nodes if (self.rnumel * itemsize - ONLINE_MIN_ROW_BYTES).is_positive
+                      and s.reduction and s.reduction.op == "sum" and s not in group
+                      and self.row_inputs(s) <= self.row_values.keys() | {m.name}
+                      and _exp_of_difference(substitute(s.body, self.vars(s)), v, m.name)), None)
+            if s:
+                self.online[s.name] = m.name
+                group.append(s)
+        return group
+
     def reductions(self, nodes):
         """Persistent: each node's tile reduced along r. Looped: one loop over r for all the nodes, one
         accumulator tile each (the row is loaded once), each tile reduced after the loop."""
@@ -314,15 +341,28 @@ class TritonRenderer(KernelRenderer):
                 raise NotImplementedError(f"looped Triton reduction of {[n.reduction.op for n in nodes]} "
                                           "(rows longer than config.max_block)")
             tiles = [self.fresh("acc") for _ in nodes]
+            acc_of = {n.name: acc for n, acc in zip(nodes, tiles)}
             self.emit(*[f"{acc} = tl.full([XBLOCK, RBLOCK], {init}, {self.type_name(dtype)})"
                         for acc, init, dtype in zip(tiles, inits, dtypes)], *self.r_loop_open("reduce"))
-            for n, acc in zip(nodes, tiles):
+            for n, acc, dtype in [t for t in zip(nodes, tiles, dtypes) if t[0].name not in self.online]:
                 with self.owning(n):
-                    combined = COMBINE[n.reduction.op].format(acc=acc, v=self.expr(n.body, self.vars(n), n))
+                    v = self.expr(n.body, self.vars(n), n)
+                    combined = COMBINE[n.reduction.op].format(acc=acc, v=v)
+                    for s in [s for s in nodes if self.online.get(s.name) == n.name]:  # before the max moves on
+                        combined = self.tmp(combined, dtype)  # the new max; -inf (no value yet) shifts by 0
+                        shift = self.tmp(f"tl.where({combined} == float('-inf'), 0, {combined})", dtype)
+                        with self.owning(s):
+                            self.emit(f"# online softmax: {s.name}'s sum, rescaled by exp(old max - new max)")
+                            self.emit(f"{acc_of[s.name]} = tl.where(xmask & rmask, {acc_of[s.name]} * tl.exp({acc} - "
+                                      f"{shift}) + tl.exp({v} - {shift}), {acc_of[s.name]})")
                     self.emit(f"{acc} = tl.where(xmask & rmask, {combined}, {acc})")
             self.emit(*self.r_loop_close())
-        return [self.tmp(REDUCE[n.reduction.op].format(tile) + "[:, None]", n.layout.dtype)
-                for n, tile in zip(nodes, tiles)]
+        values: dict[str, str] = {}
+        for n, tile in zip(nodes, tiles):  # an online sum: each lane's sum rescaled to the row's max
+            m = self.online.get(n.name) if not self.persistent else None
+            tile = f"{tile} * tl.exp({acc_of[m]} - {values[m]})" if m else tile
+            values[n.name] = self.tmp(REDUCE[n.reduction.op].format(tile) + "[:, None]", n.layout.dtype)
+        return list(values.values())
 
     def finish(self):
         """A looped row read in two or more loops (a softmax's max, its sum, its output) is kept in L2 for
@@ -386,6 +426,12 @@ class TritonRenderer(KernelRenderer):
         if dtype in HALF:  # round to half precision, keep computing in float32
             return f"{value}.to({self.type_name(dtype)}).to(tl.float32)"
         return f"{value}.to({self.type_name(dtype)})"
+
+
+def _exp_of_difference(e, v, name: str) -> bool:
+    """Whether ``e`` is ``exp(v - load(name))``."""
+    d = e.args[0] if isinstance(e, Op) and e.op == "exp" else None
+    return isinstance(d, Op) and d.op == "sub" and d.args[0] == v and getattr(d.args[1], "buf", None) == name
 
 
 def _identity(op: str, dtype: torch.dtype) -> int | float:
