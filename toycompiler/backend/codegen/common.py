@@ -52,6 +52,7 @@ from ..ir import (
     Op,
     index_exprs,
     index_vars,
+    linear_index,
     loads,
     merge_ranges,
     op_names,
@@ -103,8 +104,7 @@ class IndexPrinter:
             return self.minmax("min" if isinstance(e, sympy.Min) else "max", [self.p(a) for a in e.args])
         if isinstance(e, sympy.Add):
             terms = [self.p(a) for a in sorted(e.args, key=sympy.default_sort_key)]
-            text = " + ".join(terms).replace("+ -", "- ")
-            return f"({text})"
+            return "(" + " + ".join(terms).replace("+ -", "- ") + ")"
         if isinstance(e, sympy.Mul):
             coeff, rest = e.as_coeff_Mul()
             factors = [self.p(a) for a in sympy.Mul.make_args(rest)]
@@ -144,13 +144,9 @@ class KernelRenderer:
 
     # -- naming ----------------------------------------------------------------------
     def kernel_name(self, kernel: Kernel, index: int) -> str:
-        ops: list[str] = []
-        for n in kernel.nodes:
-            names = op_names(n.body) + [n.reduction.op] if n.reduction else op_names(n.body)
-            for op in names:
-                if op not in ops and op not in ("to_dtype", "identity"):
-                    ops.append(op)
-        ops = _name_patterns(ops)
+        names = [op for n in kernel.nodes for op in op_names(n.body) + ([n.reduction.op] if n.reduction else [])]
+        # each op once, in order of first use (dict keys keep it); casts and copies name nothing
+        ops = _name_patterns([op for op in dict.fromkeys(names) if op not in ("to_dtype", "identity")])
         core = "_".join(ops[:5]) + ("_etc" if len(ops) > 5 else "")
         return f"{self.prefix}_{core or 'copy'}_{index}"
 
@@ -158,9 +154,8 @@ class KernelRenderer:
     def render(self, kernel: Kernel, index: int) -> RenderedKernel:
         self.kernel = kernel
         self.name = self.kernel_name(kernel, index)
-        inside = kernel.names()
-        reads = {ld.buf for n in kernel.nodes for ld in loads(n.body)} - inside
-        self.inputs = sorted(reads, key=_order)
+        # the inputs: every buffer the kernel loads and does not compute itself
+        self.inputs = sorted(set().union(*(n.reads for n in kernel.nodes)) - kernel.names(), key=_order)
         self.outputs = list(kernel.stores)
         self.ptr = {b: f"in_ptr{i}" for i, b in enumerate(self.inputs)} | \
                    {b: f"out_ptr{i}" for i, b in enumerate(self.outputs)}
@@ -189,16 +184,11 @@ class KernelRenderer:
                               self.meta(), line_map)
 
     def size_args(self) -> tuple[list[str], list[sympy.Expr]]:
-        sizes, values = ["xnumel"], [self.xnumel]
-        if self.kernel.kind == "reduction":
-            sizes.append("rnumel")
-            values.append(self.rnumel)
         text = "\n".join(self.lines)
-        for name, _ in self.ir.size_vars:
-            if re.search(rf"\b{name}\b", text):
-                sizes.append(name)
-                values.append(sympy.Symbol(name))
-        return sizes, values
+        # (argument, value): xnumel, rnumel for a reduction, then each size symbol the body uses
+        args = [("xnumel", self.xnumel)] + ([("rnumel", self.rnumel)] if self.kernel.kind == "reduction" else [])
+        args += [(name, sympy.Symbol(name)) for name, _ in self.ir.size_vars if re.search(rf"\b{name}\b", text)]
+        return [name for name, _ in args], [value for _, value in args]
 
     def body_pointwise(self) -> list[tuple[str, ComputedBuffer | None]]:
         self.emit(*self.x_loop_open())
@@ -289,13 +279,12 @@ class KernelRenderer:
     def finish(self) -> list[tuple[str, ComputedBuffer | None]]:
         """The body's lines, each with the buffer it was written for; loop variables defined where used."""
         text = "\n".join(self.lines)
+        loops = {"@XVARS@": ("x", self.xr, "xindex"), "@RVARS@": ("r", self.rr, "rindex")}  # placeholder -> its loop
         out: list[tuple[str, ComputedBuffer | None]] = []
         for line, owner in zip(self.lines, self.owners):
             stripped, pad = line.strip(), line[: len(line) - len(line.lstrip())]
-            if stripped == "@XVARS@":
-                out += [(pad + d, None) for d in self.var_defs("x", self.xr, "xindex", text)]
-            elif stripped == "@RVARS@":
-                out += [(pad + d, None) for d in self.var_defs("r", self.rr, "rindex", text)]
+            if stripped in loops:
+                out += [(pad + d, None) for d in self.var_defs(*loops[stripped], text)]
             else:
                 out.append((line, owner))
         return out
@@ -319,8 +308,7 @@ class KernelRenderer:
         torch/_inductor/codegen/simd.py."""
         self.merge: dict[sympy.Symbol, sympy.Expr] = {}
         indices = [self.store_index(n) for n in self.kernel.nodes]
-        for n in self.kernel.nodes:
-            indices += [sympy.expand(i.xreplace(self.vars(n))) for i in index_exprs(n.body)]
+        indices += [sympy.expand(i.xreplace(self.vars(n))) for n in self.kernel.nodes for i in index_exprs(n.body)]
         self.xr, xmerge = merge_ranges("x", self.kernel.xranges, indices)
         self.rr, rmerge = merge_ranges("r", self.kernel.rranges, indices)
         self.merge = {**xmerge, **rmerge}
@@ -360,9 +348,7 @@ class KernelRenderer:
         for scope in reversed(self.scopes):
             if code in scope:
                 return scope[code]
-        name = f"tmp{self.ntmp}"
-        self.ntmp += 1
-        self.scopes[-1][code] = name
+        name = self.scopes[-1][code] = self.fresh("tmp")
         self.emit(self.assign(name, code, dtype))
         return name
 
@@ -421,12 +407,10 @@ class KernelRenderer:
         return self.tmp(text, self.compute_dtype(e.dtype))
 
     def store_index(self, n: ComputedBuffer) -> sympy.Expr:
-        mapping = self.vars(n)
-        if n.store_into:
-            dims = index_vars(len(n.layout.size))
-            terms = [d * st for d, s, st in zip(dims, n.layout.size, n.layout.stride) if s != 1]
-            return sympy.expand(sum(terms, sympy.Integer(0)).xreplace(mapping))
-        return sympy.expand(store_index(n.layout.size).xreplace(mapping))
+        size = n.layout.size
+        # a write into a graph input goes through the input's strides (a size-1 dim's index is 0 in both)
+        index = linear_index(index_vars(len(size)), n.layout.stride) if n.store_into else store_index(size)
+        return sympy.expand(index.xreplace(self.vars(n)))
 
     def compute_dtype(self, dtype: torch.dtype) -> torch.dtype:
         return dtype
