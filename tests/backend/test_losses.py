@@ -2,9 +2,13 @@
 
 ``gather`` with one index per row is a masked sum over the row and ``scatter`` of one value per row a
 ``where`` (``passes/decompose.py``): cross entropy's pick of each sample's class, and its gradient, fuse
-into the log_softmax kernel instead of calling torch's gather on a written-out log_softmax. Cross
-entropy with label smoothing runs an in-place op below functionalization; a second trace makes it pure.
+into the log_softmax kernel instead of calling torch's gather on a written-out log_softmax. Over rows
+longer than a kernel holds at once, the pick moves through the log_softmax's arithmetic instead
+(``(x - max) - log(sum)`` picked is ``x`` picked, minus the row's values). Cross entropy with label
+smoothing runs an in-place op below functionalization; a second trace makes it pure.
 """
+
+import re
 
 import pytest
 import torch
@@ -74,3 +78,22 @@ def test_gather_one_per_row_along_any_dim_and_several_per_row(backend):
         assert_same(fn, x, index, backend=backend)
         code = toycompiler.explain(fn, backend=backend)(x, index).output_code
         assert ("torch.ops.aten.gather" in code) == kernel
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_gather_over_long_rows_moves_through_elementwise_work(backend):
+    """Over rows longer than PICK_MIN_ROW, ``log_softmax(x * 2).gather(1, i)`` is ``x.gather(1, i) * 2`` minus
+    the row's max and log-sum: the same arithmetic on the same values (rows with NaN, inf and -inf
+    included), with no pass over the row for the pick. From a graph input the pick is torch's gather of
+    the input itself; from logits computed in the graph (a matmul's) it is a masked sum that needs no row
+    value, so it shares the max's loop. Two operands that vary along the row keep the masked sum."""
+    dev = device_for(backend)
+    x, w = torch.randn(6, 5000, device=dev) * 3, torch.randn(5000, 5000, device=dev) / 100
+    i = torch.tensor([[0], [4999], [7], [3], [2500], [1]], device=dev)
+    x[0, 3], x[2, 5], x[4] = float("nan"), float("inf"), float("-inf")
+    for fn, picked in [(lambda x, w, i: torch.log_softmax(x * 2, -1).gather(1, i), ["self=arg0"]),
+                       (lambda x, w, i: F.cross_entropy(x @ w, i[:, 0]), []),
+                       (lambda x, w, i: (x * x.exp()).gather(1, i), [])]:
+        assert_same(fn, x, w, i, backend=backend, rtol=1e-5, atol=1e-5)
+        code = toycompiler.explain(fn, backend=backend)(x, w, i).output_code
+        assert re.findall(r"= torch\.ops\.aten\.gather\.default\((self=\w+)", code) == picked, code
