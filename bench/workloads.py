@@ -110,6 +110,11 @@ def batch_norm_stats(x):
     return (x - mean) * torch.rsqrt(var + 1e-5)
 
 
+def cross_entropy(logits, target):
+    """A language model's loss over GPT-2's vocabulary: rows of 50257 logits, longer than a kernel holds."""
+    return F.cross_entropy(logits, target)
+
+
 # -- models -------------------------------------------------------------------------------
 
 
@@ -204,6 +209,11 @@ def _nchw(device: str, quick: bool) -> tuple:
     return (torch.randn(*shape, device=device),)
 
 
+def _logits(device: str, quick: bool) -> tuple:
+    rows = (4096 if device == "cuda" else 256) // (8 if quick else 1)  # 800 MB of float32 on a GPU
+    return torch.randn(rows, 50257, device=device), torch.randint(0, 50257, (rows,), device=device)
+
+
 def _half(make: Callable, dtype: torch.dtype) -> Callable[[str, bool], tuple]:
     return lambda device, quick: tuple(t.to(dtype) for t in make(device, quick))
 
@@ -264,6 +274,7 @@ WORKLOADS = [
     Workload("col_sum", col_sum, _odd_matrix, True, describe="sum over dim 0 (non-contiguous axis), odd sizes"),
     Workload("mean_023", mean_023, _nchw, True, describe="mean over N, H, W of NCHW"),
     Workload("batch_norm_stats", batch_norm_stats, _nchw, True, describe="batch-norm mean/var then normalise"),
+    Workload("cross_entropy", cross_entropy, _logits, True, describe="F.cross_entropy over rows of 50257"),
     Workload("linear_gelu", linear_gelu, _linear_inputs, False, describe="narrow F.linear then GELU, odd sizes"),
     Workload("linear_residual", linear_residual, _residual_inputs, False, describe="r + relu(F.linear(x)), odd sizes"),
     Workload("mlp", mlp, _mlp_inputs(False), False, describe="2-layer MLP (ReLU)"),
