@@ -359,7 +359,7 @@ class TritonRenderer(KernelRenderer):
             self.emit(*self.r_loop_close())
         values: dict[str, str] = {}
         for n, tile in zip(nodes, tiles):  # an online sum: each lane's sum rescaled to the row's max
-            m = self.online.get(n.name) if not self.persistent else None
+            m = self.online.get(n.name)  # (only looped kernels have online sums)
             tile = f"{tile} * tl.exp({acc_of[m]} - {values[m]})" if m else tile
             values[n.name] = self.tmp(REDUCE[n.reduction.op].format(tile) + "[:, None]", n.layout.dtype)
         return list(values.values())
