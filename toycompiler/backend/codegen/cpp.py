@@ -36,14 +36,17 @@ CTYPES = {
     torch.int16: "int16_t", torch.int8: "int8_t", torch.uint8: "uint8_t", torch.bool: "bool",
 }
 
-# Helpers with torch's semantics where the C library's differ (NaN propagation).
+# Helpers with torch's semantics where the C library's differ (NaN propagation). toy_maximum takes b when it is
+# larger or NaN, else keeps a, which stays when it is NaN (nothing compares larger than NaN): two compares and
+# a blend a vector. Written with a NaN test for each side first, a row max over [256, 50257] floats took 4.0 ms
+# instead of 2.5 (one thread, this project's 2-core x86-64 machine).
 PRELUDE = """\
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
-template <typename T> static inline T toy_maximum(T a, T b) { return a != a ? a : (b != b ? b : (a > b ? a : b)); }
-template <typename T> static inline T toy_minimum(T a, T b) { return a != a ? a : (b != b ? b : (a < b ? a : b)); }
+template <typename T> static inline T toy_maximum(T a, T b) { return b > a || b != b ? b : a; }
+template <typename T> static inline T toy_minimum(T a, T b) { return b < a || b != b ? b : a; }
 template <typename T> static inline T toy_relu(T a) { return a != a ? a : (a > T(0) ? a : T(0)); }
 template <typename T> static inline T toy_sigmoid(T a) { return T(1) / (T(1) + std::exp(-a)); }
 template <typename T> static inline T toy_sign(T a) { return T((a > T(0)) - (a < T(0))); }
