@@ -38,8 +38,9 @@ CTYPES = {
 
 # Helpers with torch's semantics where the C library's differ (NaN propagation). toy_maximum takes b when it is
 # larger or NaN, else keeps a, which stays when it is NaN (nothing compares larger than NaN): two compares and
-# a blend a vector. Written with a NaN test for each side first, a row max over [256, 50257] floats took 4.0 ms
-# instead of 2.5 (one thread, this project's 2-core x86-64 machine).
+# a blend a vector. Written with a NaN test for each side first, the max loop over [256, 50257] floats took 4.0 ms
+# instead of 2.5 (the loop alone, built with the kernels' flags, one thread, this project's 2-core x86-64
+# machine); toycompiler's amax over them went from 3.1 to 2.1 ms, torch.compile's taking 2.1.
 PRELUDE = """\
 #include <algorithm>
 #include <cmath>
