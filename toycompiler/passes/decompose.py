@@ -230,13 +230,14 @@ def _gather_operand(x, d, index):
     if torch.Tag.pointwise not in tags or torch.Tag.nondeterministic_seeded in tags or node.kwargs \
             or any(isinstance(a, torch.fx.Node) and not isinstance(a.meta.get("val"), torch.Tensor) for a in node.args):
         return None
-    args = [track_tensor_tree(a.meta["val"], torch.fx.Proxy(a, tracer), constant=None, tracer=tracer)  # its operands
-            if isinstance(a, torch.fx.Node) else a for a in node.args]                        # as traced tensors
-    varying = [a for a in args if isinstance(a, torch.Tensor) and a.dim() > d - x.dim() + a.dim() >= 0
+    values = [a.meta["val"] if isinstance(a, torch.fx.Node) else a for a in node.args]
+    varying = [k for k, a in enumerate(values) if isinstance(a, torch.Tensor) and a.dim() > d - x.dim() + a.dim() >= 0
                and a.shape[d - x.dim() + a.dim()] != 1]
-    if len(varying) != 1 or varying[0].shape != x.shape:
+    if len(varying) != 1 or values[varying[0]].shape != x.shape:
         return None
-    return node.target(*[a.gather(d, index) if a is varying[0] else a for a in args])
+    args = [track_tensor_tree(v, torch.fx.Proxy(a, tracer), constant=None, tracer=tracer)  # the operands as traced
+            if isinstance(a, torch.fx.Node) else a for a, v in zip(node.args, values)]  # tensors, once the rule holds
+    return node.target(*[a.gather(d, index) if k == varying[0] else a for k, a in enumerate(args)])
 
 
 @register(aten.native_dropout.default)
