@@ -125,8 +125,7 @@ class CompiledFunction:
         cache.entries.append(entry)
         _merge_shapes(cache.seen_shapes, entry.input_shapes)
         self.compiled_frames.append(entry.artifact)
-        miss = self._record_miss(failures, f"compiled {label}") if failures else None
-        logs.frame_compiled(entry.artifact, miss)
+        logs.frame_compiled(entry.artifact, self._record_miss(failures, f"compiled {label}") if failures else None)
         return entry.run(*args, **kwargs)
 
     def _give_up(self, args: tuple, kwargs: dict, failures: tuple[A.GuardFailure, ...], why: str, warning: str) -> Any:
@@ -201,14 +200,13 @@ def compile(fn: Callable | None = None, *, backend: str | Callable = "auto", ful
     kw = dict(backend=backend, fullgraph=fullgraph, dynamic=dynamic, mode=mode, options=options)
     if fn is None:
         return lambda f: compile(f, **kw)
-    wrapper = CompiledModule if isinstance(fn, torch.nn.Module) else CompiledFunction
-    return wrapper(fn, **kw)
+    return (CompiledModule if isinstance(fn, torch.nn.Module) else CompiledFunction)(fn, **kw)
 
 
 def explain(fn: Callable, **compile_options: Any) -> Callable[..., A.Report]:
     """``explain(fn)(*args)``: compile ``fn`` afresh, call it once, and report every stage."""
-    target = getattr(fn, "_compiled_forward", fn)  # compile(module) keeps its compiled forward there
-    if isinstance(target, CompiledFunction):  # compile afresh with the options it was compiled with
+    # Given compile(fn) or compile(module) (its compiled forward), compile afresh with the options it was given.
+    if isinstance(target := getattr(fn, "_compiled_forward", fn), CompiledFunction):
         compile_options = target.compile_options | compile_options
         fn = getattr(fn, "_orig_mod", target.fn)
 

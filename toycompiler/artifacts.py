@@ -286,11 +286,9 @@ class IRArtifact(Artifact):
     outputs: tuple[str, ...]
 
     def __str__(self) -> str:
-        out = []
-        for b in self.buffers:
-            out.append(f"{b.name}: {b.kind} {b.dtype}{b.size}  # from {', '.join(b.origins) or '-'}")
-            out.extend("    " + line for line in b.body.splitlines())
-        return "\n".join([*out, f"outputs: {', '.join(self.outputs)}"])
+        rows = [f"{b.name}: {b.kind} {b.dtype}{b.size}  # from {', '.join(b.origins) or '-'}"
+                + "".join("\n    " + line for line in b.body.splitlines()) for b in self.buffers]  # the body indented
+        return "\n".join([*rows, f"outputs: {', '.join(self.outputs)}"])
 
 
 # -- stage 6: scheduling and fusion --------------------------------------------

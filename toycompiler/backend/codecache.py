@@ -168,11 +168,9 @@ def _input_metadata(t: Any) -> str:
 @functools.cache
 def toycompiler_version() -> str:
     """toycompiler's own source (hashed, like Inductor's ``torch_key``), plus torch, triton and Python."""
-    package = Path(__file__).resolve().parents[1]
-    source = _digest(b"".join(p.read_bytes() for p in sorted(package.rglob("*.py"))))
+    source = _digest(b"".join(p.read_bytes() for p in sorted(Path(__file__).resolve().parents[1].rglob("*.py"))))
     try:
-        import triton
-        triton_version = triton.__version__
+        from triton import __version__ as triton_version
     except ImportError:
         triton_version = "none"
     return f"{source[:16]} torch {torch.__version__} triton {triton_version} python {sys.version.split()[0]}"

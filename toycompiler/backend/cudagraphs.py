@@ -48,8 +48,7 @@ class CUDAGraphRunner:
         self.graphs: dict[tuple, _Recording] = {}  # one recording per set of input shapes and strides
 
     def __call__(self, *args: torch.Tensor) -> Any:
-        key = tuple((a.shape, a.stride()) for a in args)
-        if key not in self.graphs:
+        if (key := tuple((a.shape, a.stride()) for a in args)) not in self.graphs:
             self.graphs[key] = _Recording(self.call, args)
         return self.graphs[key].replay(args)
 

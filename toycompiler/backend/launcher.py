@@ -28,10 +28,10 @@ Leaves out: Inductor's static CUDA launcher, and autotuning reduction block size
 
 from __future__ import annotations
 
-import dataclasses
 import statistics
 import timeit
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -65,10 +65,8 @@ class TritonLauncher:
         self.choice: AutotuneChoice | None = None  # the tuned meta-parameters, once chosen
         self._launches: dict[tuple, _Launch] = {}
 
-    def __getitem__(self, grid: tuple) -> _Launch:
-        if grid not in self._launches:
-            self._launches[grid] = _Launch(self, grid)
-        return self._launches[grid]
+    def __getitem__(self, grid: tuple) -> _Launch:  # one _Launch per grid, made on its first use
+        return self._launches.get(grid) or self._launches.setdefault(grid, _Launch(self, grid))
 
     # -- autotuning (mode="max-autotune") -------------------------------------------
     def candidates(self, meta: dict) -> list[dict]:
@@ -89,15 +87,11 @@ class TritonLauncher:
     def grid_for(self, meta: dict, args: tuple, grid: tuple) -> tuple:
         if "XBLOCK" not in meta or "xnumel" not in self.arg_names:
             return grid
-        xnumel = args[self.arg_names.index("xnumel")]
-        return (max(1, -(-xnumel // meta["XBLOCK"])), *grid[1:])
+        return (max(1, -(-args[self.arg_names.index("xnumel")] // meta["XBLOCK"])), *grid[1:])  # cdiv(xnumel, XBLOCK)
 
     def benchmark(self, grid: tuple, args: tuple, meta: dict) -> AutotuneChoice:
-        timings = []
-        for cand in self.candidates(meta):
-            g = self.grid_for(cand, args, grid)
-            run = lambda: self.kernel[g](*args, **cand)  # noqa: E731
-            timings.append((_time(run, self.direct), cand))
+        timings = [(_time(lambda c=c, g=self.grid_for(c, args, grid): self.kernel[g](*args, **c), self.direct), c)
+                   for c in self.candidates(meta)]
         best_time, best = min(timings, key=lambda t: t[0])
         table = tuple((_meta_str(c), t) for t, c in timings)
         return AutotuneChoice(self.name, _meta_str(best), best_time, table, dict(best))
@@ -119,20 +113,17 @@ class _Launch:
                 return self.jit(args, meta)
             return self.run(*self.launch_grid, torch._C._cuda_getCurrentRawStream(self.device), self.function,
                             self.metadata, None, self.enter, self.exit, *args, *self.tail)
-        return self.first_call(args, meta)
+        # The first call: benchmark the candidates if autotuning, compile through the JIT, bind the binary.
+        if self.owner.tune and self.owner.choice is None:
+            self.owner.choice = self.owner.benchmark(self.grid, args, meta)
+        binary = self.jit(args, meta)
+        if self.owner.direct:
+            self.prepare(binary, args, meta)
+        return binary
 
     def jit(self, args: tuple, meta: dict) -> Any:
         meta = meta | (self.owner.choice.meta if self.owner.choice else {})
         return self.owner.kernel[self.owner.grid_for(meta, args, self.grid)](*args, **meta)
-
-    def first_call(self, args: tuple, meta: dict) -> Any:
-        owner = self.owner
-        if owner.tune and owner.choice is None:
-            owner.choice = owner.benchmark(self.grid, args, meta)
-        binary = self.jit(args, meta)
-        if owner.direct:
-            self.prepare(binary, args, meta)
-        return binary
 
     def prepare(self, binary: Any, args: tuple, meta: dict) -> None:
         """Remember what the binary was specialized for, and bind its launcher."""
@@ -231,19 +222,16 @@ def faster_graph(library: tuple, template: tuple, example_inputs: list) -> tuple
             (("library matmul + separate kernels", library), ("matmul template with fused epilogue", template))]
     (seconds, best, (arts, constants, module)), (other_seconds, other, _) = sorted(rows, key=lambda r: r[0])
     choice = AutotuneChoice("matmul", best, seconds, ((best, seconds), (other, other_seconds)), {})
-    tuning = dataclasses.replace(arts.runtime.autotune, choices=(*arts.runtime.autotune.choices, choice))
+    tuning = replace(arts.runtime.autotune, choices=(*arts.runtime.autotune.choices, choice))
     decision = FusionDecision("matmul", "epilogue", arts is template[0], f"timed, chose the {best}: "
                               f"{seconds * 1e6:.1f} us vs {other_seconds * 1e6:.1f} us ({other})")
-    schedule = dataclasses.replace(arts.schedule, decisions=(*arts.schedule.decisions, decision))
-    return dataclasses.replace(arts, schedule=schedule, runtime=dataclasses.replace(arts.runtime, autotune=tuning)), \
-        constants, module
+    schedule = replace(arts.schedule, decisions=(*arts.schedule.decisions, decision))
+    return replace(arts, schedule=schedule, runtime=replace(arts.runtime, autotune=tuning)), constants, module
 
 
 def apply_choices(launchers: list[TritonLauncher], artifact: AutotuneArtifact | None) -> None:
     """Give a freshly loaded output module the block sizes chosen when it was compiled (cache hits)."""
-    if artifact is None:
-        return
-    by_name = {c.kernel: c for c in artifact.choices}
+    by_name = {c.kernel: c for c in artifact.choices} if artifact else {}
     for launcher in launchers:
         launcher.choice = by_name.get(launcher.name, launcher.choice)
 
@@ -253,9 +241,7 @@ def random_like(t: torch.Tensor) -> torch.Tensor:
     size, stride = [int(s) for s in t.shape], [int(s) for s in t.stride()]
     with torch._subclasses.fake_tensor.unset_fake_temporarily():
         out = torch.empty_strided(size, stride, dtype=t.dtype, device=t.device)
-        if t.dtype.is_floating_point:
-            return out.normal_()
-        return out.random_(0, 2) if t.dtype == torch.bool else out.random_(0, 16)
+        return out.normal_() if t.dtype.is_floating_point else out.random_(0, 2 if t.dtype == torch.bool else 16)
 
 
 # -- allocating output buffers -----------------------------------------------------------
@@ -272,12 +258,11 @@ class _Allocators(dict):
     """
 
     def __missing__(self, device: str) -> Callable:
-        guards = torch._C._dynamo.guards
         kind = device.split(":")[0]
         if kind == "cpu":
-            alloc = guards._empty_strided_cpu
+            alloc = torch._C._dynamo.guards._empty_strided_cpu
         elif kind == "cuda" and torch.cuda.device_count() == 1:
-            alloc = guards._empty_strided_cuda
+            alloc = torch._C._dynamo.guards._empty_strided_cuda
         else:
             alloc = lambda size, stride, dtype: torch.empty_strided(size, stride, dtype=dtype, device=device)  # noqa: E731
         return self.setdefault(device, alloc)

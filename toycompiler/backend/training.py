@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import torch
@@ -56,16 +57,14 @@ def compile_training(gm: torch.fx.GraphModule, example_inputs: list, compile_gra
 
     artifacts: dict[str, Any] = {}  # "forward", "backward" -> what compiling that graph recorded
 
-    def compiler(kind: str) -> Callable:
-        def compile_one(graph: torch.fx.GraphModule, inputs: list) -> Callable:
-            graph, kept = drop_none_outputs(graph)
-            with unset_fake_temporarily():  # AOTAutograd calls this inside its fake mode; constants are real
-                result = compile_graph(graph, list(inputs))
-            call = result.call if kept is None else _with_nones(result.call, *kept)
-            call = _with_traced_layouts(call, inputs) if kind == "backward" else call
-            artifacts[kind] = _labelled(result.artifacts, kind)
-            return make_boxed_func(call)  # AOTAutograd passes one list, freed as it goes
-        return compile_one
+    def compile_one(kind: str, graph: torch.fx.GraphModule, inputs: list) -> Callable:  # kind: forward or backward
+        graph, kept = drop_none_outputs(graph)
+        with unset_fake_temporarily():  # AOTAutograd calls this inside its fake mode; constants are real
+            result = compile_graph(graph, list(inputs))
+        call = result.call if kept is None else _with_nones(result.call, *kept)
+        call = _with_traced_layouts(call, inputs) if kind == "backward" else call
+        artifacts[kind] = _labelled(result.artifacts, kind)
+        return make_boxed_func(call)  # AOTAutograd passes one list, freed as it goes
 
     # Compile the backward now rather than at the first .backward(), so the report shows it.
     eager_backward = {"force_non_lazy_backward_lowering": True} \
@@ -74,17 +73,15 @@ def compile_training(gm: torch.fx.GraphModule, example_inputs: list, compile_gra
     # autograd differentiates it, so that the backward is made of ops the backend lowers too.
     math_attention = torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH)
     with functorch_config.patch(**eager_backward), TRACING, math_attention:
-        run = aot_autograd(fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
+        run = aot_autograd(fw_compiler=partial(compile_one, "forward"), bw_compiler=partial(compile_one, "backward"),
                            decompositions=decomposition_table())(gm, example_inputs)
     return CompiledGraph(run, dataclasses.replace(artifacts["forward"], backward=artifacts.get("backward")))
 
 
 def _labelled(arts: Any, kind: str) -> Any:
     """A fallback's reason says which of the two graphs ran eagerly."""
-    if arts.fallback_reason is None:
-        return arts
-    return dataclasses.replace(arts, backend=f"{arts.backend} ({kind})",
-                               fallback_reason=f"{kind} graph: {arts.fallback_reason}")
+    return arts if arts.fallback_reason is None else dataclasses.replace(
+        arts, backend=f"{arts.backend} ({kind})", fallback_reason=f"{kind} graph: {arts.fallback_reason}")
 
 
 def drop_none_outputs(gm: torch.fx.GraphModule) -> tuple[torch.fx.GraphModule, tuple | None]:
@@ -117,9 +114,8 @@ def _with_traced_layouts(call: Callable, inputs: list) -> Callable:
         if mismatched is None:
             mismatched = [i for i, (a, t) in enumerate(zip(args, traced)) if t and a.stride() != t[1]]
         if mismatched:
-            args = list(args)
-            for i in mismatched:
-                args[i] = torch.empty_strided(*traced[i], dtype=args[i].dtype, device=args[i].device).copy_(args[i])
+            args = [torch.empty_strided(*traced[i], dtype=a.dtype, device=a.device).copy_(a) if i in mismatched else a
+                    for i, a in enumerate(args)]
         return call(*args)
     return run
 

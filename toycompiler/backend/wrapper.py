@@ -74,18 +74,16 @@ def wrapper_source(ir: GraphIR, kernels: list[RenderedKernel], loads: list[str],
     each kernel's comment and launch line.
     """
     params = list(ir.params or [b.name for b in ir.inputs if b.kind == "input"]) + list(ir.constants)
-    lines = [
-        f"# output code: {len(kernels)} {language} kernel(s) for {len(ir.buffers)} IR node(s)",
-        "import torch",
-        "import triton" if language == "triton" else "",
-        "from toycompiler.backend import codecache",
-        "from toycompiler.backend.launcher import empty_strided  # torch.empty without its Python overhead",
-        "",
-        *loads,
-        "",
-        "",
-        f"def call({', '.join(params)}):",
-    ]
+    lines = [f"# output code: {len(kernels)} {language} kernel(s) for {len(ir.buffers)} IR node(s)",
+             "import torch",
+             "import triton" if language == "triton" else "",
+             "from toycompiler.backend import codecache",
+             "from toycompiler.backend.launcher import empty_strided  # torch.empty without its Python overhead",
+             "",
+             *loads,
+             "",
+             "",
+             f"def call({', '.join(params)}):"]
     lines += [f"    {name} = {expr}" for name, expr in ir.size_vars if expr != name]
     reuse = dict(reuses)
     line_map: list[tuple[int, str]] = []
@@ -122,10 +120,9 @@ def launch(ir: GraphIR, k: RenderedKernel, language: str) -> str:
         ptrs = [f"{b}.data_ptr()" for b in (*k.inputs, *k.outputs)]
         return _if_nonempty(sizes, f"{k.name}({', '.join(ptrs + sizes)})")
     meta, blocks = dict(k.meta), ", ".join(f"{n}={v}" for n, v in k.meta)
-    if "BLOCK_M" in meta:  # a matmul template (codegen/triton.py): one program per tile of the output
-        grid = f"({-(-meta['M'] // meta['BLOCK_M'])}, {-(-meta['N'] // meta['BLOCK_N'])})"
-    else:
-        grid = f"(max(1, triton.cdiv({sizes[0]}, {meta['XBLOCK']})),)"
+    # A matmul template (codegen/triton.py) runs one program per tile of the output; a kernel, per XBLOCK elements.
+    grid = (f"({-(-meta['M'] // meta['BLOCK_M'])}, {-(-meta['N'] // meta['BLOCK_N'])})" if "BLOCK_M" in meta
+            else f"(max(1, triton.cdiv({sizes[0]}, {meta['XBLOCK']})),)")
     return _if_nonempty(sizes, f"{k.name}[{grid}]({', '.join([*k.inputs, *k.outputs, *sizes])}, {blocks})")
 
 
@@ -155,7 +152,5 @@ def extern_call(ir: GraphIR, node: ExternKernel) -> str:
 def _where(lines: tuple[int, ...], source: SourceArtifact | None) -> str:
     if not lines:
         return ""
-    where = " (line " + ", ".join(map(str, lines)) + ")"
-    if source is not None:
-        where += ": " + " / ".join(source.line(ln) for ln in lines)
-    return where
+    text = (": " + " / ".join(source.line(ln) for ln in lines)) if source is not None else ""
+    return " (line " + ", ".join(map(str, lines)) + ")" + text

@@ -42,9 +42,6 @@ from torch._C._dynamo.guards import TensorGuards
 
 from ..artifacts import Guard, GuardFailure, GuardsArtifact
 
-# Names the guard expressions may use; the user's argument names come first.
-GUARD_GLOBALS = {"torch": torch, "Tensor": torch.Tensor}
-
 
 @dataclass
 class GuardBuilder:
@@ -115,8 +112,8 @@ class GuardBuilder:
         """
         if isinstance(value, slice):  # immutable and rebuilt on every call: compare by value
             return self.constant(source, value, line)
-        owner = getattr(value, "__self__", None)
-        if owner is not None and not isinstance(owner, types.ModuleType) and hasattr(value, "__name__"):
+        # A method bound to an object: its __self__ is neither missing nor a module (as for a module's function).
+        if not isinstance(getattr(value, "__self__", None), types.ModuleType | None) and hasattr(value, "__name__"):
             why = f"{source} is a method of an object the trace relied on"
             bound_to, method_name = f"{source}.__self__", f"{source}.__name__"  # what each guard reads
             self.add(f"{bound_to} is {name}.__self__", "ID_MATCH", why, line, bound_to, f"{name}.__self__")
@@ -183,7 +180,8 @@ def compile_check(artifact: GuardsArtifact, objects: dict[str, Any], like: Calla
 def _define(source: str, name: str, objects: dict[str, Any], like: Callable) -> tuple[Callable, dict[str, Any]]:
     """The function ``name`` defined by ``source``, with ``like``'s defaults, and the namespace it runs in
     (the guards' names: ``torch``, ``G``, ``___obj_0``...)."""
-    namespace = {**GUARD_GLOBALS, "G": like.__globals__, **objects}
+    # The names guard expressions may use; the user's argument names, local to the function, come first.
+    namespace = {"torch": torch, "Tensor": torch.Tensor, "G": like.__globals__, **objects}
     exec(compile(source, "<guards>", "exec"), namespace)
     fn = namespace[name]
     fn.__defaults__, fn.__kwdefaults__ = getattr(like, "__defaults__", None), getattr(like, "__kwdefaults__", None)

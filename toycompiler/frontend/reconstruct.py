@@ -118,9 +118,9 @@ def plan_break(code: types.CodeType, instructions: list, stack: list[Variable], 
         raise CannotResume(f"the first read of {inst.argval} broke: {inst.argval} can't be traced")
     else:  # run for real; CALL_FUNCTION_EX ([NULL, f, args, kwargs if arg & 1]) too, its NULL included
         pre, post = bc.instruction_at(code, offset).pre_and_post_stack_effect(jump=False)
-        pre, post = (0, pre) if pre > 0 else (pre, post)  # `bytecode` gives a plain push (LOAD_BUILD_CLASS) as (1, 0)
-        kind = "call_ex" if inst.opname == "CALL_FUNCTION_EX" else "generic"
-        consumed, produced, targets = -pre, post, [after]
+        # `bytecode` gives a plain push (LOAD_BUILD_CLASS) as (1, 0): it consumes nothing and produces one
+        consumed, produced = (0, pre) if pre > 0 else (-pre, post)
+        kind, targets = "call_ex" if inst.opname == "CALL_FUNCTION_EX" else "generic", [after]
     below, operands = stack[:len(stack) - consumed], stack[len(stack) - consumed:]
     # only a call ("call", "call_ex") consumes NULLs
     if consumed > len(stack) or (not kind.startswith("call") and any(isinstance(v, NullVariable) for v in operands)):

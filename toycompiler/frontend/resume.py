@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import builtins
 import dis
+import functools
 import types
 from collections.abc import Callable
 from inspect import CO_NEWLOCALS, CO_OPTIMIZED, CO_VARARGS, CO_VARKEYWORDS
@@ -77,9 +78,8 @@ def build_transformed(fn: types.FunctionType, plan: TransformPlan, input_sources
         cg.call(len(input_sources))
         cg.emit("STORE_FAST", "___graph_out")
     resumes = [resume_code(origin_of(code)[0], point) for point in plan.resumes]
-    for rcode in resumes:
-        rfn = types.FunctionType(rcode, fn.__globals__, rcode.co_name, None, fn.__closure__)
-        namespace[rcode.co_name] = wrap_resume(rfn)
+    for r in resumes:  # each a function of its own, in the user's globals and with the user's closure cells
+        namespace[r.co_name] = wrap_resume(types.FunctionType(r, fn.__globals__, r.co_name, None, fn.__closure__))
     if plan.kind == "return":
         cg.reconstruct(plan.operands[0])
         cg.emit("RETURN_VALUE")
@@ -97,41 +97,36 @@ def build_transformed(fn: types.FunctionType, plan: TransformPlan, input_sources
     return func, disassemble(transformed, f"{code.co_qualname} (transformed)"), tuple(map(disassemble, resumes))
 
 
-_resume_codes: dict[tuple, types.CodeType] = {}
-
-
 def _offset_map(new: types.CodeType, original: types.CodeType, inserted_after: int, inserted: int) -> dict[int, int]:
     a, b = ([i for i in dis.get_instructions(c) if i.opname != "EXTENDED_ARG"] for c in (original, new))
     return {b[k if k <= inserted_after else k + inserted].offset: ins.offset for k, ins in enumerate(a)}
 
 
+@functools.cache
 def resume_code(code: types.CodeType, point: ResumePoint) -> types.CodeType:
     """A copy of ``code`` that takes the stack and live locals as arguments and continues at ``point.offset``.
 
-    Cached, so each recompile of the caller finds the same resume function (and its cache entries).
+    Cached (by ``code`` and ``point``), so each recompile of the caller finds the same resume function (and its
+    cache entries).
     """
-    key = (code, point.offset, point.stack_nulls, point.locals)
-    if key in _resume_codes:
-        return _resume_codes[key]
     original, index = index_by_offset(code)
     items = original.copy()  # with the code's names and place: the new signature is set below
     target = pybc.Label()
-    at = index[point.offset]
-    items.insert(at, target)
-    prologue = Codegen(set(), {}, (), items[at + 1].location.lineno)  # on the line where the code continues
+    items.insert(index[point.offset], target)  # where the code continues: the prologue's jump lands there
+    prologue = Codegen(set(), {}, (), original[index[point.offset]].location.lineno)  # on the line it continues on
     for i, null in enumerate(point.stack_nulls):
         prologue.emit("PUSH_NULL") if null else prologue.emit("LOAD_FAST", f"___stack{i}")
     prologue.emit("JUMP_FORWARD", target)
     first_resume = next(k for k, item in enumerate(items) if isinstance(item, pybc.Instr) and item.name == "RESUME")
     items[first_resume + 1:first_resume + 1] = prologue.instrs
     resume_index = sum(isinstance(item, pybc.Instr) for item in items[:first_resume])
-    n = sum(1 for k in _resume_codes if k[0] is code)
+    n = sum(1 for origin, _ in ORIGINS.values() if origin is code)  # resume functions made from it so far
     items.argnames = [f"___stack{i}" for i, null in enumerate(point.stack_nulls) if not null] + list(point.locals)
     items.argcount, items.posonlyargcount, items.kwonlyargcount = len(items.argnames), 0, 0
     items.flags = original.flags & ~(CO_VARARGS | CO_VARKEYWORDS)
     items.name, items.qualname = f"__resume_at_{point.offset}_{n}", f"{code.co_qualname}.<resume at {point.offset}>"
     items.docstring = pybc.UNSET  # constants numbered by first use, as in every code this module makes
-    _resume_codes[key] = new = items.to_code()
+    new = items.to_code()
     ORIGINS[new] = (code, _offset_map(new, code, resume_index, len(prologue.instrs)))
     return new
 
