@@ -97,3 +97,24 @@ def test_gather_over_long_rows_moves_through_elementwise_work(backend):
         assert_same(fn, x, w, i, backend=backend, rtol=1e-5, atol=1e-5)
         code = toycompiler.explain(fn, backend=backend)(x, w, i).output_code
         assert re.findall(r"= torch\.ops\.aten\.gather\.default\((self=\w+)", code) == picked, code
+
+
+def test_integers_become_half_precision_through_float32():
+    """``int -> bfloat16`` rounds through float32, as torch's conversion does (c10's BFloat16 takes a float);
+    Triton's CPU interpreter turned an int64 16 straight into bfloat16 0.0, which made the mean cross entropy
+    of bfloat16 logits (its count of targets, cast to the logits' dtype) come out inf."""
+    dev = device_for("triton")
+    x, t = torch.randn(16, 37, device=dev, dtype=torch.bfloat16), torch.randint(0, 37, (16,), device=dev)
+    # integers under 256, which bfloat16 holds exactly (the interpreter also rounds float32 differently)
+    assert_same(lambda t: (t * 3 + 7).to(torch.bfloat16), t, backend="triton", rtol=0, atol=0)
+    assert_same(lambda x, t: F.cross_entropy(x, t), x, t, backend="triton", rtol=2e-2, atol=2e-2)
+
+
+def test_a_tile_has_as_many_warps_as_its_row_values_need():
+    """A row kernel's warps come from the bytes of its rows: cross entropy's int64 targets, one a row, do not
+    count (counted, 8 warps instead of 4 made it take 142 us instead of 101 over [65536, 1000] floats)."""
+    dev = device_for("triton")
+    x, t = torch.randn(8, 1000, device=dev), torch.randint(0, 1000, (8,), device=dev)
+    warps = [re.findall(r"num_warps=(\d+)", toycompiler.explain(fn, backend="triton")(*args).output_code)[0]
+             for fn, args in [(lambda x: torch.log_softmax(x, -1), (x,)), (lambda x, t: F.cross_entropy(x, t), (x, t))]]
+    assert warps[0] == warps[1], warps

@@ -443,7 +443,9 @@ def split_count(b: ComputedBuffer) -> int:
     SPLIT_MAX_PARTIALS say so. A program takes one row when rows are contiguous, 64 outputs when the
     reduction reads along the kept axis (a column sum: see codegen's ``reads_columns``), whose chunks
     are counted in rows; a column reduction over more than SPLIT_MAX_COLUMNS columns is not split."""
-    if not b.reduction or b.reduction.op not in ("sum", "prod", "max", "min") or not b.layout.dtype.is_floating_point:
+    # an integer sum splits too (cross entropy's count of targets); an integer max has no -inf to start from
+    if not b.reduction or b.reduction.op not in ("sum", "prod", "max", "min") \
+            or not (b.layout.dtype.is_floating_point or b.reduction.op == "sum"):
         return 1
     try:
         xnumel, rnumel = int(b.layout.numel), int(sympy.Mul(*b.reduction.ranges))

@@ -395,8 +395,10 @@ class KernelRenderer:
             return self.expr(pow_as_sqrt(e.args[0], float(e.args[1].value), e.dtype), mapping, node)
         args = [self.expr(a, mapping, node) for a in e.args]
         if e.op == "to_dtype":
-            if e.dtype in HALF and self.expr_dtype(e.args[0]) == torch.float64:  # Triton's CPU interpreter
-                args[0] = self.tmp(self.cast(args[0], torch.float32), torch.float32)  # narrows float64 wrongly
+            # to half precision through float32, as torch converts (c10's BFloat16 and Half take a float).
+            # Triton's CPU interpreter narrows float64 wrongly and an int64 16 to bfloat16 0.0
+            if e.dtype in HALF and self.expr_dtype(e.args[0]) not in (torch.float32, *HALF):
+                args[0] = self.tmp(self.cast(args[0], torch.float32), torch.float32)
             return self.tmp(self.cast(args[0], e.dtype), self.compute_dtype(e.dtype))
         if e.op == "identity":
             return args[0]
