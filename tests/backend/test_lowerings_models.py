@@ -7,6 +7,8 @@ into loops or, for indexing by loaded values, scans and sorting, into a call of 
 Inputs: odd sizes, non-contiguous views, int64 and bool. Triton runs in its CPU interpreter: tiny sizes.
 """
 
+import re
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -103,6 +105,23 @@ def test_cumsum_is_one_linear_call_not_a_quadratic_kernel():
 def test_sdpa_is_two_matmuls_around_a_fused_softmax():
     arts = check(*[OPS["sdpa"][0]], *_args("sdpa"), rtol=1e-4)
     assert arts.output_code.source.count("torch.bmm(") == 2
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="torch's fused attention kernels run on a GPU")
+@pytest.mark.parametrize("case", ["bf16", "causal", "mask", "fp32"])
+def test_sdpa_on_a_gpu_is_torchs_fused_kernel(case):
+    """On a GPU attention stays torch's fused kernel (flash or memory-efficient): one library call, not two
+    matmuls around a softmax, and its statistics for a backward (outputs a forward never reads) not called
+    for; the work after it (``* 2``) is a kernel of its own."""
+    dtype = torch.float32 if case == "fp32" else torch.bfloat16
+    q, k, v = (torch.randn(2, 3, 100, 64, device="cuda", dtype=dtype) for _ in range(3))
+    mask = torch.rand(100, 100, device="cuda") > 0.3
+    kwargs = {"causal": {"is_causal": True}, "mask": {"attn_mask": mask}}.get(case, {})
+    arts = check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, **kwargs) * 2, q, k, v, target="triton",
+                 rtol=2e-2, atol=2e-2)
+    code = arts.output_code.source
+    calls = re.findall(r"= torch\.ops\.aten\.(_scaled_dot_product_\w+_attention)\.", code)
+    assert "torch.bmm(" not in code and len(calls) == 1, code
 
 
 @pytest.mark.parametrize("target", ["cpp", "triton"])

@@ -264,14 +264,19 @@ FALLBACKS = {
     "aten.max_pool2d_with_indices_backward": "it writes through those indices (indirect indexing)",
     "aten.bernoulli": RANDOM,
     "aten._native_multi_head_attention": "nn.MultiheadAttention's fused inference kernel (no decomposition in torch)",
+    **dict.fromkeys(["aten._scaled_dot_product_flash_attention", "aten._scaled_dot_product_efficient_attention",
+                     "aten._scaled_dot_product_cudnn_attention"],
+                    "torch's fused attention kernel on the GPU: it never writes the scores out, which the loop IR's "
+                    "math form (two matmuls and a softmax) would"),
 }
 
 
 def fallback_kernel(graph: GraphLowering, node: torch.fx.Node, *args: Any, **kwargs: Any) -> Any:
     """``buf3 = torch.ops.aten.gather.default(self=arg0, dim=1, index=arg1)``, every argument by name.
 
-    One call per tensor the op returns (``[i]`` picks it); an op with an ``output_mask`` (convolution_backward)
-    computes only the gradient each call keeps.
+    One call per tensor the op returns that the graph reads (``[i]`` picks it): fused attention also returns
+    statistics for its backward, which a forward graph never reads. An op with an ``output_mask``
+    (convolution_backward) computes only the gradient each call keeps.
     """
     refs: list[TensorRef] = []
 
@@ -292,7 +297,9 @@ def fallback_kernel(graph: GraphLowering, node: torch.fx.Node, *args: Any, **kwa
         mine = [(k, str([j == i for j in range(len(vals))]) if k == "output_mask" else v) for k, v in texts]
         return graph.add_buffer(ExternKernel, layout_of(val), f"torch.ops.{node.target}", tuple(refs), tuple(mine),
                                 node=node, item=i if multiple else None, why=why)
-    outs = [None if val is None else call(i, val) for i, val in enumerate(vals if multiple else [vals])]
+    used = {u.args[1] for u in node.users} if multiple else {0}  # the indices of the graph's getitems
+    outs = [call(i, val) if i in used and isinstance(val, torch.Tensor) else None
+            for i, val in enumerate(vals if multiple else [vals])]
     return outs if multiple else outs[0]
 
 
