@@ -107,6 +107,15 @@ def test_sdpa_is_two_matmuls_around_a_fused_softmax():
     assert arts.output_code.source.count("torch.bmm(") == 2
 
 
+def test_library_call_outputs_nobody_reads_are_not_called():
+    """Max pooling's ATen op returns values and indices; a forward that reads only the values makes one call
+    (two before: one per output). With the indices returned, both outputs come from their calls."""
+    x = torch.randn(2, 3, 8, 8)
+    for fn, calls in [(lambda x: F.max_pool2d(x, 2) + 1, 1), (lambda x: F.max_pool2d(x, 2, return_indices=True), 2)]:
+        code = check(fn, x).output_code.source
+        assert code.count("= torch.ops.aten.max_pool2d_with_indices.default(") == calls, code
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="torch's fused attention kernels run on a GPU")
 @pytest.mark.parametrize("case", ["bf16", "causal", "mask", "fp32"])
 def test_sdpa_on_a_gpu_is_torchs_fused_kernel(case):
