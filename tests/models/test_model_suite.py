@@ -11,7 +11,8 @@ on ``cpp`` and on ``triton`` (Triton's CPU interpreter here, real kernels on a G
   (``toycompiler.testing.fallback_reasons``, the check behind ``assert_same`` and ``explain()``).
 
 The models are the ecosystem's own code (``torchvision.models``), not copies; the GPT is written in
-nanoGPT's shape in ``toycompiler.bench.models``, which times the same models. Inputs are tiny so that Triton's interpreter finishes in seconds.
+nanoGPT's shape in ``toycompiler.bench.models``, which times the same models. Inputs are tiny so that
+Triton's interpreter finishes in seconds.
 
 Tolerances. Compiled kernels sum in another order than ATen (a reduction split over lanes or tiles,
 BatchNorm's mean and variance in one pass or two), so each reduction differs from eager by a few float32

@@ -40,7 +40,8 @@ def test_card_has_kind_span_resume_and_hint():
     ex = explore(noisy, torch.randn(4), backend="cpp")
     (card,) = ex.cards
     assert card.kind == "print" and card.source == 'print("noisy")'
-    assert card.at.endswith(f"test_explorer_and_recompiles.py:{card.line}") and card.line == noisy.__code__.co_firstlineno + 2
+    assert card.line == noisy.__code__.co_firstlineno + 2
+    assert card.at.endswith(f"test_explorer_and_recompiles.py:{card.line}")
     (resume,) = card.resumes  # the code after the print runs in a resume function, compiled as its own frame
     assert resume.name == f"noisy.<resume at {resume.offset}>" and resume.line == card.line
     assert resume.frames and resume.graph_lines == (card.line + 1,)  # `return y * 2`

@@ -206,14 +206,6 @@ def _bitwise_not(node, x):
     return pointwise(node, "logical_not" if x.dtype == torch.bool else "bitwise_not", [x])
 
 
-@register_lowering(aten.pow)
-def _pow(node, base, exponent):
-    """``x ** 2`` is ``x * x`` (exact and fast); other powers call pow."""
-    if isinstance(base, TensorValue) and exponent == 2:
-        return pointwise(node, "mul", [base, base])
-    return pointwise(node, "pow", [base, exponent])
-
-
 @register_lowering(aten.clamp)
 def _clamp(node, x, min=None, max=None):
     """``clamp(x, lo, hi)`` is ``minimum(maximum(x, lo), hi)``, each bound applied only when given."""
