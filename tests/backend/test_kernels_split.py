@@ -126,3 +126,39 @@ def test_column_split_keeps_whole_rows_per_chunk_and_leaves_wide_ones_unsplit(mo
         decisions = toycompiler.explain(lambda x: x.sum(0), backend="triton")(x).frames[0].backend.schedule.decisions
         splits = [d.reason for d in decisions if "split reduction" in d.reason]
         assert [reason in s for s in splits] == ([True] if reason else []), splits
+
+
+def softmax_by_hand(x):
+    e = torch.exp(x - x.amax(-1, keepdim=True))
+    return e / e.sum(-1, keepdim=True)
+
+
+def masked_softmax(x):
+    return torch.softmax(x * 0.5 + (torch.arange(x.shape[-1], device=x.device) % 7 == 0) * -1e4, -1)
+
+
+@pytest.mark.parametrize("fn", [lambda x: torch.softmax(x, -1), lambda x: torch.log_softmax(x, -1), softmax_by_hand,
+                                masked_softmax])
+def test_split_softmax_recomputes_the_exponential_instead_of_storing_it(fn):
+    """After a split, ``exp(x - max)`` cannot share a kernel with the division by the sum (the sum's two
+    kernels run in between): it is inlined into the division, which reads ``x`` again, instead of being
+    written by a kernel of its own and read back (a wasted write and read of the whole input)."""
+    for shape, dtype in [((3, 1001), torch.float32), ((2, 517), torch.bfloat16)]:
+        x = (torch.randn(*shape) * 4).to(dtype).to(device_for("triton"))
+        assert_same(fn, x, backend="triton", rtol=2e-2 if dtype == torch.bfloat16 else 1e-5, atol=1e-5)
+        with toycompiler.config.patch(graph_cache=False):
+            sched = toycompiler.explain(fn, backend="triton")(x).frames[0].backend.schedule
+        assert [g.kind for g in sched.groups] == ["reduction"] * 4 + ["pointwise"]  # max, sum: partials, finals
+        assert any("its readers inlined it" in d.reason for d in sched.decisions)
+
+
+def test_a_stored_pointwise_buffer_is_read_back_where_recomputing_it_would_read_more():
+    """``p = x * w`` is an output, so it is written anyway: ``p / sum(p)`` reads it (4 bytes an element)
+    rather than recomputing it from ``x`` and ``w`` (8). Not an output, it is never computed."""
+    x, w = torch.randn(2, 2, 700, device=device_for("triton")).unbind()
+    for fn, kinds in [(lambda x, w: (x * w, x * w / (x * w).sum(-1, keepdim=True)), ["pointwise"]),
+                      (lambda x, w: x * w / (x * w).sum(-1, keepdim=True), [])]:
+        assert_same(fn, x, w, backend="triton", rtol=1e-4, atol=1e-5)
+        with toycompiler.config.patch(graph_cache=False):
+            sched = toycompiler.explain(fn, backend="triton")(x, w).frames[0].backend.schedule
+        assert [g.kind for g in sched.groups] == kinds + ["reduction", "reduction", "pointwise"]

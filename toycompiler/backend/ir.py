@@ -510,4 +510,35 @@ def split_reductions(ir: GraphIR) -> tuple[GraphIR, list[tuple[str, str, str]]]:
                                      reduction=Reduction(b.reduction.op, (sympy.Integer(count),)))]
         decisions.append((b.name, partial.name, f"split reduction: {rnumel} elements per output in {count} chunks "
                                                  f"of {chunk}, then a reduction of the {count} partials"))
+    if decisions and not any(b.store_into for b in buffers):  # (an input written in place: read it in order)
+        later = {f for f, _, _ in decisions}  # the split reductions and what reads them
+        for i, b in enumerate(buffers):
+            if b.reads & later:
+                later.add(b.name)
+                buffers[i] = _reinline(b, ir, buffers)
     return replace(ir, buffers=tuple(buffers)), decisions
+
+
+def _reinline(b: Buffer, ir: GraphIR, buffers: list) -> Buffer:
+    """A pointwise buffer that reads a split reduction, with the pointwise work it reads recomputed in place.
+
+    Softmax's ``exp(x - max)`` can no longer share a kernel with ``exp(...) / sum``: the sum's partial
+    and final kernels run in between. Stored, it costs a kernel that reads ``x`` and writes it, then a
+    full read; inlined into the division (which then reads ``x``), it is never computed. Not where it
+    is computed anyway (an output, or read elsewhere): reading it back costs no more than reading
+    what it is computed from, and recomputing a buffer of ``x * w`` would read both."""
+    if not isinstance(b, ComputedBuffer) or b.reduction:
+        return b
+    new = replace(b, body=inline_pointwise(b.body, dict(zip(index_vars(len(b.layout.size)), b.layout.size)),
+                                           {p.name: p for p in buffers if isinstance(p, ComputedBuffer)}))
+    gone = {ld.buf for ld in loads(b.body)} - {ld.buf for ld in loads(new.body)}
+    return b if gone & live_buffers(replace(ir, buffers=tuple(new if p is b else p for p in buffers))) else new
+
+
+def live_buffers(ir: GraphIR) -> set[str]:
+    """The buffers an output, an input write or a library call needs, directly or through other buffers."""
+    needed = set(ir.outputs) | {ref.buf for ref in ir.output_refs}
+    for b in reversed(ir.buffers):
+        if b.name in needed or isinstance(b, ExternKernel) or b.store_into:
+            needed |= {b.name} | b.reads
+    return needed

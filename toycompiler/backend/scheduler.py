@@ -32,7 +32,7 @@ import sympy
 
 from ..artifacts import FusionDecision, FusionGroup, ScheduleArtifact, StageResult
 from ..config import Config
-from .ir import ComputedBuffer, ExternKernel, GraphIR, index_vars, loads, split_reductions, store_index
+from .ir import ComputedBuffer, ExternKernel, GraphIR, index_vars, live_buffers, loads, split_reductions, store_index
 
 Node = ComputedBuffer | ExternKernel
 
@@ -84,9 +84,7 @@ def placement(node: ComputedBuffer, xr: tuple, rr: tuple) -> str | None:
         return "reduction" if size == xr and squeeze(node.reduction.ranges) == rr else None
     if size == xr + rr:
         return "element"
-    if rr and size == xr:
-        return "row"
-    return None
+    return "row" if rr and size == xr else None
 
 
 def node_vars(node: ComputedBuffer, kernel: Kernel) -> dict[sympy.Symbol, sympy.Expr]:
@@ -196,15 +194,6 @@ def schedule(ir: GraphIR, config: Config, target: str = "cpp") -> StageResult[Sc
         verify(ir, kernels)
     reuses, plan = plan_memory(ir, kernels) if config.reuse_buffers else ({}, [])
     return StageResult(Schedule(ir, tuple(kernels), tuple(reuses.items())), _artifact(ir, kernels, decisions, plan))
-
-
-def live_buffers(ir: GraphIR) -> set[str]:
-    """The buffers an output, an input write or a library call needs, directly or through other buffers."""
-    needed = set(ir.outputs) | {ref.buf for ref in ir.output_refs}
-    for b in reversed(ir.buffers):
-        if b.name in needed or isinstance(b, ExternKernel) or b.store_into:
-            needed |= {b.name} | b.reads
-    return needed
 
 
 def verify(ir: GraphIR, kernels: list[Kernel]) -> None:
