@@ -93,7 +93,8 @@ def test_column_reduction_spreads_few_columns_over_more_programs(columns, per_pr
 
 def test_triton_launch_fits_the_tile():
     """The warps and the step along r follow the tile: a row held whole takes a warp per KB (1024 floats:
-    4 warps, 1024 bfloat16: 2); a row too long to hold (looped) steps 2048 elements with 16 warps; a
+    4 warps, 1024 bfloat16: 2; at most 8, for rows up to 16384 elements); a row too long to hold (looped)
+    steps 2048 elements with 16 warps; a
     looped column reduction steps 512 elements ([8 columns, 64 rows] for few columns), or 1024 with 8 warps
     for 16 or 32 columns a program; a pointwise kernel gives each thread 16 bytes (4 floats, 8 bfloat16) where
     Triton can load them at once, else 4 elements. These choices were timed on an H100. Each still gives
@@ -103,8 +104,10 @@ def test_triton_launch_fits_the_tile():
     gelu = lambda x: torch.nn.functional.gelu(x, approximate="tanh")  # noqa: E731
     cases = [(softmax, (3, 1000), torch.float32, {}, "XBLOCK=1, RBLOCK=1024, num_warps=4)"),
              (softmax, (3, 1000), torch.bfloat16, {}, "XBLOCK=1, RBLOCK=1024, num_warps=2)"),
-             (softmax, (2, 5000), torch.float32, {}, "XBLOCK=1, RBLOCK=2048, num_warps=16)"),
-             (softmax, (2, 5000), torch.bfloat16, {}, "XBLOCK=1, RBLOCK=2048, num_warps=16)"),
+             (softmax, (2, 5000), torch.float32, {}, "XBLOCK=1, RBLOCK=8192, num_warps=8)"),
+             (softmax, (2, 5000), torch.bfloat16, {}, "XBLOCK=1, RBLOCK=8192, num_warps=8)"),
+             (softmax, (2, 5000), torch.float32, {"max_block": 4096}, "XBLOCK=1, RBLOCK=2048, num_warps=16)"),
+             (softmax, (2, 5000), torch.bfloat16, {"max_block": 4096}, "XBLOCK=1, RBLOCK=2048, num_warps=16)"),
              (lambda x: x.sum(0), (200, 1000), torch.float32, {"max_block": 256}, "XBLOCK=8, RBLOCK=64)"),
              (lambda x: x.sum(0), (200, 3000), torch.float32, {"max_block": 512}, "XBLOCK=16, RBLOCK=64, num_warps=8)"),
              (gelu, (4096,), torch.bfloat16, {}, "XBLOCK=1024, num_warps=4)"),  # 8 a thread, in 16-byte loads
@@ -119,7 +122,15 @@ def test_triton_launch_fits_the_tile():
         assert launch in launches[0], launches
 
 
-def test_a_row_read_in_several_loops_stays_in_l2_until_the_last():
+@pytest.fixture
+def rows_over_4096_loop():
+    """Rows of 5000 elements are held whole by default (config.max_block, 16384); looped, they test the loops
+    on a size Triton's CPU interpreter runs quickly."""
+    with toycompiler.config.patch(max_block=4096):
+        yield
+
+
+def test_a_row_read_in_several_loops_stays_in_l2_until_the_last(rows_over_4096_loop):
     """A looped softmax over rows of 64 KB or less reads its row three times (max, sum, output): the first
     two loops load with ``evict_last``, the last with ``evict_first``; a looped row sum, read once, takes
     no hint."""
@@ -146,7 +157,7 @@ def _softmax_rows(n, dtype):
 
 @pytest.mark.parametrize("name", ["softmax", "log_softmax", "sum_exp", "bf16", "causal", "cross_entropy", "other_v",
                                   "short_rows", "short_rows_cross_entropy"])
-def test_looped_softmax_computes_max_and_sum_in_one_loop(name, monkeypatch):
+def test_looped_softmax_computes_max_and_sum_in_one_loop(name, monkeypatch, rows_over_4096_loop):
     """Over long rows (64 KB on a GPU, 12 KB here: the interpreter is slow), a looped ``max`` and the ``sum``
     of ``exp(v - max)`` over the same ``v`` share one loop (online softmax: each lane rescales its sum when
     its max grows), whatever computes ``v``. A sum of ``exp`` of another value minus the max keeps its own

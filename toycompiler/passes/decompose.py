@@ -210,9 +210,9 @@ def _graph_input(x) -> bool:
     return node.op == "placeholder"
 
 
-# Rows up to this long are held whole in a Triton program (config.max_block's default), where a masked sum after
-# the row's max and sum costs no pass over the row; cross entropy over [4096, 1024] took 17.6 us so, 23.4 with
-# torch's gather on the logits and one kernel more (H100)
+# Rows up to this long are held whole in a Triton program (config.max_block's default is larger still), where a
+# masked sum after the row's max and sum costs no pass over the row; cross entropy over [4096, 1024] took 17.6 us
+# so, 23.4 with torch's gather on the logits and one kernel more (H100)
 PICK_MIN_ROW = 4096
 
 

@@ -129,6 +129,11 @@ class TritonRenderer(KernelRenderer):
         return TL_TYPES[dtype]
 
     def compute_dtype(self, dtype):
+        # Half precision is computed in float32 and rounded only where a value is stored or cast, as
+        # Inductor does (its emulate_precision_casts is off); eager and the C++ kernels round after every
+        # op. So the Triton result is nearer the exact one, and can differ from eager's by more than an
+        # ulp where eager's rounding decides a branch: a bfloat16 ``where(sigmoid(x*y) - |y|**1.5 > 0, ...)``
+        # took the other arm at 75 of 100037 elements (eager's rounded difference was exactly 0).
         return torch.float32 if dtype in HALF else dtype
 
     # -- block sizes ---------------------------------------------------------------
@@ -160,8 +165,10 @@ class TritonRenderer(KernelRenderer):
         few = self.column and self.xnumel.is_Integer and self.xnumel < 1024 * COLUMN_WIDTH  # programs of 64 columns
         if few:
             x = min(x, 32 if self.xnumel >= 16384 else 16 if self.xnumel > 2048 else 8)
+        # A row is held whole up to max_block elements; a column reduction's tile (x columns of each row) up to a
+        # quarter of that, 4096 elements (64 rows of 64 columns: 32 floats a thread at Triton's 4 warps)
         self.persistent = self.kernel.kind == "pointwise" or (
-            rows is not None and rows * (x if self.column else 1) <= self.config.max_block)
+            rows is not None and rows * (4 * x if self.column else 1) <= self.config.max_block)
         if self.kernel.kind == "pointwise":
             # the block is pointwise_block(xnumel), 16 * x, with 4 elements per thread. With Triton's default
             # 4 warps a 1024 block gives each thread 8, and a transcendental chain then runs 1.1-1.9x slower
