@@ -208,7 +208,7 @@ def build_kernels(gm: torch.fx.GraphModule, example_inputs: list, target: str, c
     ir = clock("lowering", lowering.lower, passes.value, config)                 # ATen graph -> loop IR
     plan = clock("scheduling", scheduler.schedule, ir.value, config, target)     # loop IR -> fused kernels
     code = clock("codegen", codegen.generate, plan.value, target, config, source)  # kernels -> loaded output code
-    constants = lowering.constant_tensors(passes.value)  # the graph's weights, passed after its inputs
+    constants = [t for _, t in codecache.graph_constants(passes.value)]  # the graph's weights, after its inputs
     tuning = clock("autotune", launcher.autotune, code.value, example_inputs, target, constants) \
         if config.mode.startswith("max-autotune") else None
     arts = A.BackendArtifacts(target, graph_artifact(gm, "input graph"), passes.artifact, ir.artifact, plan.artifact,

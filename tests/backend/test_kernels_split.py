@@ -9,6 +9,7 @@ last chunk is masked), NaN and infinities, half precision and non-contiguous inp
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 import toycompiler
 from toycompiler.backend import ir
@@ -148,7 +149,7 @@ def test_split_softmax_recomputes_the_exponential_instead_of_storing_it(fn):
         assert_same(fn, x, backend="triton", rtol=2e-2 if dtype == torch.bfloat16 else 1e-5, atol=1e-5)
         with toycompiler.config.patch(graph_cache=False):
             sched = toycompiler.explain(fn, backend="triton")(x).frames[0].backend.schedule
-        assert [g.kind for g in sched.groups] == ["reduction"] * 4 + ["pointwise"]  # max, sum: partials, finals
+        assert [g.kind for g in sched.groups] == ["reduction"] * 2 + ["pointwise"]  # partials, finals, division
         assert any("its readers inlined it" in d.reason for d in sched.decisions)
 
 
@@ -162,3 +163,29 @@ def test_a_stored_pointwise_buffer_is_read_back_where_recomputing_it_would_read_
         with toycompiler.config.patch(graph_cache=False):
             sched = toycompiler.explain(fn, backend="triton")(x, w).frames[0].backend.schedule
         assert [g.kind for g in sched.groups] == kinds + ["reduction", "reduction", "pointwise"]
+
+
+@pytest.mark.parametrize("held_whole", [True, False])
+def test_split_softmax_takes_each_chunks_max_and_sum_in_one_kernel(held_whole, monkeypatch):
+    """Split, a softmax's sum of ``exp(x - max)`` is each chunk's sum under the chunk's own max, rescaled to
+    the row's max in the final kernel: the max's and the sum's partials share one kernel (with chunks
+    looped, one loop: online softmax), so the row is read once for both. Checked against eager on what
+    the rescaling must get right: chunks with no finite value (masked runs, whole rows of -inf, chunks past
+    the row's end), NaN, +inf, values whose exp underflows, half precision, log_softmax, cross entropy."""
+    from toycompiler.backend.codegen import triton as triton_codegen
+    monkeypatch.setattr(triton_codegen, "ONLINE_MIN_ROW_BYTES", 64)
+    monkeypatch.setattr(ir, "SPLIT_PROGRAMS", 128)  # 7 rows in 16 chunks of 63
+    dev, inf = device_for("triton"), float("inf")
+    x = torch.randn(7, 1001) * 5
+    x[1, 7], x[2], x[3, :600], x[4, 990], x[5, 100:], x[6, ::2] = float("nan"), -inf, -inf, inf, -1e30, -inf
+    x = x.to(dev)
+    cases = [(lambda x: torch.softmax(x, -1), x), (lambda x: torch.log_softmax(x, -1), x), (softmax_by_hand, x),
+             (lambda x: torch.softmax(x.float(), -1), x.bfloat16()), (softmax_by_hand, x.bfloat16()),
+             (lambda x: F.cross_entropy(x, torch.arange(7, device=x.device) * 100), x[:, 1:].nan_to_num())]
+    with toycompiler.config.patch(max_block=1024 if held_whole else 32, graph_cache=False):
+        for fn, t in cases:
+            assert_same(fn, t, backend="triton", rtol=2e-2 if t.dtype == torch.bfloat16 else 1e-5, atol=1e-5)
+            report = toycompiler.explain(fn, backend="triton")(t)
+            partials = report.frames[0].backend.schedule.groups[0]
+            assert len(partials.nodes) == 2 and all(n.endswith("_partial") for n in partials.nodes)
+            assert ("* tl.exp(acc" in report.kernels[0].source) != held_whole  # looped: one online loop

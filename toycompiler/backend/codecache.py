@@ -18,6 +18,7 @@ import ctypes
 import dataclasses
 import functools
 import hashlib
+import importlib.metadata
 import importlib.util
 import operator
 import os
@@ -146,15 +147,16 @@ def graph_key(gm: Any, example_inputs: list, target: str, config: Config,
     parts += [_input_metadata(t) for t in example_inputs]
     volatile = ("cache_dir", "verify_ir", "graph_cache")  # settings that don't change the generated code
     parts.append(repr(sorted((k, v) for k, v in dataclasses.asdict(config).items() if k not in volatile)))
-    for name, value in _constants(gm):
+    for name, value in graph_constants(gm):
         if value.numel() * value.element_size() > _CONSTANT_HASH_LIMIT:
             return None, f"constant {name} is larger than {_CONSTANT_HASH_LIMIT} bytes (not hashed)"
         parts += [name, _input_metadata(value), value.detach().cpu().numpy().tobytes().hex()]
     return _hash(*parts), ""
 
 
-def _constants(gm: Any) -> list[tuple[str, Any]]:
-    """Tensors the graph reads through ``get_attr`` (weights baked into the graph; a target may be dotted)."""
+def graph_constants(gm: Any) -> list[tuple[str, Any]]:
+    """Tensors the graph reads through ``get_attr`` (weights baked into the graph; a target may be dotted), in
+    graph order: the order of lowering's constant inputs (``GraphIR.constants``)."""
     attrs = [(n.target, operator.attrgetter(n.target)(gm)) for n in gm.graph.nodes if n.op == "get_attr"]
     return [(name, value) for name, value in attrs if isinstance(value, torch.Tensor)]
 
@@ -169,10 +171,7 @@ def _input_metadata(t: Any) -> str:
 def toycompiler_version() -> str:
     """toycompiler's own source (hashed, like Inductor's ``torch_key``), plus torch, triton and Python."""
     source = _digest(b"".join(p.read_bytes() for p in sorted(Path(__file__).resolve().parents[1].rglob("*.py"))))
-    try:
-        from triton import __version__ as triton_version
-    except ImportError:
-        triton_version = "none"
+    triton_version = next((d.version for d in importlib.metadata.distributions(name="triton")), "none")
     return f"{source[:16]} torch {torch.__version__} triton {triton_version} python {sys.version.split()[0]}"
 
 

@@ -14,7 +14,8 @@ ExternKernel, ReinterpretView) and the FloorDiv / ModularIndexing helpers of
 torch/utils/_sympy/functions.py.
 Two rewrites of the IR live here too: :func:`inline_pointwise` (a reduction
 reads its pointwise inputs' expressions, not their buffers) and
-:func:`split_reductions` (Triton: a long reduction as partials plus a final one).
+:func:`split_reductions` (Triton: a long reduction as partials plus a final one; a split
+softmax's max and sum in one pass over the row).
 
 Leaves out: Inductor's inner functions (closures), templates, and most mutation.
 """
@@ -185,6 +186,13 @@ def index_exprs(e: Expr) -> list[sympy.Expr]:
 def op_names(e: Expr) -> list[str]:
     """The ops of an expression, innermost first (used to name kernels)."""
     return [n for a in e.args for n in op_names(a)] + [e.op] if isinstance(e, Op) else []
+
+
+def exp_of_difference(e: Expr, v: Expr, name: str) -> Load | None:
+    """The load of ``name`` if ``e`` is ``exp(v - load(name))``: a softmax's terms, ``v`` less the max of ``v``."""
+    d = e.args[0] if isinstance(e, Op) and e.op == "exp" else None
+    ok = isinstance(d, Op) and d.op == "sub" and d.args[0] == v and getattr(d.args[1], "buf", None) == name
+    return d.args[1] if ok else None
 
 
 def substitute(e: Expr, mapping: dict) -> Expr:
@@ -476,8 +484,12 @@ def split_reductions(ir: GraphIR) -> tuple[GraphIR, list[tuple[str, str, str]]]:
     keeps the buffer's name: its readers are unchanged. Inductor: ``Reduction.create`` with
     ``num_splits`` (torch/_inductor/ir.py), which picks the split from the sizes the same way.
     Returns the new IR and, per split, (buffer, its partial, the reason) for the schedule's decisions.
+
+    Two rewrites follow a split. A softmax's sum of ``exp(v - max)`` sums each chunk under the chunk's
+    own max (:func:`_online_softmax`), so its partials join the max's; and pointwise work read after a
+    split reduction is recomputed where it is read rather than stored (:func:`_reinline`).
     """
-    buffers, decisions = [], []
+    buffers, decisions, maxes = [], [], []  # maxes: (a split max, its partial)
     for b in ir.buffers:
         count = split_count(b) if isinstance(b, ComputedBuffer) else 1
         if count == 1:
@@ -505,9 +517,11 @@ def split_reductions(ir: GraphIR) -> tuple[GraphIR, list[tuple[str, str, str]]]:
         partial = ComputedBuffer(f"{b.name}_partial", Layout(size, contiguous_strides(size), dtype, b.layout.device),
                                  body if inside is None else Op("where", (inside, body, identity), dtype),
                                  Reduction(b.reduction.op, rranges), b.origins, b.lines)
-        back = {d[0]: r0, **dict(zip(d[1:], index_vars(n)))}
-        buffers += [partial, replace(b, body=Load(partial.name, store_index(size).xreplace(back)),
-                                     reduction=Reduction(b.reduction.op, (sympy.Integer(count),)))]
+        final = Load(partial.name, store_index(size).xreplace({d[0]: r0, **dict(zip(d[1:], index_vars(n)))}))
+        if b.reduction.op == "sum" and (m := next((m for m in maxes if _sums_exp_under(b, *m, size)), None)):
+            partial, final = _online_softmax(partial, final, *m, b)
+        maxes += [(b, partial)] if b.reduction.op == "max" else []
+        buffers += [partial, replace(b, body=final, reduction=Reduction(b.reduction.op, (sympy.Integer(count),)))]
         decisions.append((b.name, partial.name, f"split reduction: {rnumel} elements per output in {count} chunks "
                                                  f"of {chunk}, then a reduction of the {count} partials"))
     if decisions and not any(b.store_into for b in buffers):  # (an input written in place: read it in order)
@@ -515,11 +529,36 @@ def split_reductions(ir: GraphIR) -> tuple[GraphIR, list[tuple[str, str, str]]]:
         for i, b in enumerate(buffers):
             if b.reads & later:
                 later.add(b.name)
-                buffers[i] = _reinline(b, ir, buffers)
+                buffers[i] = _reinline(b, ir, buffers) if isinstance(b, ComputedBuffer) and not b.reduction else b
     return replace(ir, buffers=tuple(buffers)), decisions
 
 
-def _reinline(b: Buffer, ir: GraphIR, buffers: list) -> Buffer:
+def _sums_exp_under(b: ComputedBuffer, m: ComputedBuffer, partial: ComputedBuffer, size: tuple) -> bool:
+    """Whether ``b`` sums ``exp(v - m)`` over the elements whose max ``m`` is, split into the same chunks."""
+    return getattr(exp_of_difference(b.body, m.body, m.name), "index", None) == store_index(b.layout.size) \
+        and partial.layout.size == size and m.reduction.ranges == b.reduction.ranges
+
+
+def _online_softmax(partial: ComputedBuffer, final: Expr, m: ComputedBuffer, m_partial: ComputedBuffer,
+                    b: ComputedBuffer) -> tuple[ComputedBuffer, Expr]:
+    """A split softmax's sum of ``exp(v - max)`` as each chunk's sum under the chunk's own max, rescaled.
+
+    ``sum over the row of exp(v - M)`` is ``sum over chunks c of exp(m_c - M) * s_c`` with ``m_c`` the
+    chunk's max and ``s_c = sum over the chunk of exp(v - m_c)``. Each ``s_c`` needs only its chunk's
+    max, so it joins the max's partial kernel: the row is read once for both (online softmax, Triton
+    codegen's ``reduction_group``, when the chunk is looped; from the tile already loaded when it is
+    held whole), where the plain split reads it once for the max and again for the sum. A chunk with
+    no finite value (``m_c = -inf``: past the row's end, or a masked run) adds 0. Inductor:
+    ``prepare_softmax_online`` (torch/_inductor/lowering.py), which splits the same way."""
+    dt, m_c = partial.layout.dtype, Load(m_partial.name, final.index)
+    terms = Op("exp", (Op("sub", (m_partial.body, Load(m_partial.name, store_index(partial.layout.size))), dt),), dt)
+    # s_c * exp(m_c - M), the row's max M loaded as b's body loads it (at b's own element)
+    rescaled = Op("mul", (final, Op("exp", (Op("sub", (m_c, exp_of_difference(b.body, m.body, m.name)), dt),), dt)), dt)
+    empty = Op("eq", (m_c, Const(float("-inf"), dt)), torch.bool)
+    return replace(partial, body=terms), Op("where", (empty, Const(0, dt), rescaled), dt)
+
+
+def _reinline(b: ComputedBuffer, ir: GraphIR, buffers: list) -> ComputedBuffer:
     """A pointwise buffer that reads a split reduction, with the pointwise work it reads recomputed in place.
 
     Softmax's ``exp(x - max)`` can no longer share a kernel with ``exp(...) / sum``: the sum's partial
@@ -527,8 +566,6 @@ def _reinline(b: Buffer, ir: GraphIR, buffers: list) -> Buffer:
     full read; inlined into the division (which then reads ``x``), it is never computed. Not where it
     is computed anyway (an output, or read elsewhere): reading it back costs no more than reading
     what it is computed from, and recomputing a buffer of ``x * w`` would read both."""
-    if not isinstance(b, ComputedBuffer) or b.reduction:
-        return b
     new = replace(b, body=inline_pointwise(b.body, dict(zip(index_vars(len(b.layout.size)), b.layout.size)),
                                            {p.name: p for p in buffers if isinstance(p, ComputedBuffer)}))
     gone = {ld.buf for ld in loads(b.body)} - {ld.buf for ld in loads(new.body)}

@@ -414,11 +414,6 @@ def lower(gm: torch.fx.GraphModule, config: Config) -> StageResult[GraphIR]:
     return StageResult(ir, ir_artifact(ir))
 
 
-def constant_tensors(gm: torch.fx.GraphModule) -> list[torch.Tensor]:
-    """The tensors behind the graph's constant inputs (``get_attr`` nodes), in ``GraphIR.constants`` order."""
-    return [getattr(gm, n.target) for n in gm.graph.nodes if n.op == "get_attr"]
-
-
 def ir_artifact(ir: GraphIR) -> IRArtifact:
     """One row per buffer, inputs first: each buffer describes itself."""
     rows = [BufferRow(b.name, b.kind, str(b.layout), str(b.layout.dtype).replace("torch.", ""), b.describe(),

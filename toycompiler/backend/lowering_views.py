@@ -22,6 +22,7 @@ from typing import Any
 
 import sympy
 import torch
+from torch._prims_common import canonicalize_dim
 
 from .ir import (
     Const,
@@ -70,10 +71,6 @@ def view_of(x: TensorValue, size: tuple, index_map: IndexMap) -> TensorValue:
     return TensorValue(size, x.dtype, x.device, lambda idx: x.loader(index_map(idx)))
 
 
-def _dim(d: int, ndim: int) -> int:
-    return d + ndim if d < 0 else d
-
-
 # -- views ----------------------------------------------------------------------
 
 
@@ -89,7 +86,7 @@ def view(node, x, *_: Any) -> TensorValue:
 
 @register_lowering(aten.permute, view=True)
 def permute(node, x, dims) -> TensorValue:
-    dims = [_dim(d, len(x.size)) for d in dims]
+    dims = [canonicalize_dim(len(x.size), d) for d in dims]
     inverse = [dims.index(i) for i in range(len(dims))]
     return view_of(x, tuple(x.size[d] for d in dims), lambda idx: tuple(idx[inverse[i]] for i in range(len(dims))))
 
@@ -103,7 +100,7 @@ def expand(node, x, *_: Any) -> TensorValue:
 
 @register_lowering(aten.slice, view=True)
 def slice_(node, x, dim=0, start=None, end=None, step=1) -> TensorValue:
-    dim = _dim(dim, len(x.size))
+    dim = canonicalize_dim(len(x.size), dim)
     start = 0 if start is None else start
     if isinstance(start, int) and (start < 0 or x.size[dim].is_Integer):  # from the end, clamped, as Python does
         start = slice(start, None).indices(int(x.size[dim]))[0]
@@ -113,7 +110,7 @@ def slice_(node, x, dim=0, start=None, end=None, step=1) -> TensorValue:
 
 @register_lowering(aten.select, view=True)
 def select(node, x, dim, index) -> TensorValue:
-    dim = _dim(dim, len(x.size))
+    dim = canonicalize_dim(len(x.size), dim)
     if isinstance(index, int) and index < 0:
         index += int(x.size[dim])
     return view_of(x, out_size(node), lambda idx: (*idx[:dim], sym(index), *idx[dim:]))
@@ -121,7 +118,7 @@ def select(node, x, dim, index) -> TensorValue:
 
 @register_lowering(aten.unsqueeze, view=True)
 def unsqueeze(node, x, dim) -> TensorValue:
-    dim = _dim(dim, len(x.size) + 1)
+    dim = canonicalize_dim(len(x.size) + 1, dim)
     return view_of(x, out_size(node), lambda idx: (*idx[:dim], *idx[dim + 1:]))
 
 
@@ -130,7 +127,7 @@ def squeeze(node, x, dims=None) -> TensorValue:
     if len(x.size) == 0:  # a 0-d tensor's dim 0 (or -1) is the tensor itself: nothing to drop
         return x
     dims = range(len(x.size)) if dims is None else [dims] if isinstance(dims, int) else dims  # None: every dim
-    dropped = {_dim(d, len(x.size)) for d in dims} & {d for d, s in enumerate(x.size) if s == 1}  # size-1 ones
+    dropped = {canonicalize_dim(len(x.size), d) for d in dims} & {d for d, s in enumerate(x.size) if s == 1}  # size 1
 
     def index_map(idx: tuple) -> tuple:
         it = iter(idx)
@@ -158,7 +155,7 @@ def alias(node, x) -> TensorValue:
 
 @register_lowering(aten.split, aten.split_with_sizes, view=True)
 def split(node, x, sizes, dim=0) -> list[TensorValue]:
-    dim = _dim(dim, len(x.size))
+    dim = canonicalize_dim(len(x.size), dim)
     starts = itertools.accumulate((int(val.shape[dim]) for val in node.meta["val"]), initial=0)  # of each piece
     return [view_of(x, tuple(sym(s) for s in val.shape),
                     lambda idx, s=start: tuple(i + s if k == dim else i for k, i in enumerate(idx)))
@@ -173,7 +170,7 @@ def cat(node, tensors, dim=0) -> TensorValue:
     """``out[..., i, ...]`` is input k's element ``i - start_k``; the index is clamped so no load strays."""
     tensors = [t for t in tensors if not (len(t.size) == 1 and t.size[0] == 0)]  # cat ignores empty 1-d
     size = out_size(node)
-    dim = _dim(dim, len(size))
+    dim = canonicalize_dim(len(size), dim)
     dtype = node.meta["val"].dtype
     starts = list(itertools.accumulate((t_.size[dim] for t_ in tensors[:-1]), initial=sympy.Integer(0)))
 
@@ -226,7 +223,7 @@ def constant_pad_nd(node, x, pad, value=0) -> TensorValue:
 def slice_scatter(node, x, src, dim=0, start=None, end=None, step=1) -> TensorValue:
     """``x[:, 1:] = y`` once functionalized: ``out[.., i] = src[.., (i - start) // step]`` for ``i`` in the
     slice, ``x[.., i]`` elsewhere. The slice's end follows from ``src``'s length."""
-    dim = _dim(dim, len(x.size))
+    dim = canonicalize_dim(len(x.size), dim)
     start = 0 if start is None else start + int(x.size[dim]) if isinstance(start, int) and start < 0 else start
     dtype = node.meta["val"].dtype
 

@@ -285,10 +285,7 @@ def _in_place(ir: GraphIR, k: Kernel, dead: str) -> bool:
 
 
 def _nbytes(ir: GraphIR, name: str) -> int:
-    try:
-        return int(ir.buffer(name).layout.nbytes)
-    except TypeError:  # symbolic size: count it as unknown
-        return 0
+    return int(n) if (n := ir.buffer(name).layout.nbytes).is_Integer else 0  # a symbolic size counts as unknown
 
 
 def _artifact(ir: GraphIR, kernels: list[Kernel], decisions: list[FusionDecision],

@@ -30,8 +30,6 @@ def cse(gm: torch.fx.GraphModule) -> list[str]:
 def _hashable(x: object) -> object:
     if isinstance(x, list | tuple):
         return tuple(_hashable(i) for i in x)
-    if isinstance(x, dict):
-        return tuple((k, _hashable(v)) for k, v in x.items())
     if isinstance(x, torch.fx.Node):
         return ("node", x.name)
     try:

@@ -55,7 +55,7 @@ import re
 import sympy
 import torch
 
-from ..ir import COLUMN_WIDTH, IDENTITY, Load, Op, index_vars, loads, substitute
+from ..ir import COLUMN_WIDTH, IDENTITY, Load, Op, exp_of_difference, index_vars, loads, substitute
 from ..scheduler import placement
 from .common import HALF, IndexPrinter, KernelRenderer, load_indices, reads_columns
 
@@ -340,7 +340,7 @@ class TritonRenderer(KernelRenderer):
             s = next((s for s in self.kernel.nodes if (self.rnumel * itemsize - ONLINE_MIN_ROW_BYTES).is_positive
                       and s.reduction and s.reduction.op == "sum" and s not in group
                       and self.row_inputs(s) <= self.row_values.keys() | {m.name}
-                      and _exp_of_difference(substitute(s.body, self.vars(s)), v, m.name)), None)
+                      and exp_of_difference(substitute(s.body, self.vars(s)), v, m.name)), None)
             if s:
                 self.online[s.name] = m.name
                 group.append(s)
@@ -446,12 +446,6 @@ class TritonRenderer(KernelRenderer):
         if dtype in HALF:  # round to half precision, keep computing in float32
             return f"{value}.to({self.type_name(dtype)}).to(tl.float32)"
         return f"{value}.to({self.type_name(dtype)})"
-
-
-def _exp_of_difference(e, v, name: str) -> bool:
-    """Whether ``e`` is ``exp(v - load(name))``."""
-    d = e.args[0] if isinstance(e, Op) and e.op == "exp" else None
-    return isinstance(d, Op) and d.op == "sub" and d.args[0] == v and getattr(d.args[1], "buf", None) == name
 
 
 def _identity(op: str, dtype: torch.dtype) -> int | float:
