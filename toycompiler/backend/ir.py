@@ -549,7 +549,11 @@ def _online_softmax(partial: ComputedBuffer, final: Expr, m: ComputedBuffer, m_p
     codegen's ``reduction_group``, when the chunk is looped; from the tile already loaded when it is
     held whole), where the plain split reads it once for the max and again for the sum. A chunk with
     no finite value (``m_c = -inf``: past the row's end, or a masked run) adds 0. Inductor:
-    ``prepare_softmax_online`` (torch/_inductor/lowering.py), which splits the same way."""
+    ``prepare_softmax_online`` (torch/_inductor/lowering.py), which splits the same way.
+    H100, plain split vs this (torch.compile in brackets): a softmax written with amax/exp/sum over
+    [300, 250000] floats 417 vs 304 us (361), F.softmax over [64, 1e6] 356 vs 259 (405), a masked
+    softmax over [128, 300001] 283 vs 227 (255); 65% of a copy's speed, of the 67% that three passes
+    over the row allow."""
     dt, m_c = partial.layout.dtype, Load(m_partial.name, final.index)
     terms = Op("exp", (Op("sub", (m_partial.body, Load(m_partial.name, store_index(partial.layout.size))), dt),), dt)
     # s_c * exp(m_c - M), the row's max M loaded as b's body loads it (at b's own element)
