@@ -141,9 +141,9 @@ def masked_softmax(x):
 @pytest.mark.parametrize("fn", [lambda x: torch.softmax(x, -1), lambda x: torch.log_softmax(x, -1), softmax_by_hand,
                                 masked_softmax])
 def test_split_softmax_recomputes_the_exponential_instead_of_storing_it(fn):
-    """After a split, ``exp(x - max)`` cannot share a kernel with the division by the sum (the sum's two
-    kernels run in between): it is inlined into the division, which reads ``x`` again, instead of being
-    written by a kernel of its own and read back (a wasted write and read of the whole input)."""
+    """After a split, no kernel writes ``exp(x - max)``, or the masked scores it is computed from, only for the
+    division by the sum to read them back (a wasted write and read of the whole input): the division
+    computes them from ``x`` (the scores, computed before the max, are inlined into it: ``ir._reinline``)."""
     for shape, dtype in [((3, 1001), torch.float32), ((2, 517), torch.bfloat16)]:
         x = (torch.randn(*shape) * 4).to(dtype).to(device_for("triton"))
         assert_same(fn, x, backend="triton", rtol=2e-2 if dtype == torch.bfloat16 else 1e-5, atol=1e-5)

@@ -565,11 +565,13 @@ def _online_softmax(partial: ComputedBuffer, final: Expr, m: ComputedBuffer, m_p
 def _reinline(b: ComputedBuffer, ir: GraphIR, buffers: list) -> ComputedBuffer:
     """A pointwise buffer that reads a split reduction, with the pointwise work it reads recomputed in place.
 
-    Softmax's ``exp(x - max)`` can no longer share a kernel with ``exp(...) / sum``: the sum's partial
-    and final kernels run in between. Stored, it costs a kernel that reads ``x`` and writes it, then a
-    full read; inlined into the division (which then reads ``x``), it is never computed. Not where it
-    is computed anyway (an output, or read elsewhere): reading it back costs no more than reading
-    what it is computed from, and recomputing a buffer of ``x * w`` would read both."""
+    A masked softmax's scores ``s = x * scale + mask`` are computed before the max, in a kernel of their
+    own (the split reduction's partials, which inline ``s``, iterate over chunks, not over ``s``); the
+    division ``exp(s - max) / sum`` comes after the split's final kernels and reads ``s`` back. Stored,
+    ``s`` costs a kernel that reads ``x`` and ``mask`` and writes ``s``, then a full read; inlined into
+    the division (which then reads ``x`` and ``mask``), it is never computed. Not where it is computed
+    anyway (an output, or read elsewhere): reading it back costs no more than reading what it is
+    computed from, and recomputing ``x * w`` would read both."""
     new = replace(b, body=inline_pointwise(b.body, dict(zip(index_vars(len(b.layout.size)), b.layout.size)),
                                            {p.name: p for p in buffers if isinstance(p, ComputedBuffer)}))
     gone = {ld.buf for ld in loads(b.body)} - {ld.buf for ld in loads(new.body)}
