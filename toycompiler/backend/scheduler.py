@@ -61,6 +61,10 @@ class Kernel:
     def names(self) -> set[str]:
         return {n.name for n in self.nodes}
 
+    def reads(self) -> set[str]:
+        """Every buffer its nodes read; less ``names()``, the ones it reads from memory."""
+        return set().union(*(n.reads for n in self.nodes))
+
     def add(self, node: Node) -> None:
         """Put ``node`` in the kernel. The first node sets the loops; a reduction joining pointwise work
         (a prologue) sets them to its own rows and reduced range."""
@@ -231,13 +235,9 @@ class Schedule:
 def _plan_stores(ir: GraphIR, kernels: list[Kernel]) -> None:
     """A buffer goes to memory if it is an output, read by another kernel, or written into an input."""
     for k in kernels:
-        read_elsewhere = set().union(*(_reads(other) for other in kernels if other is not k))
+        read_elsewhere = set().union(*(other.reads() for other in kernels if other is not k))
         k.stores += [n.name for n in k.nodes if n.name in ir.outputs or n.name in read_elsewhere
                      or isinstance(n, ExternKernel) or n.store_into]
-
-
-def _reads(k: Kernel) -> set[str]:
-    return set().union(*(n.reads for n in k.nodes))
 
 
 def plan_memory(ir: GraphIR, kernels: list[Kernel]) -> tuple[dict[str, str], list[str]]:
@@ -246,13 +246,13 @@ def plan_memory(ir: GraphIR, kernels: list[Kernel]) -> tuple[dict[str, str], lis
     A pointwise kernel may also write over a buffer it is the last to read (in place, Inductor's
     ``in_out_ptr``): the bias and GELU after a matmul overwrite its output, whose lines are still in L2,
     where a fresh buffer would make the cache write both back."""
-    last_use = {b: i for i, k in enumerate(kernels) for b in _reads(k)}  # the last kernel reading each buffer
+    last_use = {b: i for i, k in enumerate(kernels) for b in k.reads()}  # the last kernel reading each buffer
     keep = set(ir.outputs) | {b.name for b in ir.inputs}
     pool: list[str] = []  # dead buffers whose memory is free
     reuses: dict[str, str] = {}
     plan: list[str] = []
     for i, k in enumerate(kernels):
-        in_place = [b for b in sorted(_reads(k) - k.names(), key=lambda name: (len(name), name))  # buf3 before buf10
+        in_place = [b for b in sorted(k.reads() - k.names(), key=lambda name: (len(name), name))  # buf3 before buf10
                     if last_use[b] == i and b not in keep and _in_place(ir, k, b)]
         for name in k.stores:
             node = ir.buffer(name)
@@ -291,7 +291,7 @@ def _nbytes(ir: GraphIR, name: str) -> int:
 def _artifact(ir: GraphIR, kernels: list[Kernel], decisions: list[FusionDecision],
               reuse: list[str]) -> ScheduleArtifact:
     groups = [FusionGroup(f"kernel{i}", tuple(n.name for n in k.nodes), _space(k.xranges, k.rranges), tuple(k.stores),
-                          k.kind, bytes_read=sum(_nbytes(ir, b) for b in _reads(k) - k.names()),
+                          k.kind, bytes_read=sum(_nbytes(ir, b) for b in k.reads() - k.names()),
                           bytes_written=sum(_nbytes(ir, b) for b in k.stores))
               for i, k in enumerate(kernels)]
     unfused = sum(sum(_nbytes(ir, b) for b in n.reads) + _nbytes(ir, n.name) for n in ir.buffers)  # one kernel each

@@ -155,7 +155,7 @@ class KernelRenderer:
         self.kernel = kernel
         self.name = self.kernel_name(kernel, index)
         # the inputs: every buffer the kernel loads and does not compute itself
-        self.inputs = sorted(set().union(*(n.reads for n in kernel.nodes)) - kernel.names(), key=_order)
+        self.inputs = sorted(kernel.reads() - kernel.names(), key=_order)
         self.outputs = list(kernel.stores)
         self.ptr = {b: f"in_ptr{i}" for i, b in enumerate(self.inputs)} | \
                    {b: f"out_ptr{i}" for i, b in enumerate(self.outputs)}
@@ -449,7 +449,7 @@ def reads_columns(kernel: Kernel) -> bool:
     if kernel.kind != "reduction" or not kernel.xranges or not kernel.rranges:
         return False
     x, r = index_vars(len(kernel.xranges), "x")[-1], index_vars(len(kernel.rranges), "r")[-1]
-    indices = load_indices(kernel, set().union(*(n.reads for n in kernel.nodes)) - kernel.names())  # from memory
+    indices = load_indices(kernel, kernel.reads() - kernel.names())  # from memory
     return all(i.coeff(r) != 1 for i in indices) and any(i.coeff(x) == 1 for i in indices)
 
 
