@@ -19,6 +19,8 @@ VIEWS_OF_INPUT = {
     "transpose": lambda a: a.t(),
     "expand": lambda a: a[:1].expand(3, 4, 8),
     "view": lambda a: a.view(2, 16),
+    "view_of_a_slice": lambda a: a[:, 4:].view(4, 2, 2),  # rows 8 apart: torch's view rule gives (8, 2, 1)
+    "heads_of_a_slice": lambda a: a[:, 2:6].view(2, 2, 2, 2).transpose(1, 2),  # attention's q of a fused qkv
     "unsqueeze_slice": lambda a: a[:, 1:3].unsqueeze(1),
     "same_view_twice": lambda a: (a[1], a[1]),
     "view_and_computed": lambda a: (a[2:], a.sum(0)),
@@ -78,3 +80,13 @@ def test_same_tensor_returned_twice_is_one_object():
 def test_backend_on_captured_graph_returns_views(target):
     arts = check(lambda x: (x[0, :2], x.t(), x[:, :1].expand(4, 3)), torch.randn(4, 3), target=target)
     assert "as_strided(arg0" in arts.output_code.source and ".view((2,))" not in arts.output_code.source
+
+
+@pytest.mark.parametrize("target", ["cpp", "triton"])
+def test_library_call_reads_a_view_of_a_slice_in_place(target):
+    """Attention's q, k and v are views of one projection (a slice of its columns, split into heads): a
+    library call reads them through their strides, with no kernel copying them out first."""
+    x, w = on_device((torch.randn(4, 8), torch.randn(2, 2, 3)), target)
+    fn = lambda x, w: torch.bmm(x[:, 4:].view(4, 2, 2).transpose(0, 1), w)  # noqa: E731
+    assert_same(fn, x, w, backend=target)
+    assert toycompiler.explain(fn, backend=target)(x, w).kernels == ()

@@ -16,6 +16,7 @@ Leaves out: ``as_strided`` of anything but contiguous memory, ``unfold``, and
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from collections.abc import Callable
 from typing import Any
@@ -80,6 +81,11 @@ def view(node, x, *_: Any) -> TensorValue:
     size = out_size(node)
     if x.ref is not None and row_major(x.ref.size, x.ref.stride):
         return strided_value(TensorRef(x.ref.buf, size, contiguous_strides(size), x.ref.offset), x.dtype, x.device)
+    if x.ref is not None and all(s.is_Integer for s in (*x.ref.size, *x.ref.stride, *size)):
+        with contextlib.suppress(RuntimeError):  # torch's own rule says which strides a view keeps (a slice's rows)
+            meta = torch.empty_strided(tuple(map(int, x.ref.size)), tuple(map(int, x.ref.stride)), device="meta")
+            stride = tuple(map(sympy.Integer, meta.view(tuple(map(int, size))).stride()))
+            return strided_value(TensorRef(x.ref.buf, size, stride, x.ref.offset), x.dtype, x.device)
     # out index -> flat position -> input index
     return view_of(x, size, lambda idx: unravel(linear_index(idx, contiguous_strides(size)), x.size))
 

@@ -105,14 +105,6 @@ def var(x, dims=None, *, correction=None, keepdim=False):
     return var_mean(x, dims, correction=correction, keepdim=keepdim)[0]
 
 
-@register(aten.rms_norm.default)
-def rms_norm(x, normalized_shape, weight=None, eps=None):
-    dims = list(range(x.dim() - len(normalized_shape), x.dim()))
-    eps = torch.finfo(x.dtype).eps if eps is None else eps
-    out = x * aten.rsqrt.default(aten.sum.dim_IntList(x * x, dims, True) / _reduced_numel(x, dims) + eps)
-    return out * weight if weight is not None else out
-
-
 def _without_alpha(op):
     """``add(x, y, alpha=2)`` is ``x + y * 2`` (``sub`` likewise); without ``alpha`` the op stays as it is.
 
