@@ -94,7 +94,7 @@ def test_column_reduction_spreads_few_columns_over_more_programs(columns, per_pr
 def test_triton_launch_fits_the_tile():
     """The warps and the step along r follow the tile: a row held whole takes a warp per KB (1024 floats:
     4 warps, 1024 bfloat16: 2; at most 8, for rows up to 16384 elements); a row too long to hold (looped)
-    steps 2048 elements with 16 warps; a
+    steps 8192 elements with 32 warps (4096 where max_block is 4096), 2048 with 16 warps if it has a max; a
     looped column reduction steps 512 elements ([8 columns, 64 rows] for few columns), or 1024 with 8 warps
     for 16 or 32 columns a program; a pointwise kernel gives each thread 16 bytes (4 floats, 8 bfloat16) where
     Triton can load them at once, else 4 elements. These choices were timed on an H100. Each still gives
@@ -108,6 +108,8 @@ def test_triton_launch_fits_the_tile():
              (softmax, (2, 5000), torch.bfloat16, {}, "XBLOCK=1, RBLOCK=8192, num_warps=8)"),
              (softmax, (2, 5000), torch.float32, {"max_block": 4096}, "XBLOCK=1, RBLOCK=2048, num_warps=16)"),
              (softmax, (2, 5000), torch.bfloat16, {"max_block": 4096}, "XBLOCK=1, RBLOCK=2048, num_warps=16)"),
+             (lambda x: x.var(-1), (2, 5000), torch.float32, {"max_block": 4096},
+              "XBLOCK=1, RBLOCK=4096, num_warps=32)"),
              (lambda x: x.sum(0), (200, 1000), torch.float32, {"max_block": 256}, "XBLOCK=8, RBLOCK=64)"),
              (lambda x: x.sum(0), (200, 3000), torch.float32, {"max_block": 512}, "XBLOCK=16, RBLOCK=64, num_warps=8)"),
              (gelu, (4096,), torch.bfloat16, {}, "XBLOCK=1024, num_warps=4)"),  # 8 a thread, in 16-byte loads

@@ -424,10 +424,13 @@ class KernelRenderer:
         return str(dtype)
 
     def meta(self) -> tuple[tuple[str, int], ...]:
-        return ()
+        """The block sizes (a Triton kernel's constexpr arguments), then the warps to launch it with if not
+        Triton's default 4; set by a target's ``setup``."""
+        return self.blocks
 
     # -- hooks a target fills in ---------------------------------------------------
     comment_mark = "#"
+    blocks: tuple[tuple[str, int], ...] = ()  # see meta
     spill_ops: set[str] = set()  # element values with these ops are kept in an output between loops (:meth:`spill`)
     rows_in_registers = True  # False: a row's values exist only inside a loop over x (C++ column reductions)
     def row_loop_open(self) -> list[str]:

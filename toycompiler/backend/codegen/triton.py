@@ -197,13 +197,16 @@ class TritonRenderer(KernelRenderer):
             # int64 targets (one a row) made its tile over [65536, 1000] floats take 8 warps and 142 us,
             # where 4 took 101 (torch.compile 105)
             self.blocks = (("XBLOCK", block), ("RBLOCK", rows), ("num_warps", max(2, min(8, tile_bytes // 1024))))
-        else:  # looped rows: steps of 2048 elements and 16 warps, as Inductor's. Steps of 1024 with 4 warps
-            # had a softmax over rows of 16384 take 83.8 us instead of 65.1, a layer norm of 8192 63.4 instead
-            # of 49.1 (H100): each warp has more loads in flight. 8 warps for bfloat16 (16 bytes a thread) made
-            # a layer norm over rows of 8192 take 49.2 us instead of 55.9, but a softmax over rows of 32000
-            # 329 instead of 217: twice the rows in flight, too many to stay in L2 between the loops
-            step = min(next_power_of_2(self.config.max_block), 2048)
-            self.blocks = (("XBLOCK", 1), ("RBLOCK", step), ("num_warps", 16))
+        else:  # looped rows: steps of 8192 elements and 32 warps (1024 threads, 8 elements each) keep few rows
+            # in flight, so a row read again by a later loop is still in L2. H100, RMS norm over [2048, 32768]
+            # floats: 196.4 us (torch.compile 179.3; 260.8 in steps of 2048 with 16 warps, Inductor's default
+            # config); over [4096, 20000] 225.1 (312.7; 294.0); layer norm over [1024, 65536] 246.3 (290.5;
+            # 264.6 in steps of 4096 with 16 warps). A kernel with a max (softmax, log_softmax, cross entropy)
+            # keeps steps of 2048 with 16 warps: the benchmark's cross entropy over [4096, 50257] floats took
+            # 465.3 us in steps of 8192 (torch.compile 350.1; 309 before, bench/results/h100.json)
+            softmax = any(n.reduction and n.reduction.op == "max" for n in self.kernel.nodes)
+            step = min(next_power_of_2(self.config.max_block), 2048 if softmax else 8192)
+            self.blocks = (("XBLOCK", 1), ("RBLOCK", step), ("num_warps", 16 if softmax else 32))
 
     def loads_16_bytes(self) -> bool:
         """Whether every load of this pointwise kernel reads 2-byte data along the innermost index (or one
@@ -213,11 +216,6 @@ class TritonRenderer(KernelRenderer):
         indices = load_indices(self.kernel, self.inputs)
         return bool(x and indices) and self.kernel.xranges[-1].is_Integer and self.kernel.xranges[-1] % 16 == 0 \
             and all(self.dtypes[b].itemsize == 2 for b in self.inputs) and all(i.coeff(x[0]) in (0, 1) for i in indices)
-
-    def meta(self):
-        """The block sizes (the kernel's constexpr arguments), then the warps to launch it with if not
-        Triton's default 4."""
-        return self.blocks
 
     def dot_operands(self):
         """``((a, index), (b, index))`` if the kernel's one reduction is a matmul, else None.
