@@ -29,6 +29,7 @@ REDUCTIONS = {
     "mean_var": lambda x: (x.mean(-1), x.var(-1)),
     "amax_amin": lambda x: x.amax(-1) - x.amin(-1),
     "argmax_argmin": lambda x: (x.argmax(-1), x.argmin(0)),
+    "max_min_dim": lambda x: (*torch.max(x, -1), *x.min(0, keepdim=True), x.max(), torch.min(x)),
     "prod": lambda x: x.prod(-1),
     "softmax": lambda x: torch.softmax(x, -1),
     "log_softmax": lambda x: F.log_softmax(x, -1),

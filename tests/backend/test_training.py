@@ -83,3 +83,27 @@ def test_training_with_a_dynamic_batch_falls_back_with_its_reason():
             torch.testing.assert_close(g, p.grad)
         model.zero_grad()
     assert any("training with symbolic sizes" in r for r in fallback_reasons(compiled)), fallback_reasons(compiled)
+
+
+@pytest.mark.parametrize("backend, dtype", [("cpp", torch.float32), ("triton", torch.float32),
+                                            ("triton", torch.bfloat16)])  # the C++ backend has no bfloat16
+def test_embedding_gradient_adds_each_row_into_its_index(backend, dtype):
+    """An embedding's weight gradient: repeated indices add up, the padding index gets none, and half
+    precision sums in float32 as eager does. It is one ``index_add`` library call, not torch's
+    ``index_put`` with ``accumulate`` (which sorts the indices first); with deterministic algorithms on,
+    torch's own decomposition stays."""
+    device = device_for(backend)
+    w = torch.randn(10, 6, device=device, dtype=dtype, requires_grad=True)
+    idx = torch.tensor([[1, 3, 3, 0], [9, 3, 1, 2]], device=device)  # 3 three times; 0 is the padding
+    scale = torch.arange(6, device=device)
+    fn = lambda w, i: (torch.nn.functional.embedding(i, w, padding_idx=0) * scale).sum()  # noqa: E731
+    tol = 1e-2 if dtype == torch.bfloat16 else 1e-5
+    assert_same(fn, w, idx, backend=backend, backward=True, rtol=tol, atol=tol)
+    backward = toycompiler.explain(fn, backend=backend)(w, idx).frames[0].backend.backward
+    assert "index_add" in backward.output_code.source and "index_put" not in backward.output_code.source
+    torch.use_deterministic_algorithms(True)
+    try:
+        backward = toycompiler.explain(fn, backend=backend)(w, idx).frames[0].backend.backward
+        assert "index_add" not in backward.output_code.source
+    finally:
+        torch.use_deterministic_algorithms(False)

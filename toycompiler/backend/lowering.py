@@ -245,7 +245,7 @@ INDIRECT = "it indexes with loaded values (indirect indexing); the loop IR's ind
 RANDOM = "random numbers come from torch's own generator: on the CPU the same draws as eager's, in its order"
 FALLBACKS = {
     "aten.gather": INDIRECT, "aten.index": INDIRECT, "aten.index_put": INDIRECT, "aten.scatter": INDIRECT,
-    "aten.scatter_add": INDIRECT, "aten.scatter_reduce": INDIRECT,
+    "aten.scatter_add": INDIRECT, "aten.scatter_reduce": INDIRECT, "aten.index_add": INDIRECT,
     "aten.cumsum": "a scan: the loop IR has pointwise and reduction bodies only (torch's decomposition, a masked "
                    "sum over a triangle, costs the square of the length)",
     "aten.cumprod": "a scan (see cumsum)",

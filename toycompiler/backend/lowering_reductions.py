@@ -36,8 +36,6 @@ def make_reduction(op: str):
 
     def lower(graph, node, x: TensorValue, dims=None, keepdim=False, *, dtype=None, **_: Any) -> TensorValue:
         out = node.meta["val"]
-        if isinstance(out, (tuple, list)):  # max.dim / min.dim: (values, indices)
-            out = out[1] if op.startswith("arg") else out[0]
         if len(x.size) == 0:  # a 0-d tensor: every reduction of one element is (a cast of) the element
             value = Const(0, out.dtype) if op in ("argmax", "argmin") else cast(x.loader(()), x.dtype, out.dtype)
             return graph.add_computed((), out.dtype, str(out.device), value, node)
@@ -61,21 +59,6 @@ def make_reduction(op: str):
 for _packet, _op in ((aten.sum, "sum"), (aten.prod, "prod"), (aten.amax, "max"), (aten.amin, "min"),
                      (aten.argmax, "argmax"), (aten.argmin, "argmin")):
     register_lowering(_packet, needs_graph=True)(make_reduction(_op))
-
-
-def _max_min_dim(op: str):
-    """``aten.max.dim`` returns (values, indices): two reductions over the same rows."""
-    value, index = make_reduction(op), make_reduction("arg" + op)
-
-    def lower(graph, node, x, dim=None, keepdim=False):
-        if dim is None:  # max(x) without dim: one value
-            return value(graph, node, x)
-        return (value(graph, node, x, [dim], keepdim), index(graph, node, x, dim, keepdim))
-    return lower
-
-
-register_lowering(aten.max.dim, aten.max.default, needs_graph=True)(_max_min_dim("max"))
-register_lowering(aten.min.dim, aten.min.default, needs_graph=True)(_max_min_dim("min"))
 
 
 # -- extern kernels ----------------------------------------------------------------

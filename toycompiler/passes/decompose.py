@@ -37,7 +37,7 @@ FROM_TORCH = [aten._softmax, aten._log_softmax, aten.native_layer_norm, aten.gel
               aten._native_batch_norm_legit, aten._native_batch_norm_legit_functional, aten.native_group_norm,
               aten.repeat, aten.any, aten.index_select, aten.embedding]
 # Kept as calls into torch's library kernels (extern kernels), as Inductor does.
-KEEP = [aten.mm.default, aten.addmm.default, aten.bmm.default, aten.convolution.default]
+KEEP = [aten.mm.default, aten.addmm.default, aten.bmm.default, aten.convolution.default, aten.index_add.default]
 
 DECOMPOSITIONS: dict = {}
 
@@ -98,6 +98,28 @@ def var_mean(x, dims=None, *, correction=None, keepdim=False):
     spread = aten.clamp_min.default(squares - total * (total / n), 0)  # n times the population variance
     mean = torch.where(spread != spread, spread, aten.sum.dim_IntList(x.to(d.dtype), dims, keepdim) / n)
     return (spread / torch.sym_max(n - c, 0)).to(x.dtype), mean.to(x.dtype)
+
+
+@register(aten.embedding_dense_backward.default)
+def embedding_dense_backward(grad, indices, num_weights, padding_idx, by_freq):
+    """An embedding's weight gradient: each row of ``grad`` added into the row its index names, by
+    ``index_add`` (on a GPU one kernel of atomic adds, as Inductor's). torch's decomposition ends in
+    ``index_put`` with ``accumulate``, which on a GPU sorts the indices and checks their bounds in kernels
+    of its own: 24 launches a step for the GPT's two embeddings (H100). Sums in float32 for half precision,
+    as eager's kernel does. torch's decomposition stays where the order of the sums must not vary
+    (deterministic algorithms, which forbid index_add's atomics) and with ``scale_grad_by_freq``."""
+    if by_freq or torch.are_deterministic_algorithms_enabled():
+        return torch._decomp.decompositions.embedding_dense_backward(grad, indices, num_weights, padding_idx, by_freq)
+    rows = torch.where((indices != padding_idx)[..., None], grad, 0).reshape(-1, grad.shape[-1])
+    total = grad.new_zeros(num_weights, grad.shape[-1], dtype=torch.promote_types(grad.dtype, torch.float32))
+    return aten.index_add(total, 0, indices.reshape(-1), rows.to(total.dtype)).to(grad.dtype)
+
+
+# ``torch.max(x, dim)`` is two reductions over the same rows, the max and where it is (the first, as eager's)
+register(aten.max.dim)(lambda x, dim, keepdim=False: (aten.amax(x, [dim], keepdim), aten.argmax(x, dim, keepdim)))
+register(aten.min.dim)(lambda x, dim, keepdim=False: (aten.amin(x, [dim], keepdim), aten.argmin(x, dim, keepdim)))
+register(aten.max.default)(lambda x: aten.amax(x, []))  # every dim
+register(aten.min.default)(lambda x: aten.amin(x, []))
 
 
 @register(aten.var.correction)
