@@ -59,8 +59,9 @@ class Config:
     # Largest Triton block, in elements; rows longer than this use a looped reduction. A row held whole is
     # read from memory once, where a loop reads it again (from L2 at best) for each pass: a bfloat16 layer
     # norm over [8192, 8192] took 89 us so and 122 looped (H100; torch.compile 99), over [4096, 16384]
-    # floats 186 and 209 (263). At 4096 the rows of 8192 looped; 16384 floats are 64 KB, 64 a thread.
-    max_block: int = 16384
+    # floats 186 and 209 (263), over [4096, 32768] floats 373 and 463 (367). 32768 floats are 128 KB, 32 a
+    # thread at 16 warps (codegen/triton.py's setup has the other times).
+    max_block: int = 32768
     # C++ compiler and flags; the cache key includes both.
     cxx: str = field(default_factory=lambda: os.environ.get("CXX", "g++"))
     # -fno-math-errno: nobody reads errno, and setting it stops sqrt/exp loops vectorizing.

@@ -93,7 +93,7 @@ def test_column_reduction_spreads_few_columns_over_more_programs(columns, per_pr
 
 def test_triton_launch_fits_the_tile():
     """The warps and the step along r follow the tile: a row held whole takes a warp per KB (1024 floats:
-    4 warps, 1024 bfloat16: 2; at most 8, for rows up to 16384 elements); a row too long to hold (looped)
+    4 warps, 1024 bfloat16: 2; at most 8 for rows up to 16384 elements, 16 past that); a row too long to hold (looped)
     steps 8192 elements with 32 warps (4096 where max_block is 4096), 2048 with 16 warps if it has a max; a
     looped column reduction steps 512 elements ([8 columns, 64 rows] for few columns), or 1024 with 8 warps
     for 16 or 32 columns a program; a pointwise kernel gives each thread 16 bytes (4 floats, 8 bfloat16) where
@@ -126,7 +126,7 @@ def test_triton_launch_fits_the_tile():
 
 @pytest.fixture
 def rows_over_4096_loop():
-    """Rows of 5000 elements are held whole by default (config.max_block, 16384); looped, they test the loops
+    """Rows of 5000 elements are held whole by default (config.max_block, 32768); looped, they test the loops
     on a size Triton's CPU interpreter runs quickly."""
     with toycompiler.config.patch(max_block=4096):
         yield
@@ -200,3 +200,17 @@ def test_known_sizes_are_numbers_in_the_masks():
         assert mask in toycompiler.explain(fn, backend="triton")(x).kernels[0].source
     dynamic = toycompiler.explain(lambda x: torch.softmax(x, -1), backend="triton", dynamic=True)(x)
     assert "rmask = rindex < rnumel" in dynamic.kernels[0].source
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="rows of 20000 take minutes in Triton's interpreter")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_rows_past_16384_are_held_whole_with_16_warps(dtype):
+    """Rows of 16385 to 32768 elements are held whole (a [1, 32768] tile, 16 warps) and still give eager's
+    answer: a softmax, a layer norm with weight and bias, a variance. 1024 rows, so no row is split."""
+    x = torch.randn(1024, 20000, device="cuda").to(dtype)
+    w, b = torch.randn(20000, device="cuda").to(dtype), torch.randn(20000, device="cuda").to(dtype)
+    tol = 2e-2 if dtype == torch.bfloat16 else 1e-4
+    for fn in (lambda x: torch.softmax(x, -1), lambda x: F.layer_norm(x, (20000,), w, b), lambda x: x.var(-1)):
+        assert_same(fn, x, backend="triton", rtol=tol, atol=tol)
+        source = toycompiler.explain(fn, backend="triton")(x).frames[0].backend.output_code.source
+        assert "XBLOCK=1, RBLOCK=32768, num_warps=16)" in source, source

@@ -115,11 +115,11 @@ def embedding_dense_backward(grad, indices, num_weights, padding_idx, by_freq):
     return aten.index_add(total, 0, indices.reshape(-1), rows.to(total.dtype)).to(grad.dtype)
 
 
-# ``torch.max(x, dim)`` is two reductions over the same rows, the max and where it is (the first, as eager's)
-register(aten.max.dim)(lambda x, dim, keepdim=False: (aten.amax(x, [dim], keepdim), aten.argmax(x, dim, keepdim)))
-register(aten.min.dim)(lambda x, dim, keepdim=False: (aten.amin(x, [dim], keepdim), aten.argmin(x, dim, keepdim)))
-register(aten.max.default)(lambda x: aten.amax(x, []))  # every dim
-register(aten.min.default)(lambda x: aten.amin(x, []))
+# ``torch.max(x, dim)`` is two reductions over the same rows, the max and where it is (the first, as eager's);
+# ``torch.max(x)`` the max over every dim
+for op, value, index in ((aten.max, aten.amax, aten.argmax), (aten.min, aten.amin, aten.argmin)):
+    register(op.dim)(lambda x, dim, keepdim=False, v=value, i=index: (v(x, [dim], keepdim), i(x, dim, keepdim)))
+    register(op.default)(lambda x, v=value: v(x, []))
 
 
 @register(aten.var.correction)

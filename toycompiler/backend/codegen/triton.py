@@ -165,10 +165,10 @@ class TritonRenderer(KernelRenderer):
         few = self.column and self.xnumel.is_Integer and self.xnumel < 1024 * COLUMN_WIDTH  # programs of 64 columns
         if few:
             x = min(x, 32 if self.xnumel >= 16384 else 16 if self.xnumel > 2048 else 8)
-        # A row is held whole up to max_block elements; a column reduction's tile (x columns of each row) up to a
-        # quarter of that, 4096 elements (64 rows of 64 columns: 32 floats a thread at Triton's 4 warps)
+        # A row is held whole up to max_block elements; a column reduction's tile (x columns of each row) up to an
+        # eighth of that, 4096 elements (64 rows of 64 columns: 32 floats a thread at Triton's 4 warps)
         self.persistent = self.kernel.kind == "pointwise" or (
-            rows is not None and rows * (4 * x if self.column else 1) <= self.config.max_block)
+            rows is not None and rows * (8 * x if self.column else 1) <= self.config.max_block)
         if self.kernel.kind == "pointwise":
             # the block is pointwise_block(xnumel), 16 * x, with 4 elements per thread. With Triton's default
             # 4 warps a 1024 block gives each thread 8, and a transcendental chain then runs 1.1-1.9x slower
@@ -195,8 +195,13 @@ class TritonRenderer(KernelRenderer):
             # took 50.2 us with 4 warps, 44.3 us with 2 (H100). 2 warps for 1024 floats, rows of 768 in
             # GPT-2 and ViT, made their steps 1-3% slower. Only loads along the row count: cross entropy's
             # int64 targets (one a row) made its tile over [65536, 1000] floats take 8 warps and 142 us,
-            # where 4 took 101 (torch.compile 105)
-            self.blocks = (("XBLOCK", block), ("RBLOCK", rows), ("num_warps", max(2, min(8, tile_bytes // 1024))))
+            # where 4 took 101 (torch.compile 105). Rows of more than 16384 elements take 16 warps (32 floats a
+            # thread): a layer norm over [4096, 32768] floats took 372.9 us so, 463.1 looped (torch.compile
+            # 366.5), over [4096, 20000] 228.4 and 321.2 (334.5); softmax over [1024, 32768] 92.5 and 123.6
+            # (117.9), over bfloat16 [4096, 32000] 192.4 and 217.2 (297.8); cross entropy over [8192, 32000]
+            # floats 368.6 and 362.9 (383.9). 32 warps were within 2% of 16 either way
+            warps = max(2, min(16 if rows > 16384 else 8, tile_bytes // 1024))
+            self.blocks = (("XBLOCK", block), ("RBLOCK", rows), ("num_warps", warps))
         else:  # looped rows: steps of 8192 elements and 32 warps (1024 threads, 8 elements each) keep few rows
             # in flight, so a row read again by a later loop is still in L2. H100, RMS norm over [2048, 32768]
             # floats: 196.4 us (torch.compile 179.3; 260.8 in steps of 2048 with 16 warps, Inductor's default
