@@ -117,9 +117,9 @@ def embedding_dense_backward(grad, indices, num_weights, padding_idx, by_freq):
 
 # ``torch.max(x, dim)`` is two reductions over the same rows, the max and where it is (the first, as eager's);
 # ``torch.max(x)`` the max over every dim
-for op, value, index in ((aten.max, aten.amax, aten.argmax), (aten.min, aten.amin, aten.argmin)):
-    register(op.dim)(lambda x, dim, keepdim=False, v=value, i=index: (v(x, [dim], keepdim), i(x, dim, keepdim)))
-    register(op.default)(lambda x, v=value: v(x, []))
+for _op, _value, _index in ((aten.max, aten.amax, aten.argmax), (aten.min, aten.amin, aten.argmin)):
+    register(_op.dim)(lambda x, dim, keepdim=False, v=_value, i=_index: (v(x, [dim], keepdim), i(x, dim, keepdim)))
+    register(_op.default)(lambda x, v=_value: v(x, []))
 
 
 @register(aten.var.correction)
