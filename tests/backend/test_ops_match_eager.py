@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from _util import check
 
-from toycompiler.testing import device_for
+from toycompiler.testing import assert_same, device_for
 
 UNARY = {
     "sin_cos": lambda x: torch.sin(x) + torch.cos(x),
@@ -204,3 +204,15 @@ def test_inputs_with_storage_offset_and_inplace_on_transposed_input(target):
         x.mul_(2)
         return y + 1
     check(scale_in_place, torch.randn(6, 4, device=dev).t(), torch.randn(4, 6, device=dev), target=target)
+
+
+@pytest.mark.parametrize("target", ["cpp", "triton"])
+@pytest.mark.parametrize("weight", [False, True])
+def test_rms_norm_compiles_although_torch_adds_eps_in_place(target, weight):
+    """``F.rms_norm`` decomposes inside torch (below functionalization) into ops that add eps in place
+    (``add_``) on the CPU; the decomposition pass then functionalizes once more instead of leaving an
+    in-place op the lowering has no rule for (which made the graph run eagerly)."""
+    device = device_for(target)
+    x, w = torch.randn(6, 9, device=device), torch.randn(9, device=device)
+    fn = (lambda x, w: F.rms_norm(x, (9,), w, 1e-3)) if weight else (lambda x, w: F.rms_norm(x, (9,), eps=1e-3) * w)
+    assert_same(fn, x, w, backend=target, rtol=1e-5, atol=1e-5)
