@@ -86,9 +86,7 @@ def placement(node: ComputedBuffer, xr: tuple, rr: tuple) -> str | None:
     size = squeeze(node.layout.size)
     if node.reduction:
         return "reduction" if size == xr and squeeze(node.reduction.ranges) == rr else None
-    if size == xr + rr:
-        return "element"
-    return "row" if rr and size == xr else None
+    return "element" if size == xr + rr else "row" if rr and size == xr else None
 
 
 def node_vars(node: ComputedBuffer, kernel: Kernel) -> dict[sympy.Symbol, sympy.Expr]:

@@ -369,11 +369,12 @@ def decompose(gm: torch.fx.GraphModule, example_inputs: list,
         math_attention = torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH)
         with fake_mode, TRACING, contextlib.nullcontext() if cuda else math_attention:
             new = make_fx(interpret, decomposition_table=decomposition_table(matmul_template))(*fakes)
-            if any(hasattr(n.target, "_schema") and n.target._schema.is_mutable for n in new.graph.nodes):
+            mutating = [n for n in new.graph.nodes if hasattr(n.target, "_schema") and n.target._schema.is_mutable]
+            if any(getattr(n.args[0], "op", None) != "placeholder" for n in mutating):
                 # a decomposition ran an in-place op below functionalization (cross entropy with label
                 # smoothing: ``masked_fill_`` on its loss; the CPU's ``rms_norm`` with a weight: ``add_`` of
-                # eps), so it or a copy_ into it is left: once more, now pure. A graph that writes into its
-                # inputs comes here too, and keeps its copy_ into them
+                # eps), so it or a copy_ into it is left: once more, now pure. A copy_ into a graph input
+                # (a write functionalization kept, BatchNorm's running statistics) needs no second trace
                 new = make_fx(torch.func.functionalize(torch.fx.Interpreter(new).run, remove="mutations"),
                               decomposition_table=decomposition_table(matmul_template))(*fakes)
     after = [n for n in new.graph.nodes if n.op == "call_function"]
