@@ -45,8 +45,8 @@ lab: $(STAMP)
 	exec $(BIN)/jupyter lab --ServerApp.root_dir=$$root --ip=127.0.0.1 --port=$(PORT) $$flags
 
 # First the design checks: the import contracts of pyproject.toml
-# ([tool.importlinter], through .ci/lint_imports.py) and the size budget
-# (.ci/size.py prints lines of code per folder); a breach fails the command,
+# ([tool.importlinter], through .ci/lint_imports.py), the size budget
+# (.ci/size.py prints lines of code per folder) and ruff's lint; a breach fails the command,
 # the tests still run. pytest's exit code 5 means "no tests collected": not a
 # failure while tests/ is still empty. Lessons run in a kernel of this same
 # environment (--nbval-current-env); .ci/lesson_times.py prints the time each one took.
@@ -54,6 +54,7 @@ test: $(STAMP)
 	@status=0; \
 	$(BIN)/python .ci/lint_imports.py || { echo "import contracts: BROKEN (see above)"; status=1; }; \
 	$(BIN)/python .ci/size.py || status=1; \
+	$(BIN)/ruff check --quiet . || { echo "ruff: findings above"; status=1; }; \
 	if [ -d tests ]; then \
 	    $(BIN)/pytest tests; rc=$$?; \
 	    if [ $$rc -eq 5 ]; then echo "tests/: no tests collected yet"; \

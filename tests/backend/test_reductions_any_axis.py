@@ -10,6 +10,7 @@ columns, several reduced axes, non-contiguous inputs, NaN) gives eager's answer.
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 import toycompiler
 from toycompiler.backend.codegen import triton as triton_codegen

@@ -2,10 +2,10 @@
 
 import torch
 from IPython.core.interactiveshell import InteractiveShell
+from toycompiler.widgets.names import where
 
 import toycompiler
 from toycompiler import widgets
-from toycompiler.widgets.names import where
 
 
 def _first(x):
