@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 from _util import check
 
+import toycompiler
 from toycompiler.testing import assert_same, device_for
 
 UNARY = {
@@ -216,3 +217,17 @@ def test_rms_norm_compiles_although_torch_adds_eps_in_place(target, weight):
     x, w = torch.randn(6, 9, device=device), torch.randn(9, device=device)
     fn = (lambda x, w: F.rms_norm(x, (9,), w, 1e-3)) if weight else (lambda x, w: F.rms_norm(x, (9,), eps=1e-3) * w)
     assert_same(fn, x, w, backend=target, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("backend", ["cpp", "triton"])
+def test_clamp_with_tensor_bounds(backend):
+    """Tensor bounds broadcast like any operand (a row of lows, a column of highs); a NaN in x or in a bound
+    gives NaN, and an integer x clamped by float bounds is promoted, all as in eager. They used to fall back."""
+    dev = device_for(backend)
+    x, lo, hi = torch.randn(4, 7, device=dev), torch.randn(7, device=dev) - 1, torch.randn(4, 1, device=dev) + 1
+    x[1, 3], lo[2] = float("nan"), float("nan")
+    assert_same(lambda x, lo, hi: (torch.clamp(x, lo, hi), x.clamp(min=lo)), x, lo, hi, backend=backend)
+    xi = torch.randint(-5, 5, (4, 7), device=dev)
+    assert_same(lambda x, lo, hi: (x.clamp(max=hi), x.clamp(lo.long())), xi, lo.nan_to_num(), hi, backend=backend)
+    report = toycompiler.explain(lambda x, lo: x.clamp(min=lo), backend=backend)(x, lo)
+    assert report.frames[0].backend.kernels and not report.frames[0].backend.fallback_reason

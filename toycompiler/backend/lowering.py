@@ -129,9 +129,8 @@ def broadcast_loader(v: TensorValue, size: tuple[sympy.Expr, ...]) -> Callable[[
 
 def cast(e: Expr, src: torch.dtype, dst: torch.dtype) -> Expr:
     """``e`` (of dtype ``src``) converted to ``dst``; no-op when they match."""
-    if src == dst:
-        return e
-    return Const(e.value, dst) if isinstance(e, Const) else Op("to_dtype", (e,), dst)  # a constant: converted now
+    # a constant is converted now
+    return e if src == dst else Const(e.value, dst) if isinstance(e, Const) else Op("to_dtype", (e,), dst)
 
 
 def operand(a: TensorValue | float, size: tuple, dtype: torch.dtype, idx: tuple) -> Expr:
@@ -209,9 +208,7 @@ def _bitwise_not(node, x):
 @register_lowering(aten.clamp)
 def _clamp(node, x, min=None, max=None):
     """``clamp(x, lo, hi)`` is ``minimum(maximum(x, lo), hi)``, each bound applied only when given."""
-    for op, bound in (("maximum", min), ("minimum", max)):
-        if bound is not None and not isinstance(bound, (int, float)):
-            raise LoweringError("clamp with tensor bounds is not supported")
+    for op, bound in (("maximum", min), ("minimum", max)):  # a number or a tensor (broadcast, as any operand)
         x = x if bound is None else pointwise(node, op, [x, bound])
     return x
 

@@ -112,9 +112,7 @@ class IndexPrinter:
         if isinstance(e, sympy.Pow) and e.exp.is_Integer and e.exp > 0:
             return "*".join([self.p(e.base)] * int(e.exp))
         raise NotImplementedError(f"cannot print index expression {e}")
-
-    def minmax(self, which: str, args: list[str]) -> str:
-        raise NotImplementedError
+    # each language's printer adds ``minmax(which, args)``: its text for ``min(args)`` or ``max(args)``
 
 
 class KernelRenderer:
