@@ -87,6 +87,11 @@ def row_sum(x):
     return x.sum(dim=-1)
 
 
+def max_dim(x):
+    """The largest value of each row and its index: ``torch.max`` is eager's built-in op for both."""
+    return torch.max(x, dim=-1)
+
+
 def softmax_manual(x):
     """softmax written with amax/exp/sum (the built-in is ``softmax``)."""
     e = torch.exp(x - x.amax(-1, keepdim=True))
@@ -271,6 +276,7 @@ WORKLOADS = [
     Workload("softmax_manual", softmax_manual, _odd_matrix, True, describe="softmax with amax/exp/sum, odd sizes"),
     Workload("layer_norm", layer_norm, _layer_norm_inputs, True, describe="F.layer_norm over rows"),
     Workload("row_sum", row_sum, _matrix, True, describe="sum over rows"),
+    Workload("max_dim", max_dim, _odd_matrix, True, describe="torch.max(x, -1): values and indices, odd sizes"),
     Workload("col_sum", col_sum, _odd_matrix, True, describe="sum over dim 0 (non-contiguous axis), odd sizes"),
     Workload("mean_023", mean_023, _nchw, True, describe="mean over N, H, W of NCHW"),
     Workload("batch_norm_stats", batch_norm_stats, _nchw, True, describe="batch-norm mean/var then normalise"),

@@ -1,4 +1,4 @@
-"""C++ row kernels that keep a costly element value between loops, against eager.
+"""C++ row kernels that keep a costly element value between loops, and argmax on both backends, against eager.
 
 A softmax row kernel needs ``exp(x - max)`` twice: for the sum, and for the output. The loop that
 sums writes the values into the output, and the last loop reads them back and divides (as eager's
@@ -56,3 +56,52 @@ def test_exp_is_recomputed_when_the_output_has_another_dtype():
     report = toycompiler.explain(fn, backend="cpp")(torch.randn(4, 30))
     kernel = report.frames[0].backend.kernels[0].source
     assert "= out_ptr0[" not in kernel
+
+
+ARGMAX_CASES = {  # odd rows (vector tails), a pointwise body, rows over three unmerged axes, max with its index
+    "max_dim": lambda x: torch.max(x, -1),
+    "argmin_of_body": lambda x: (x * x - 1).argmin(-1, keepdim=True),
+    "argmax_three_axes": lambda x: x.permute(1, 0, 2).argmax(),
+    "argmax_all": lambda x: x.argmax(),
+    "min_and_argmax": lambda x: (x.min(-1).indices, x.argmax(-1), x.amax(-1)),
+    "max_dim_columns": lambda x: torch.max(x, 1),  # column order: a block of columns, r outside
+    "argmin_columns": lambda x: x.argmin(0),
+}
+
+
+@pytest.mark.parametrize("backend", ["cpp", "triton"])
+@pytest.mark.parametrize("name", list(ARGMAX_CASES))
+def test_argmax_gives_the_first_index_of_the_max_or_of_the_first_nan(name, backend):
+    """Ties (a row of equal values, a repeated max), a NaN (the first NaN wins), a row of -inf, ints."""
+    x = argmax_input(37).to(device_for(backend))
+    assert_same(ARGMAX_CASES[name], x, backend=backend)
+    assert_same(ARGMAX_CASES[name], (x.nan_to_num() * 4).to(torch.int32), backend=backend)
+
+
+def argmax_input(length: int) -> torch.Tensor:
+    x = torch.randn(3, 5, length).round(decimals=1)
+    x[0, 0, :], x[0, 1, 4], x[0, 1, length - 7], x[0, 2, 9] = 2.0, 9.0, 9.0, float("-inf")
+    x[1, 1, 6], x[1, 1, length - 17], x[1, 2, 7] = float("nan"), float("nan"), float("inf")
+    x[2, 3, :] = float("-inf")
+    return x
+
+
+@pytest.mark.parametrize("name", ["max_dim", "argmin_of_body", "min_and_argmax"])
+def test_triton_argmax_over_rows_too_long_to_hold_whole(name):
+    """Looped rows (past config.max_block): each lane keeps its first max's index, then the lanes that hold
+    the row's max give the least. The same ties, NaN and -inf rows as above, the max 4 steps apart."""
+    x, options = argmax_input(3000).to(device_for("triton")), {"max_block": 512}
+    fn = ARGMAX_CASES[name]
+    assert_same(fn, x, compiled=toycompiler.compile(fn, backend="triton", options=options))
+    assert_same(fn, (x.nan_to_num() * 4).to(torch.int32), compiled=toycompiler.compile(fn, backend="triton",
+                                                                                       options=options))
+    source = toycompiler.explain(fn, backend="triton", options=options)(x).frames[0].backend.kernels[0].source
+    assert "for roffset" in source and "_index = tl.where(" in source
+
+
+def test_row_argmax_vectorises_as_a_max_then_a_min_over_indices():
+    report = toycompiler.explain(lambda x: torch.max(x, -1), backend="cpp")(torch.randn(8, 100))
+    source = report.frames[0].backend.kernels[0].source
+    assert "if (" not in source[source.index("vector paths"):]  # no compare-and-branch per element
+    assert source.count("acc0 = toy_maximum(acc0, ") == 1 and "acc1 = toy_maximum" not in source  # one max
+    assert "#pragma omp simd reduction(min:acc1_index)" in source

@@ -57,17 +57,11 @@ template <typename T> static inline T toy_sign(T a) { return T((a > T(0)) - (a <
     omp_out = toy_minimum(omp_out, omp_in)) initializer(omp_priv = omp_orig)
 """
 
-# How each reduction folds one more value into its accumulator.
-COMBINE = {
-    "sum": "{acc} = {acc} + {v};",
-    "prod": "{acc} = {acc} * {v};",
-    "max": "{acc} = toy_maximum({acc}, {v});",
-    "min": "{acc} = toy_minimum({acc}, {v});",
-    "argmax": "if ({v} > {acc} || ({v} != {v} && {acc} == {acc})) {{ {acc} = {v}; {index} = {r}; }}",
-    "argmin": "if ({v} < {acc} || ({v} != {v} && {acc} == {acc})) {{ {acc} = {v}; {index} = {r}; }}",
-}
+# The binary op (in `CppRenderer.ops`) that folds one more value into a reduction's accumulator; an argmax
+# is a max, then a search (`reductions`).
+COMBINE = {"sum": "add", "prod": "mul", "max": "maximum", "min": "minimum"}
 # The OpenMP reduction clause that lets a row loop vectorise; max and min are declared in PRELUDE so that
-# NaN propagates (OpenMP's own max would drop it). argmax/argmin rows stay scalar loops.
+# NaN propagates (OpenMP's own max would drop it).
 REDUCE_CLAUSE = {"sum": "+", "prod": "*", "max": "toy_max", "min": "toy_min"}
 LIBMVEC = {"sin", "cos", "tan", "exp", "expm1", "log", "log1p", "pow", "tanh", "erf", "sigmoid"}  # see VECTOR_MATH
 XBLOCK = 256  # columns per block of a column reduction: its accumulators stay in L1, its reads are 1 KiB runs
@@ -142,9 +136,8 @@ class CppRenderer(KernelRenderer):
 
     def vector_note(self) -> str:
         """Which vector path each op took: glibc's libmvec, multiplications, or plain vector instructions."""
-        reductions, scalar = {n.reduction.op for n in self.kernel.nodes if n.reduction}, {"argmax", "argmin"}
         parts = {"libmvec": self.used_ops & LIBMVEC, "instructions": self.used_ops - LIBMVEC,
-                 "simd reductions": reductions - scalar, "scalar loops": reductions & scalar}
+                 "simd reductions": {n.reduction.op for n in self.kernel.nodes if n.reduction}}
         notes = [f"{what}: {', '.join(sorted(ops))}" for what, ops in parts.items() if ops]
         notes += ["column order: r outside, a block of x inside"] if self.column else []
         return "    // vector paths: " + "; ".join(notes)
@@ -227,36 +220,48 @@ class CppRenderer(KernelRenderer):
         return []  # the index variables are the loop variables
 
     def reductions(self, nodes):
-        """``acc = init; for (r) acc = combine(acc, body)``, one accumulator per node in one loop; a row's
-        value is its accumulator (in a column reduction, one accumulator per column of the block:
-        ``acc0[x1 - xb]``). The loop is a ``simd`` reduction unless an argmax/argmin is in it."""
+        """``acc = init; for (r) acc = combine(acc, body)``, one accumulator per node in one ``simd`` loop; a
+        row's value is its accumulator (in a column reduction, one accumulator per column of the block:
+        ``acc0[x1 - xb]``). Two nodes that combine the same value share one accumulator (the max and the
+        argmax of ``torch.max(x, 1)``): a second one of the same user reduction stops the loop vectorising.
+
+        An argmax is a max, then a second loop for its index, as a compare-and-branch per element would keep
+        one loop from vectorising: a ``simd`` min over the indices whose value equals the max (ties: the
+        first, as in eager); a NaN max is found as the first NaN (``v != v``)."""
         where = f"[{self.xlast} - xb]" if self.column else ""
-        accs, clauses = [], []
-        for n in nodes:
-            op, dtype = n.reduction.op, self.expr_dtype(n.body)
-            acc = self.fresh("acc")
-            t, init = self.type_name(dtype), self.init(op, dtype)
-            self.emit(*([f"{t} {acc}[{XBLOCK}];", f"std::fill_n({acc}, {XBLOCK}, {init});"] if self.column else
-                        [f"{t} {acc} = {init};"]))
-            if op in ("argmax", "argmin"):
-                self.emit(f"int64_t {acc}_index{f'[{XBLOCK}] = {{}}' if self.column else ' = 0'};")
-            accs.append(acc)
-            clauses.append(f" reduction({REDUCE_CLAUSE[op]}:{acc})" if op in REDUCE_CLAUSE else None)
-        self.emit(*self.r_loop_open("" if None in clauses else "#pragma omp simd" + "".join(clauses)))
+        declare = (lambda t, a, init: [f"{t} {a}[{XBLOCK}];", f"std::fill_n({a}, {XBLOCK}, {init});"]) \
+            if self.column else (lambda t, a, init: [f"{t} {a} = {init};"])
+        ops, accs = [n.reduction.op.removeprefix("arg") for n in nodes], [self.fresh("acc") for _ in nodes]
+        for n, op, acc in zip(nodes, ops, accs):
+            dtype = self.expr_dtype(n.body)
+            self.emit(*declare(self.type_name(dtype), acc, self.init(op, dtype)))
+            self.emit(*declare("int64_t", f"{acc}_index", "INT64_MAX") if op != n.reduction.op else [])
+        self.emit(*self.r_loop_open("#pragma omp simd" + "".join(f" reduction({REDUCE_CLAUSE[op]}:{acc})"
+                                                                   for op, acc in zip(ops, accs))))
         flat = self.printer(linear_index(index_vars(len(self.rr or (1,)), "r"), contiguous_strides(self.rr or (1,))))
-        for n, acc in zip(nodes, accs):
+        combined, alias = {}, {}  # (op, value) -> the accumulator combining it; each accumulator -> that one
+        for n, op, acc in zip(nodes, ops, accs):
             with self.owning(n):
                 value = self.expr(n.body, self.vars(n), n)
-                self.emit(COMBINE[n.reduction.op].format(acc=acc + where, index=f"{acc}_index{where}", v=value, r=flat))
+                alias[acc] = combined.setdefault((op, value), acc)
+                fold = self.ops[COMBINE[op]].format(acc + where, value)
+                self.emit(*[f"{acc}{where} = {fold};"] if alias[acc] == acc else [])
         if not self.column:
             self.spill()
         self.emit(*self.r_loop_close())
-        return [f"{acc}_index{where}" if n.reduction.op in ("argmax", "argmin") else acc + where
-                for n, acc in zip(nodes, accs)]
+        for n, op, acc in zip(nodes, ops, accs):
+            if op != n.reduction.op:
+                self.emit(*self.r_loop_open(f"#pragma omp simd reduction(min:{acc}_index)"))
+                with self.owning(n):
+                    v, i, m = self.expr(n.body, self.vars(n), n), f"{acc}_index{where}", alias[acc] + where
+                    self.emit(f"{i} = {v} == {m} || {v} != {v} ? std::min<int64_t>({i}, {flat}) : {i};")
+                self.emit(*self.r_loop_close())
+        return [f"{acc}_index{where}" if op != n.reduction.op else alias[acc] + where
+                for n, op, acc in zip(nodes, ops, accs)]
 
     def init(self, op: str, dtype: torch.dtype) -> str:
         """The accumulator's start: ``IDENTITY[op]``, but integers have no infinity (their lowest or max value)."""
-        if op in ("max", "argmax", "min", "argmin") and not dtype.is_floating_point:
+        if op in ("max", "min") and not dtype.is_floating_point:
             return f"std::numeric_limits<{self.type_name(dtype)}>::{'lowest' if 'max' in op else 'max'}()"
         return self.constant(IDENTITY[op], dtype)
 

@@ -66,8 +66,7 @@ TL_TYPES = {
 }
 # max/min through combine functions that propagate NaN as torch does (tl.max drops it)
 REDUCE = {"sum": "tl.sum({0}, 1)", "max": "tl.reduce({0}, 1, max_combine)", "min": "tl.reduce({0}, 1, min_combine)",
-          "prod": "tl.reduce({0}, 1, prod_combine)",
-          "argmax": "tl.argmax({0}, 1).to(tl.int64)", "argmin": "tl.argmin({0}, 1).to(tl.int64)"}
+          "prod": "tl.reduce({0}, 1, prod_combine)", "first_index": "tl.min({0}, 1).to(tl.int64)"}
 COMBINE = {"sum": "{acc} + {v}", "prod": "{acc} * {v}", "max": "max_combine({acc}, {v})",
            "min": "min_combine({acc}, {v})"}
 
@@ -351,7 +350,12 @@ class TritonRenderer(KernelRenderer):
 
     def reductions(self, nodes):
         """Persistent: each node's tile reduced along r. Looped: one loop over r for all the nodes, one
-        accumulator tile each (the row is loaded once), each tile reduced after the loop."""
+        accumulator tile each (the row is loaded once), each tile reduced after the loop.
+
+        An argmax is the least index whose value is the row's max or a NaN, as in C++ (``tl.argmax``
+        passes a NaN by on a GPU, where eager answers with the first NaN); a max of the same tile is shared.
+        Looped, each lane keeps the index of its own first max (or first NaN) beside its max, and the least of
+        the indices of the lanes that hold the row's max is the answer: the row is still read once."""
         if self.dot:
             return self.dot_loop(nodes[0])
         dtypes = [self.compute_dtype(self.expr_dtype(n.body)) for n in nodes]
@@ -360,17 +364,20 @@ class TritonRenderer(KernelRenderer):
             tiles = [self.tmp(f"tl.where(xmask & rmask, {self.expr(n.body, self.vars(n), n)}, {init})", dtype)
                      for n, init, dtype in zip(nodes, inits, dtypes)]
         else:
-            if any(n.reduction.op not in COMBINE for n in nodes):
-                raise NotImplementedError(f"looped Triton reduction of {[n.reduction.op for n in nodes]} "
-                                          "(rows longer than config.max_block)")
             tiles = [self.fresh("acc") for _ in nodes]
             acc_of = {n.name: acc for n, acc in zip(nodes, tiles)}
             self.emit(*[f"{acc} = tl.full([XBLOCK, RBLOCK], {init}, {self.type_name(dtype)})"
-                        for acc, init, dtype in zip(tiles, inits, dtypes)], *self.r_loop_open("reduce"))
+                        for acc, init, dtype in zip(tiles, inits, dtypes)],
+                      *[f"{acc}_index = tl.zeros([XBLOCK, RBLOCK], tl.int32)"
+                        for n, acc in zip(nodes, tiles) if n.reduction.op in ("argmax", "argmin")],
+                      *self.r_loop_open("reduce"))
             for n, acc, dtype in [t for t in zip(nodes, tiles, dtypes) if t[0].name not in self.online]:
                 with self.owning(n):
-                    v = self.expr(n.body, self.vars(n), n)
-                    combined = COMBINE[n.reduction.op].format(acc=acc, v=v)
+                    v, op = self.expr(n.body, self.vars(n), n), n.reduction.op
+                    if op in ("argmax", "argmin"):  # each lane: the index of its first max (or first NaN) so far
+                        take = f"({v} {'>' if op == 'argmax' else '<'} {acc}) | (({v} != {v}) & ({acc} == {acc}))"
+                        self.emit(f"{acc}_index = tl.where(xmask & rmask & ({take}), rindex, {acc}_index)")
+                    combined = COMBINE[op.removeprefix("arg")].format(acc=acc, v=v)
                     for s in [s for s in nodes if self.online.get(s.name) == n.name]:  # before the max moves on
                         combined = self.tmp(combined, dtype)  # the new max; -inf (no value yet) shifts by 0
                         shift = self.tmp(f"tl.where({combined} == float('-inf'), 0, {combined})", dtype)
@@ -381,10 +388,15 @@ class TritonRenderer(KernelRenderer):
                     self.emit(f"{acc} = tl.where(xmask & rmask, {combined}, {acc})")
             self.emit(*self.r_loop_close())
         values: dict[str, str] = {}
-        for n, tile in zip(nodes, tiles):  # an online sum: each lane's sum rescaled to the row's max
+        for n, tile, dtype in zip(nodes, tiles, dtypes):  # an online sum: each lane's sum rescaled to the max
             m = self.online.get(n.name)  # (only looped kernels have online sums)
             tile = f"{tile} * tl.exp({acc_of[m]} - {values[m]})" if m else tile
-            values[n.name] = self.tmp(REDUCE[n.reduction.op].format(tile) + "[:, None]", n.layout.dtype)
+            op = n.reduction.op
+            if op in ("argmax", "argmin"):  # see the docstring
+                best = self.tmp(REDUCE[op[3:]].format(tile) + "[:, None]", dtype)
+                index = "rindex" if self.persistent else f"{tile}_index"
+                tile, op = f"tl.where(({tile} == {best}) | ({tile} != {tile}), {index}, rnumel)", "first_index"
+            values[n.name] = self.tmp(REDUCE[op].format(tile) + "[:, None]", n.layout.dtype)
         return list(values.values())
 
     def finish(self):
