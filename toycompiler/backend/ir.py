@@ -153,6 +153,13 @@ class IndexValue:
         return f"index({self.index})"
 
 
+# Math functions every backend has under one name (C's <cmath>, CUDA's libdevice; numpy's under Triton's CPU
+# interpreter): each is an IR op, lowered from the ATen op of that name. These take one argument...
+MATH_OPS = ("tan", "tanh", "trunc", "log1p", "expm1", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
+            "atanh", "log2", "log10", "exp2", "erfc")
+MATH_OPS2 = ("pow", "atan2", "hypot", "copysign")  # ...and these two
+
+
 @dataclass(frozen=True)
 class Op:
     """An elementwise operation, e.g. ``Op('sin', (x,))``; ``dtype`` is the result's."""

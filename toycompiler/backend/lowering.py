@@ -37,6 +37,8 @@ from .. import provenance
 from ..artifacts import BufferRow, IRArtifact, StageResult
 from ..config import Config
 from .ir import (
+    MATH_OPS,
+    MATH_OPS2,
     ComputedBuffer,
     Const,
     Expr,
@@ -169,11 +171,11 @@ def make_pointwise(op: str, compute_from_inputs: bool = False) -> Callable[..., 
 
 
 # Each ATen op here becomes the kernel op of the same name (``aten.sin`` -> ``sin``).
-POINTWISE_OPS = ("sin", "cos", "tan", "exp", "log", "tanh", "sigmoid", "neg", "abs", "sqrt", "rsqrt", "relu", "erf",
-                 "add", "sub", "mul", "maximum", "minimum", "pow", "reciprocal", "floor", "ceil", "trunc", "log1p",
-                 "expm1", "logical_not", "logical_and", "logical_or", "bitwise_and", "bitwise_or", "sign")
+POINTWISE_OPS = ("sin", "cos", "exp", "log", "sigmoid", "neg", "abs", "sqrt", "rsqrt", "relu", "erf", "add", "sub",
+                 "mul", "maximum", "minimum", "reciprocal", "floor", "ceil", "logical_not", "logical_and", "logical_or",
+                 "bitwise_and", "bitwise_or", "bitwise_xor", "sign", "round", *MATH_OPS, *MATH_OPS2)
 # Computed in the inputs' dtype, whatever the result's (bool).
-COMPARISON_OPS = ("gt", "lt", "ge", "le", "eq", "ne", "isnan")
+COMPARISON_OPS = ("gt", "lt", "ge", "le", "eq", "ne", "isnan", "signbit")
 
 for _name in POINTWISE_OPS + COMPARISON_OPS:
     register_lowering(getattr(aten, _name))(make_pointwise(_name, compute_from_inputs=_name in COMPARISON_OPS))
@@ -246,7 +248,8 @@ FALLBACKS = {
     "aten.cumsum": "a scan: the loop IR has pointwise and reduction bodies only (torch's decomposition, a masked "
                    "sum over a triangle, costs the square of the length)",
     "aten.cumprod": "a scan (see cumsum)",
-    "aten.sort": "sorting is no loop nest of this IR", "aten.topk": "sorting is no loop nest of this IR",
+    **dict.fromkeys(["aten.sort", "aten.topk", "aten.median"], "sorting is no loop nest of this IR"),
+    **dict.fromkeys(["aten.avg_pool2d", "aten.avg_pool2d_backward"], "a window reduction (the IR's reduce dims)"),
     "aten.convolution_backward": "a library kernel, like convolution itself",
     "aten.max_pool2d_with_indices": "it returns where each window's max is (a window reduction with its index; "
                                     "the loop IR reduces over whole dims)",

@@ -104,6 +104,14 @@ def expand(node, x, *_: Any) -> TensorValue:
     return view_of(x, size, broadcast_index(x.size, size))
 
 
+@register_lowering(aten.flip)
+def flip(node, x, dims) -> TensorValue:
+    """Element i of a flipped dim is element size - 1 - i of ``x``; a new tensor, as in torch (not a view)."""
+    dims = {canonicalize_dim(len(x.size), d) for d in dims}
+    return TensorValue(x.size, x.dtype, x.device,
+                       lambda idx: x.loader(tuple(x.size[k] - 1 - i if k in dims else i for k, i in enumerate(idx))))
+
+
 @register_lowering(aten.slice, view=True)
 def slice_(node, x, dim=0, start=None, end=None, step=1) -> TensorValue:
     dim = canonicalize_dim(len(x.size), dim)

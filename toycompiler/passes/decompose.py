@@ -32,10 +32,11 @@ aten = torch.ops.aten
 
 # Composite ops torch's core table leaves whole; their torch._decomp entries are used.
 FROM_TORCH = [aten._softmax, aten._log_softmax, aten.native_layer_norm, aten.gelu, aten.silu, aten.dropout,
-              aten.hardtanh, aten.clamp_min, aten.clamp_max, aten.logsumexp, aten.addcmul,
-              aten.native_batch_norm, aten._native_batch_norm_legit_no_training, aten.leaky_relu,
-              aten._native_batch_norm_legit, aten._native_batch_norm_legit_functional, aten.native_group_norm,
-              aten.repeat, aten.any, aten.index_select, aten.embedding]
+              aten.hardtanh, aten.clamp_min, aten.clamp_max, aten.logsumexp, aten.addcmul, aten.native_batch_norm,
+              aten._native_batch_norm_legit_no_training, aten.leaky_relu, aten._native_batch_norm_legit,
+              aten._native_batch_norm_legit_functional, aten.native_group_norm, aten.repeat, aten.any,
+              aten.index_select, aten.embedding, aten.linalg_vector_norm, aten.elu, aten.isinf, aten.logical_xor,
+              aten.remainder, aten.diagonal, aten.unfold, aten.upsample_bilinear2d]
 # Kept as calls into torch's library kernels (extern kernels), as Inductor does.
 KEEP = [aten.mm.default, aten.addmm.default, aten.bmm.default, aten.convolution.default, aten.index_add.default]
 
@@ -149,6 +150,13 @@ register(aten.sub.Tensor)(_without_alpha(aten.sub.Tensor))
 def _sign_differs(r, b):
     """A nonzero C remainder ``r`` (truncating, the dividend's sign) whose sign is not the divisor's."""
     return (r != 0) & ((r < 0) != (b < 0))
+
+
+@register(aten.round.decimals)
+def round_decimals(x, *, decimals=0):
+    """ATen's formula: scaled by 10^decimals, rounded to the nearest (ties to even), scaled back."""
+    ten = 10.0 ** abs(decimals)
+    return aten.round(x * ten) / ten if decimals >= 0 else aten.round(x / ten) * ten
 
 
 @register(aten.div.Tensor_mode, aten.div.Scalar_mode)

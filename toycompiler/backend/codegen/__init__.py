@@ -26,7 +26,7 @@ from ..ir import ExternKernel
 from ..scheduler import Schedule
 from ..wrapper import wrapper_source
 from .common import RenderedKernel
-from .cpp import CppRenderer
+from .cpp import LIBMVEC, PRELUDE, CppRenderer, vector_math
 from .triton import TritonRenderer
 
 RENDERERS = {"cpp": CppRenderer, "triton": TritonRenderer}
@@ -57,7 +57,7 @@ def generate(plan: Schedule, target: str, config: Config,
                 for i, k in enumerate(plan.kernels)]
     generated = [k for k in rendered if k.kind != "extern"]
     build = _build_cpp if target == "cpp" else _build_triton  # one library per graph, or one module per kernel
-    paths, loads = build(generated, "\n".join(renderer.header()), config)
+    paths, loads = build(generated, config)
     kernels = tuple(KernelArtifact(k.name, target, k.source, p, k.nodes, k.lines, k.line_map)
                     for k, p in zip(generated, paths))
     src, line_map = wrapper_source(plan.ir, rendered, loads, target, source, plan.reuses)
@@ -71,22 +71,24 @@ def _extern(node: ExternKernel) -> RenderedKernel:
                           "extern")
 
 
-def _build_cpp(kernels: list[RenderedKernel], header: str, config: Config) -> tuple[list[str], list[str]]:
+def _build_cpp(kernels: list[RenderedKernel], config: Config) -> tuple[list[str], list[str]]:
     """All C++ kernels of a graph go into one shared library: one compiler run per graph.
 
-    Each kernel's source starts with the same header (includes, helpers); it is kept once.
+    Each kernel's source starts with a header: the vector functions it calls, the includes and helpers. The
+    library has one: every vector function (unused declarations cost nothing), then the includes and helpers,
+    then each kernel from its signature on.
     """
     if not kernels:
         return [], []
-    assert all(k.source.startswith(header) for k in kernels)
-    source = header + "".join(k.source[len(header):] for k in kernels)
+    header = "\n".join(vector_math(LIBMVEC) + PRELUDE.splitlines() + [""])
+    source = header + "".join(k.source[k.source.index('extern "C" void'):] for k in kernels)
     path, _ = codecache.cpp_library(source, config)
     loads = [f"{k.name} = codecache.load_cpp_kernel({path!r}, {k.name!r}, "
              f"{len(k.inputs) + len(k.outputs) + len(k.sizes)}, {len(k.sizes)})" for k in kernels]
     return [path] * len(kernels), loads
 
 
-def _build_triton(kernels: list[RenderedKernel], header: str, config: Config) -> tuple[list[str], list[str]]:
+def _build_triton(kernels: list[RenderedKernel], config: Config) -> tuple[list[str], list[str]]:
     """Each Triton kernel is a Python module of its own (Triton's JIT reads its source), header included."""
     paths = [codecache.write_python(k.source, config, k.name) for k in kernels]
     return paths, [f"{k.name} = codecache.load_triton_kernel({p!r}, {k.name!r})" for k, p in zip(kernels, paths)]

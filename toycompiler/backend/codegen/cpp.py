@@ -28,7 +28,7 @@ import math
 
 import torch
 
-from ..ir import IDENTITY, contiguous_strides, index_vars, linear_index
+from ..ir import IDENTITY, MATH_OPS, MATH_OPS2, contiguous_strides, index_vars, linear_index
 from .common import IndexPrinter, KernelRenderer, reads_columns
 
 CTYPES = {
@@ -63,7 +63,9 @@ COMBINE = {"sum": "add", "prod": "mul", "max": "maximum", "min": "minimum"}
 # The OpenMP reduction clause that lets a row loop vectorise; max and min are declared in PRELUDE so that
 # NaN propagates (OpenMP's own max would drop it).
 REDUCE_CLAUSE = {"sum": "+", "prod": "*", "max": "toy_max", "min": "toy_min"}
-LIBMVEC = {"sin", "cos", "tan", "exp", "expm1", "log", "log1p", "pow", "tanh", "erf", "sigmoid"}  # see VECTOR_MATH
+# glibc's vector math, libmvec (see vector_math): sin, cos, exp, log and pow since glibc 2.22; these since 2.35
+LIBMVEC_2_35 = tuple(op for op in ("erf", *MATH_OPS, *MATH_OPS2) if op not in ("pow", "trunc", "copysign"))
+LIBMVEC = {"sin", "cos", "exp", "log", "pow", "sigmoid", *LIBMVEC_2_35}  # (sigmoid: toy_sigmoid's exp)
 XBLOCK = 256  # columns per block of a column reduction: its accumulators stay in L1, its reads are 1 KiB runs
 
 
@@ -74,28 +76,22 @@ class CppIndexPrinter(IndexPrinter):
         return f"std::{which}<int64_t>({', '.join(args)})"
 
 
-def _simd_declarations(names: tuple[str, ...]) -> list[str]:
-    """``float sinf(float)`` and ``double sin(double)`` for each name, declared as vector functions (pow takes two)."""
-    return [f'__attribute__((simd("notinbranch"))) {t} {name}{suffix}({t}{f", {t}" if name == "pow" else ""}) noexcept;'
-            for name in names for t, suffix in (("float", "f"), ("double", ""))]
+def vector_math(used: set[str]) -> list[str]:
+    """glibc's vector math (libmvec) lets a ``#pragma omp simd`` loop call sin, exp, tanh... on 8 floats at
+    once. glibc declares these only under -ffast-math, which would also change NaN handling, so a kernel
+    declares the ones it calls itself (before <cmath>): ``float sinf(float)`` and ``double sin(double)`` as
+    vector functions. The preprocessor picks what this machine's glibc has, so the kernel text is the same
+    everywhere. ``used``: the kernel's ops (toy_sigmoid calls exp)."""
+    used = used | ({"exp"} if "sigmoid" in used else set())
 
-
-# glibc's vector math (libmvec) lets a ``#pragma omp simd`` loop call sin, exp,
-# tanh... on 8 floats at once. glibc declares these only under -ffast-math,
-# which would also change NaN handling, so kernels declare them themselves
-# (before <cmath>). The preprocessor picks what this machine's glibc has, so
-# the kernel text is the same everywhere.
-VECTOR_MATH = "\n".join([
-    "#include <features.h>",
-    "#if defined(__x86_64__) && defined(__GLIBC__) && __GLIBC_PREREQ(2, 22)",
-    'extern "C" {',
-    *_simd_declarations(("sin", "cos", "exp", "log", "pow")),
-    "#if __GLIBC_PREREQ(2, 35)",
-    *_simd_declarations(("tanh", "erf", "log1p", "tan", "expm1")),
-    "#endif",
-    "}",
-    "#endif",
-]) + "\n"
+    def declare(names):
+        return [f'__attribute__((simd("notinbranch"))) {t} {name}{suffix}({t}{f", {t}" * (name in MATH_OPS2)})'
+                " noexcept;" for name in names if name in used for t, suffix in (("float", "f"), ("double", ""))]
+    if not used & LIBMVEC:
+        return []
+    return ["#include <features.h>", "#if defined(__x86_64__) && defined(__GLIBC__) && __GLIBC_PREREQ(2, 22)",
+            'extern "C" {', *declare(("sin", "cos", "exp", "log", "pow")), "#if __GLIBC_PREREQ(2, 35)",
+            *declare(LIBMVEC_2_35), "#endif", "}", "#endif"]
 
 
 class CppRenderer(KernelRenderer):
@@ -105,19 +101,22 @@ class CppRenderer(KernelRenderer):
     printer = CppIndexPrinter()
     spill_ops = LIBMVEC
     ops = {  # C's <cmath> has most ops under their own name: std::sin(x)...
-        **{op: f"std::{op}({{0}})" for op in ("sin", "cos", "tan", "exp", "log", "tanh", "sqrt", "erf", "abs", "floor",
-                                              "ceil", "trunc", "log1p", "expm1", "isnan")},
+        **{op: f"std::{op}({{0}})" for op in ("sin", "cos", "exp", "log", "sqrt", "erf", "abs", "floor", "ceil",
+                                              "isnan", "signbit", *MATH_OPS)},
+        **{op: f"std::{op}({{0}}, {{1}})" for op in ("fmod", *MATH_OPS2)},
+        "round": "std::nearbyint({0})",  # to the nearest, ties to even: torch.round's rounding
         "rsqrt": "{dtype}(1) / std::sqrt({0})", "reciprocal": "{dtype}(1) / {0}",
         "neg": "-{0}", "relu": "toy_relu({0})", "sigmoid": "toy_sigmoid({0})", "sign": "toy_sign({0})",
         "add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "div": "{0} / {1}",
-        "fmod": "std::fmod({0}, {1})",  # integers: C's % and /, a zero divisor giving 0 instead of a crash
+        # integers: C's % and /, a zero divisor giving 0 instead of a crash
         "imod": "({1} == 0 ? {dtype}(0) : {dtype}({0} % {1}))",
         "truncdiv": "({1} == 0 ? {dtype}(0) : {dtype}({0} / {1}))",
-        "maximum": "toy_maximum({0}, {1})", "minimum": "toy_minimum({0}, {1})", "pow": "std::pow({0}, {1})",
+        "maximum": "toy_maximum({0}, {1})", "minimum": "toy_minimum({0}, {1})",
         "gt": "{0} > {1}", "lt": "{0} < {1}", "ge": "{0} >= {1}", "le": "{0} <= {1}",
         "eq": "{0} == {1}", "ne": "{0} != {1}", "where": "{0} ? {1} : {2}",
         "logical_not": "!{0}", "logical_and": "{0} && {1}", "logical_or": "{0} || {1}",
         "bitwise_not": "static_cast<{dtype}>(~{0})", "bitwise_and": "{0} & {1}", "bitwise_or": "{0} | {1}",
+        "bitwise_xor": "{0} ^ {1}",
     }
 
     def type_name(self, dtype: torch.dtype) -> str:
@@ -126,7 +125,7 @@ class CppRenderer(KernelRenderer):
         return CTYPES[dtype]
 
     def header(self) -> list[str]:
-        return VECTOR_MATH.splitlines() + PRELUDE.splitlines() + [""]
+        return vector_math(self.used_ops) + PRELUDE.splitlines() + [""]
 
     def signature(self, sizes):
         params = [f"const {self.type_name(self.dtypes[b])}* {self.ptr[b]}" for b in self.inputs]

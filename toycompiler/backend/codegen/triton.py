@@ -55,7 +55,7 @@ import re
 import sympy
 import torch
 
-from ..ir import COLUMN_WIDTH, IDENTITY, Load, Op, exp_of_difference, index_vars, loads, substitute
+from ..ir import COLUMN_WIDTH, IDENTITY, MATH_OPS, MATH_OPS2, Load, Op, exp_of_difference, index_vars, loads, substitute
 from ..scheduler import placement
 from .common import HALF, IndexPrinter, KernelRenderer, load_indices, reads_columns
 
@@ -102,24 +102,25 @@ class TritonRenderer(KernelRenderer):
     prefix = "triton"
     printer = TritonIndexPrinter()
     ops = {
-        "sin": "tl.sin({0})", "cos": "tl.cos({0})", "tan": "libdevice.tan({0})", "exp": "tl.exp({0})",
-        "log": "tl.log({0})", "tanh": "libdevice.tanh({0})", "sqrt": "tl.sqrt({0})", "erf": "tl.erf({0})",
+        **{op: f"libdevice.{op}({{0}})" for op in MATH_OPS},
+        **{op: f"libdevice.{op}({{0}}, {{1}})" for op in ("fmod", *MATH_OPS2)},
+        "sin": "tl.sin({0})", "cos": "tl.cos({0})", "exp": "tl.exp({0})", "round": "libdevice.nearbyint({0})",
+        "log": "tl.log({0})", "sqrt": "tl.sqrt({0})", "erf": "tl.erf({0})",
         "rsqrt": "tl.rsqrt({0})", "reciprocal": "1 / {0}", "abs": "tl.abs({0})", "neg": "-{0}",
         "relu": "tl.where({0} != {0}, {0}, tl.maximum({0}, 0))", "sigmoid": "tl.sigmoid({0})",
-        "floor": "tl.floor({0})", "ceil": "tl.ceil({0})", "trunc": "libdevice.trunc({0})",
-        "log1p": "libdevice.log1p({0})", "expm1": "libdevice.expm1({0})",
+        "floor": "tl.floor({0})", "ceil": "tl.ceil({0})",
         "sign": "tl.where({0} > 0, 1, tl.where({0} < 0, -1, 0)).to({dtype})",
         "add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "div": "{0} / {1}",
         # C's (truncating) remainder and division. Float remainder is libdevice's exact fmod: Triton's float `%`
         # becomes LLVM's frem, which the GPU computes as a - trunc(a / b) * b (1e10 % 0.3 off by 12).
-        "fmod": "libdevice.fmod({0}, {1})", "imod": "{0} % {1}", "truncdiv": "{0} // {1}",
+        "imod": "{0} % {1}", "truncdiv": "{0} // {1}",  # (fmod: libdevice's, above)
         "maximum": "tl.maximum({0}, {1}, propagate_nan=tl.PropagateNan.ALL)",
         "minimum": "tl.minimum({0}, {1}, propagate_nan=tl.PropagateNan.ALL)",
-        "pow": "libdevice.pow({0}, {1})",
         "gt": "{0} > {1}", "lt": "{0} < {1}", "ge": "{0} >= {1}", "le": "{0} <= {1}",
         "eq": "{0} == {1}", "ne": "{0} != {1}", "where": "tl.where({0}, {1}, {2})",
         "logical_not": "{0} == 0", "logical_and": "({0} != 0) & ({1} != 0)", "logical_or": "({0} != 0) | ({1} != 0)",
         "bitwise_not": "~{0}", "bitwise_and": "{0} & {1}", "bitwise_or": "{0} | {1}", "isnan": "{0} != {0}",
+        "bitwise_xor": "{0} ^ {1}", "signbit": "libdevice.signbit({0}) != 0",
     }
 
     def type_name(self, dtype: torch.dtype) -> str:
