@@ -157,7 +157,7 @@ class IndexValue:
 # interpreter): each is an IR op, lowered from the ATen op of that name. These take one argument...
 MATH_OPS = ("tan", "tanh", "trunc", "log1p", "expm1", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
             "atanh", "log2", "log10", "exp2", "erfc")
-MATH_OPS2 = ("pow", "atan2", "hypot", "copysign")  # ...and these two
+MATH_OPS2 = ("pow", "atan2", "hypot", "copysign")  # ...and these, of two operands
 
 
 @dataclass(frozen=True)

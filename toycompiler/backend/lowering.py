@@ -17,7 +17,7 @@ torch's tables) or, when the loop IR cannot express them (indexing by loaded
 values, scans, sorting), run torch's own kernel: ``FALLBACKS`` lists them, each
 with its reason, as Inductor's ``make_fallback`` does.
 
-Leaves out: layouts other than contiguous (no channels-last), and fallback
+Leaves out: layouts other than contiguous for buffers that are not graph outputs, and fallback
 kernels for ops not listed in ``FALLBACKS`` (such an op sends the graph to eager).
 """
 
@@ -312,6 +312,17 @@ class GraphLowering:
         self.params: list[str] = []
         self.size_vars: dict[str, str] = {}
         self.node: torch.fx.Node | None = None  # the node being lowered (for provenance)
+        # Nodes stored in eager's dim order (see realize): graph outputs whose eager layout is permuted, and the
+        # nodes whose every user is one of them (a chain of pointwise ops on a channels-last input). Any other
+        # node stays row-major, so that it fuses with consumers that index it in its logical order.
+        self.orders: dict[torch.fx.Node, list[int]] = {}
+        for n in reversed(gm.graph.nodes):  # users first
+            val = n.meta.get("val")  # eager's value: its dims by stride, outermost first, if dense and not in order
+            if isinstance(val, torch.Tensor) and all(isinstance(s, int) for s in (*val.shape, *val.stride())):
+                order = sorted(range(val.dim()), key=lambda d: -val.stride(d))
+                if order != sorted(order) and val.permute(order).is_contiguous() \
+                        and all(u.op == "output" or u in self.orders for u in n.users):
+                    self.orders[n] = order
 
     def run(self) -> GraphIR:
         """One method per FX op kind, named after it: ``placeholder``, ``get_attr``, ``call_function``, ``output``."""
@@ -365,14 +376,23 @@ class GraphLowering:
             return value
         # Constants and index ramps (``full``, ``arange``) load nothing: consumers recompute them inline.
         cheap = value.ref is None and not loads(value.loader(index_vars(len(value.size))))
-        return value if cheap else self.realize(value, node)
+        return value if cheap else self.realize(value, node, self.orders.get(node))
 
-    def realize(self, value: TensorValue, node: torch.fx.Node | None = None) -> TensorValue:
-        """Store ``value`` in a new contiguous buffer (unless it already is one)."""
-        r = value.ref
+    def realize(self, value: TensorValue, node: torch.fx.Node | None = None, order: list | None = None) -> TensorValue:
+        """Store ``value`` in a new buffer (unless it already is a whole one), returned as a view of it.
+
+        The buffer holds the value's dims in ``order``, outermost first (default: as they are, row-major), and
+        the view gives them back in the value's order: a graph output is stored in eager's order (``orders``),
+        so the caller gets eager's strides, as from torch.compile, and pointwise ops on a channels-last tensor
+        are one loop that reads and writes memory in order (a row-major result would read it with a stride of
+        C). Inductor's ``ComputedBuffer.get_fill_order`` similarly takes the order of a buffer's reads."""
+        r, n = value.ref, len(value.size)
         if r is not None and r == TensorRef(r.buf, value.size, contiguous_strides(value.size)):  # a whole buffer
             return value
-        return self.add_computed(value.size, value.dtype, value.device, value.loader(index_vars(len(value.size))), node)
+        inverse = [(order or list(range(n))).index(d) for d in range(n)]  # where each dim sits in the buffer
+        stored = self.add_computed(tuple(value.size[d] for d in order or range(n)), value.dtype, value.device,
+                                   value.loader(tuple(index_vars(n)[k] for k in inverse)), node)
+        return lowering_views.permute(node, stored, inverse)  # a view of it in the value's dim order
 
     def add_computed(self, size: tuple, dtype: torch.dtype, device: str, body: Expr, node: torch.fx.Node | None,
                      reduction: Any = None) -> TensorValue:
@@ -399,7 +419,7 @@ class GraphLowering:
         value = self.values.get(n) if isinstance(n, torch.fx.Node) else None
         if not isinstance(value, TensorValue):
             raise LoweringError(f"graph output {n} is not a tensor")
-        ref, val = (value.ref or self.realize(value, n).ref), n.meta.get("val")
+        ref, val = (value.ref or self.realize(value, n, self.orders.get(n)).ref), n.meta.get("val")
         if isinstance(val, torch.Tensor) and val.dim() == len(ref.size):
             return replace(ref, stride=tuple(sym(s) if size == 1 else st
                                              for size, st, s in zip(ref.size, ref.stride, val.stride())))

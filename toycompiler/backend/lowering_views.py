@@ -125,8 +125,7 @@ def slice_(node, x, dim=0, start=None, end=None, step=1) -> TensorValue:
 @register_lowering(aten.select, view=True)
 def select(node, x, dim, index) -> TensorValue:
     dim = canonicalize_dim(len(x.size), dim)
-    if isinstance(index, int) and index < 0:
-        index += int(x.size[dim])
+    index = index + int(x.size[dim]) if isinstance(index, int) and index < 0 else index
     return view_of(x, out_size(node), lambda idx: (*idx[:dim], sym(index), *idx[dim:]))
 
 

@@ -137,9 +137,7 @@ def _without_alpha(op):
     def decompose(x, y, *, alpha=1):
         if (boolean := torch.result_type(x, y) == torch.bool) and op is aten.add.Tensor:
             return torch.bitwise_or(x, y if alpha else False)
-        if alpha == 1:
-            return NotImplemented
-        return op(x, y * (bool(alpha) if boolean else alpha))
+        return NotImplemented if alpha == 1 else op(x, y * (bool(alpha) if boolean else alpha))
     return decompose
 
 

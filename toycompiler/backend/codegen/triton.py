@@ -443,17 +443,13 @@ class TritonRenderer(KernelRenderer):
         return f"tl.store({pointer}, {value}, {'xmask' if where == 'row' else mask})"  # a row's result: one per row
 
     def index_value(self, index, dtype):
-        text = self.printer(index)
-        if not re.search(r"\b[xr]\d+\b", text):
-            return text
-        return f"({text}).to({self.type_name(dtype)})"
+        text = self.printer(index)  # a constant index needs no cast; one of loop variables takes the dtype
+        return f"({text}).to({self.type_name(dtype)})" if re.search(r"\b[xr]\d+\b", text) else text
 
     def constant(self, value, dtype):
         if dtype.is_floating_point:
             value = float(value)
-            if math.isinf(value) or math.isnan(value):
-                return f'float("{value}")'
-            return repr(value)
+            return f'float("{value}")' if math.isinf(value) or math.isnan(value) else repr(value)
         if dtype == torch.bool:
             return "True" if value else "False"
         return str(int(value))
