@@ -85,6 +85,7 @@ class IndexPrinter:
     """sympy index -> target text (indices are non-negative integers)."""
 
     floordiv = "//"
+    minmax = "{which}({args})"  # the text of min(args) or max(args), which each language spells its own way
 
     def __call__(self, e: sympy.Expr) -> str:
         return self.p(sympy.sympify(e))
@@ -101,7 +102,8 @@ class IndexPrinter:
         if isinstance(e, sympy.Mod):
             return f"({self.p(e.args[0])} % {self.p(e.args[1])})"
         if isinstance(e, (sympy.Min, sympy.Max)):
-            return self.minmax("min" if isinstance(e, sympy.Min) else "max", [self.p(a) for a in e.args])
+            which = "min" if isinstance(e, sympy.Min) else "max"
+            return self.minmax.format(which=which, args=", ".join(self.p(a) for a in e.args))
         if isinstance(e, sympy.Add):
             terms = [self.p(a) for a in sorted(e.args, key=sympy.default_sort_key)]
             return "(" + " + ".join(terms).replace("+ -", "- ") + ")"
@@ -112,7 +114,6 @@ class IndexPrinter:
         if isinstance(e, sympy.Pow) and e.exp.is_Integer and e.exp > 0:
             return "*".join([self.p(e.base)] * int(e.exp))
         raise NotImplementedError(f"cannot print index expression {e}")
-    # each language's printer adds ``minmax(which, args)``: its text for ``min(args)`` or ``max(args)``
 
 
 class KernelRenderer:

@@ -71,9 +71,7 @@ XBLOCK = 256  # columns per block of a column reduction: its accumulators stay i
 
 class CppIndexPrinter(IndexPrinter):
     floordiv = "/"
-
-    def minmax(self, which, args):
-        return f"std::{which}<int64_t>({', '.join(args)})"
+    minmax = "std::{which}<int64_t>({args})"
 
 
 def vector_math(used: set[str]) -> list[str]:

@@ -91,10 +91,7 @@ def next_power_of_2(n: int) -> int:
 
 
 class TritonIndexPrinter(IndexPrinter):
-    floordiv = "//"
-
-    def minmax(self, which, args):
-        return f"tl.{which}imum({', '.join(args)})"
+    minmax = "tl.{which}imum({args})"
 
 
 class TritonRenderer(KernelRenderer):
@@ -272,15 +269,9 @@ class TritonRenderer(KernelRenderer):
 
     # -- structure -----------------------------------------------------------------
     def header(self):
-        return [
-            "import triton",
-            "import triton.language as tl",
-            "from toycompiler.backend.codegen.triton_libdevice import libdevice, max_combine, min_combine, "
-            "prod_combine",
-            "",
-            "",
-            "@triton.jit",
-        ]
+        return ["import triton", "import triton.language as tl",
+                "from toycompiler.backend.codegen.triton_libdevice import libdevice, max_combine, min_combine, "
+                "prod_combine", "", "", "@triton.jit"]
 
     def signature(self, sizes):
         blocks = ", ".join(f"{name}: tl.constexpr" for name, _ in self.blocks if name != "num_warps")
