@@ -115,6 +115,12 @@ def batch_norm_stats(x):
     return (x - mean) * torch.rsqrt(var + 1e-5)
 
 
+def channels_last_affine(x, scale, shift):
+    """A folded batch norm and ReLU on a channels-last activation: eager keeps the layout, so must a compiler
+    (a row-major result would read the input with a stride of C, and hand back other strides)."""
+    return torch.relu(x * scale[None, :, None, None] + shift[None, :, None, None])
+
+
 def cross_entropy(logits, target):
     """A language model's loss over GPT-2's vocabulary: rows of 50257 logits, longer than a kernel holds."""
     return F.cross_entropy(logits, target)
@@ -214,6 +220,12 @@ def _nchw(device: str, quick: bool) -> tuple:
     return (torch.randn(*shape, device=device),)
 
 
+def _channels_last(device: str, quick: bool) -> tuple:
+    (x,) = _nchw(device, quick)
+    c = x.shape[1]
+    return x.to(memory_format=torch.channels_last), torch.randn(c, device=device), torch.randn(c, device=device)
+
+
 def _logits(device: str, quick: bool) -> tuple:
     rows = (4096 if device == "cuda" else 256) // (8 if quick else 1)  # 800 MB of float32 on a GPU
     return torch.randn(rows, 50257, device=device), torch.randint(0, 50257, (rows,), device=device)
@@ -281,6 +293,8 @@ WORKLOADS = [
     Workload("mean_023", mean_023, _nchw, True, describe="mean over N, H, W of NCHW"),
     Workload("batch_norm_stats", batch_norm_stats, _nchw, True, describe="batch-norm mean/var then normalise"),
     Workload("cross_entropy", cross_entropy, _logits, True, describe="F.cross_entropy over rows of 50257"),
+    Workload("channels_last_affine", channels_last_affine, _channels_last, True,
+             describe="relu(x * scale + shift) per channel, channels-last NCHW"),
     Workload("linear_gelu", linear_gelu, _linear_inputs, False, describe="narrow F.linear then GELU, odd sizes"),
     Workload("linear_residual", linear_residual, _residual_inputs, False, describe="r + relu(F.linear(x)), odd sizes"),
     Workload("mlp", mlp, _mlp_inputs(False), False, describe="2-layer MLP (ReLU)"),
