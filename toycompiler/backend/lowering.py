@@ -389,10 +389,11 @@ class GraphLowering:
         r, n = value.ref, len(value.size)
         if r is not None and r == TensorRef(r.buf, value.size, contiguous_strides(value.size)):  # a whole buffer
             return value
-        inverse = [(order or list(range(n))).index(d) for d in range(n)]  # where each dim sits in the buffer
-        stored = self.add_computed(tuple(value.size[d] for d in order or range(n)), value.dtype, value.device,
+        dims = order or list(range(n))  # the buffer's dims, outermost first, as dims of the value
+        inverse = [dims.index(d) for d in range(n)]  # where each dim of the value sits in the buffer
+        stored = self.add_computed(tuple(value.size[d] for d in dims), value.dtype, value.device,
                                    value.loader(tuple(index_vars(n)[k] for k in inverse)), node)
-        return lowering_views.permute(node, stored, inverse)  # a view of it in the value's dim order
+        return lowering_views.permute(node, stored, inverse) if order else stored  # viewed in the value's order
 
     def add_computed(self, size: tuple, dtype: torch.dtype, device: str, body: Expr, node: torch.fx.Node | None,
                      reduction: Any = None) -> TensorValue:

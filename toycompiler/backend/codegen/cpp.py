@@ -63,9 +63,11 @@ COMBINE = {"sum": "add", "prod": "mul", "max": "maximum", "min": "minimum"}
 # The OpenMP reduction clause that lets a row loop vectorise; max and min are declared in PRELUDE so that
 # NaN propagates (OpenMP's own max would drop it).
 REDUCE_CLAUSE = {"sum": "+", "prod": "*", "max": "toy_max", "min": "toy_min"}
-# glibc's vector math, libmvec (see vector_math): sin, cos, exp, log and pow since glibc 2.22; these since 2.35
+# glibc's vector math, libmvec (see vector_math): these since glibc 2.22...
+LIBMVEC_2_22 = ("sin", "cos", "exp", "log", "pow")
+# ...and these since 2.35
 LIBMVEC_2_35 = tuple(op for op in ("erf", *MATH_OPS, *MATH_OPS2) if op not in ("pow", "trunc", "copysign"))
-LIBMVEC = {"sin", "cos", "exp", "log", "pow", "sigmoid", *LIBMVEC_2_35}  # (sigmoid: toy_sigmoid's exp)
+LIBMVEC = {*LIBMVEC_2_22, *LIBMVEC_2_35, "sigmoid"}  # (sigmoid: toy_sigmoid's exp)
 XBLOCK = 256  # columns per block of a column reduction: its accumulators stay in L1, its reads are 1 KiB runs
 
 
@@ -88,7 +90,7 @@ def vector_math(used: set[str]) -> list[str]:
     if not used & LIBMVEC:
         return []
     return ["#include <features.h>", "#if defined(__x86_64__) && defined(__GLIBC__) && __GLIBC_PREREQ(2, 22)",
-            'extern "C" {', *declare(("sin", "cos", "exp", "log", "pow")), "#if __GLIBC_PREREQ(2, 35)",
+            'extern "C" {', *declare(LIBMVEC_2_22), "#if __GLIBC_PREREQ(2, 35)",
             *declare(LIBMVEC_2_35), "#endif", "}", "#endif"]
 
 

@@ -385,7 +385,7 @@ class TritonRenderer(KernelRenderer):
             tile = f"{tile} * tl.exp({acc_of[m]} - {values[m]})" if m else tile
             op = n.reduction.op
             if op in ("argmax", "argmin"):  # see the docstring
-                best = self.tmp(REDUCE[op[3:]].format(tile) + "[:, None]", dtype)
+                best = self.tmp(REDUCE[op.removeprefix("arg")].format(tile) + "[:, None]", dtype)
                 index = "rindex" if self.persistent else f"{tile}_index"
                 tile, op = f"tl.where(({tile} == {best}) | ({tile} != {tile}), {index}, rnumel)", "first_index"
             values[n.name] = self.tmp(REDUCE[op].format(tile) + "[:, None]", n.layout.dtype)
