@@ -121,6 +121,12 @@ def channels_last_affine(x, scale, shift):
     return torch.relu(x * scale[None, :, None, None] + shift[None, :, None, None])
 
 
+def transpose_add(x, y):
+    """A pointwise op on a transposed operand: whichever order the loop walks the result in, one of the two
+    reads crosses the other's rows."""
+    return x.t() + y
+
+
 def cross_entropy(logits, target):
     """A language model's loss over GPT-2's vocabulary: rows of 50257 logits, longer than a kernel holds."""
     return F.cross_entropy(logits, target)
@@ -226,6 +232,15 @@ def _channels_last(device: str, quick: bool) -> tuple:
     return x.to(memory_format=torch.channels_last), torch.randn(c, device=device), torch.randn(c, device=device)
 
 
+def _transposed_pair(device: str, quick: bool) -> tuple:
+    """x.t() and y of [rows - 24, cols + 13] ([1000, 1037] on the CPU). Not _odd_matrix's [1021, 1037]: x's rows
+    would be 4084 bytes apart, 12 short of 4 KiB, and on the development machine every contender then takes
+    about 2.7 ms (eager, torch.compile and toycompiler alike, 1 thread), nine times as long as at [1000, 1037]:
+    a cache effect of that stride, not a measure of the kernels."""
+    rows, cols = _rows(device, quick)
+    return torch.randn(cols + 13, rows - 24, device=device), torch.randn(rows - 24, cols + 13, device=device)
+
+
 def _logits(device: str, quick: bool) -> tuple:
     rows = (4096 if device == "cuda" else 256) // (8 if quick else 1)  # 800 MB of float32 on a GPU
     return torch.randn(rows, 50257, device=device), torch.randint(0, 50257, (rows,), device=device)
@@ -295,6 +310,7 @@ WORKLOADS = [
     Workload("cross_entropy", cross_entropy, _logits, True, describe="F.cross_entropy over rows of 50257"),
     Workload("channels_last_affine", channels_last_affine, _channels_last, True,
              describe="relu(x * scale + shift) per channel, channels-last NCHW"),
+    Workload("transpose_add", transpose_add, _transposed_pair, True, describe="x.t() + y, odd sizes"),
     Workload("linear_gelu", linear_gelu, _linear_inputs, False, describe="narrow F.linear then GELU, odd sizes"),
     Workload("linear_residual", linear_residual, _residual_inputs, False, describe="r + relu(F.linear(x)), odd sizes"),
     Workload("mlp", mlp, _mlp_inputs(False), False, describe="2-layer MLP (ReLU)"),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field, fields, replace
 
 # torch.compile's modes (toycompiler accepts the same names; see ``Config.mode``).
@@ -82,10 +83,16 @@ class Config:
     # Reuse compiled graphs from cache_dir across processes (Inductor's FX graph cache).
     graph_cache: bool = True
 
-    def patch(self, **changes: object) -> _Patch:
-        """Temporarily change settings: ``with config.patch(fusion=False): ...``."""
+    @contextlib.contextmanager
+    def patch(self, **changes: object) -> Iterator[Config]:
+        """Temporarily change settings: ``with config.patch(fusion=False): ...``, or as a decorator."""
         check_options(None, changes)
-        return _Patch(self, changes)
+        saved = {k: getattr(self, k) for k in changes}
+        vars(self).update(changes)  # a plain dataclass: its fields are its __dict__
+        try:
+            yield self
+        finally:
+            vars(self).update(saved)
 
     def with_options(self, mode: str | None, options: dict[str, object]) -> Config:
         """A copy with ``compile(mode=..., options=...)`` applied (both checked by :func:`check_options`)."""
@@ -101,19 +108,6 @@ def check_options(mode: str | None, options: dict[str, object]) -> None:
     if unknown := sorted(set(options) - set(names)):
         raise AttributeError(f"unknown option(s) {', '.join(unknown)}; options are the fields of toycompiler.config: "
                              f"{', '.join(names)}")
-
-
-class _Patch(contextlib.ContextDecorator):
-    def __init__(self, cfg: Config, changes: dict[str, object]):
-        self.cfg, self.changes, self.saved = cfg, changes, []
-
-    def __enter__(self) -> Config:
-        self.saved.append({k: getattr(self.cfg, k) for k in self.changes})
-        vars(self.cfg).update(self.changes)  # a plain dataclass: its fields are its __dict__
-        return self.cfg
-
-    def __exit__(self, *exc: object) -> None:
-        vars(self.cfg).update(self.saved.pop())
 
 
 config = Config()

@@ -102,7 +102,8 @@ def call_backend(backend: Callable, name: str, traced: translator.Translation, s
                  graph: A.GraphArtifact, config: Config = default_config) -> tuple[Callable, A.BackendArtifacts]:
     """Hand the graph to the backend; if it fails, run the graph eagerly and say why."""
     gm, example_inputs = traced.graph_module, list(traced.example_inputs)
-    if (symbolic := traced.shapes.symbolic_inputs()) and not getattr(backend, "supports_dynamic_shapes", False):
+    symbolic = [source for source, dims in traced.shapes.dims.items() if dims]  # inputs with symbolic sizes
+    if symbolic and not getattr(backend, "supports_dynamic_shapes", False):
         reason = (f"backend {name!r} does not take symbolic sizes yet ({', '.join(sorted(symbolic))}): "
                   "running this graph eagerly, which works for any size")
     else:

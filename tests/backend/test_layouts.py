@@ -61,3 +61,54 @@ def test_a_permuted_intermediate_still_fuses_with_its_row_major_reader(backend):
 def test_channels_last_gradients_match_eager():
     x = torch.randn(2, 4, 5, 3).to(memory_format=torch.channels_last).requires_grad_()
     assert_same(lambda x: torch.sigmoid(x) * x, x, backend="cpp", backward=True)
+
+
+# -- C++: a read along the second-last loop runs in tiles --------------------------------------------------
+
+def sources(compiled) -> str:
+    return "\n".join(k.source for f in compiled.compiled_frames for k in f.backend.kernels)
+
+
+TRANSPOSED = {  # one read walks memory along the other loop than the rest; sizes leave partial tiles
+    "t_plus_itself": (lambda x: x.t() + x, lambda: (torch.randn(37, 37),)),
+    "t_times_other": (lambda x, y: x.t() * y + 1, lambda: (torch.randn(50, 19), torch.randn(19, 50))),
+    "permute_3d": (lambda x, y: x.permute(0, 2, 1) - y, lambda: (torch.randn(3, 20, 33), torch.randn(3, 33, 20))),
+    "nhwc_to_nchw": (lambda x: x.permute(0, 3, 1, 2).contiguous() * 2, lambda: (torch.randn(2, 17, 18, 16),)),
+    "two_transposed_and_a_row": (lambda x, y, b: b + torch.sigmoid(x.t()) * y.t(),
+                                 lambda: (torch.randn(40, 24), torch.randn(40, 24), torch.randn(24, 40))),
+    "double": (lambda x, y: torch.sin(x.t()) + y, lambda: (torch.randn(18, 21).double(), torch.randn(21, 18).double())),
+    "int64": (lambda x, y: x.t() * 3 - y, lambda: (torch.randint(-9, 9, (17, 31)), torch.randint(-9, 9, (31, 17)))),
+    "bool_and_uint8": (lambda m, u: (m.t() & (u > 3)).to(torch.uint8) + u,
+                       lambda: (torch.rand(26, 19) > 0.5, torch.randint(0, 9, (19, 26), dtype=torch.uint8))),
+    "written_into_the_input": (lambda x: x.copy_((x * 2).t()), lambda: (torch.randn(21, 21),)),
+}
+
+
+@pytest.mark.parametrize("name", list(TRANSPOSED))
+def test_cpp_transposed_reads_run_in_tiles_and_match_eager(name):
+    """Each tile copies what the transposed read needs in memory order and transposes it (``toy_tile``);
+    the last tile of a row or column overlaps the one before it, so odd sizes test the overlap."""
+    fn, make = TRANSPOSED[name]
+    args = make()
+    out = assert_same(fn, *args, backend="cpp")
+    assert out.stride() == fn(*args).stride()
+    compiled = toycompiler.compile(fn, backend="cpp")
+    compiled(*args)
+    assert "const auto tile0 = toy_tile" in sources(compiled)
+    if name == "two_transposed_and_a_row":
+        assert "const auto tile1 = toy_tile" in sources(compiled)
+
+
+def test_cpp_no_tiles_for_short_loops_or_symbolic_sizes():
+    def narrow(x, y):
+        return x.t() + y
+    x, y = torch.randn(40, 9), torch.randn(9, 40)
+    assert_same(narrow, x, y, backend="cpp")
+    compiled = toycompiler.compile(narrow, backend="cpp")
+    compiled(x, y)
+    assert "toy_tile<" not in sources(compiled)
+    compiled = toycompiler.compile(narrow, backend="cpp", dynamic=True)
+    for n in (30, 47):
+        x, y = torch.randn(n, 20), torch.randn(20, n)
+        torch.testing.assert_close(compiled(x, y), narrow(x, y))
+    assert "s0" in sources(compiled) and "toy_tile<" not in sources(compiled)

@@ -129,23 +129,16 @@ def select(node, x, dim, index) -> TensorValue:
     return view_of(x, out_size(node), lambda idx: (*idx[:dim], sym(index), *idx[dim:]))
 
 
-@register_lowering(aten.unsqueeze, view=True)
-def unsqueeze(node, x, dim) -> TensorValue:
-    dim = canonicalize_dim(len(x.size) + 1, dim)
-    return view_of(x, out_size(node), lambda idx: (*idx[:dim], *idx[dim + 1:]))
-
-
-@register_lowering(aten.squeeze, view=True)
-def squeeze(node, x, dims=None) -> TensorValue:
-    if len(x.size) == 0:  # a 0-d tensor's dim 0 (or -1) is the tensor itself: nothing to drop
-        return x
-    dims = range(len(x.size)) if dims is None else [dims] if isinstance(dims, int) else dims  # None: every dim
-    dropped = {canonicalize_dim(len(x.size), d) for d in dims} & {d for d, s in enumerate(x.size) if s == 1}  # size 1
+@register_lowering(aten.squeeze, aten.unsqueeze, aten.alias, aten.lift_fresh, view=True)
+def squeeze(node, x, *_: Any) -> TensorValue:
+    """Drop or insert size-1 dims: a size-1 dim is read at index 0, and the other dims of the input are the
+    other dims of the result, in order. ``alias`` and ``lift_fresh`` keep every dim: the same tensor."""
+    size = out_size(node)
 
     def index_map(idx: tuple) -> tuple:
-        it = iter(idx)
-        return tuple(sympy.Integer(0) if d in dropped else next(it) for d in range(len(x.size)))
-    return view_of(x, out_size(node), index_map)
+        kept = iter(i for i, s in zip(idx, size) if s != 1)
+        return tuple(sympy.Integer(0) if s == 1 else next(kept) for s in x.size)
+    return view_of(x, size, index_map)
 
 
 @register_lowering(aten.as_strided, view=True, needs_graph=True)
@@ -159,20 +152,6 @@ def as_strided(graph, node, x, size, stride, storage_offset=None) -> TensorValue
     offset = x.ref.offset + (0 if storage_offset is None else sym(storage_offset) - sym(base.storage_offset()))
     ref = TensorRef(x.ref.buf, tuple(map(sym, size)), tuple(map(sym, stride)), offset)
     return strided_value(ref, x.dtype, x.device)
-
-
-@register_lowering(aten.alias, aten.lift_fresh, view=True)
-def alias(node, x) -> TensorValue:
-    return x
-
-
-@register_lowering(aten.split, aten.split_with_sizes, view=True)
-def split(node, x, sizes, dim=0) -> list[TensorValue]:
-    dim = canonicalize_dim(len(x.size), dim)
-    starts = itertools.accumulate((int(val.shape[dim]) for val in node.meta["val"]), initial=0)  # of each piece
-    return [view_of(x, tuple(sym(s) for s in val.shape),
-                    lambda idx, s=start: tuple(i + s if k == dim else i for k, i in enumerate(idx)))
-            for val, start in zip(node.meta["val"], starts)]
 
 
 # -- cat: a pointwise choice between inputs --------------------------------------
@@ -268,13 +247,6 @@ def full(node, *args: Any, **_: Any) -> TensorValue:
     if not isinstance(value, (bool, int, float)):
         raise LoweringError(f"{node.target} with a non-number fill value {value!r}")
     return TensorValue(out_size(node), val.dtype, str(val.device), lambda idx: Const(value, val.dtype))
-
-
-@register_lowering(aten.arange)
-def arange(node, *args: Any, **kwargs: Any) -> TensorValue:
-    numbers = [a for a in args if isinstance(a, (int, float))]
-    start, step = (numbers[0] if len(numbers) >= 2 else 0), (numbers[2] if len(numbers) >= 3 else 1)
-    return iota(node, None, start=start, step=step)
 
 
 @register_lowering(torch.ops.prims.iota)

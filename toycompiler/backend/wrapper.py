@@ -26,8 +26,9 @@ kernel indexes an input from its data pointer::
 ``x.t()``, ``x.expand(...)``, ``x.view(...)`` and slices all come back this way
 (``expand`` keeps its zero strides). The same tensor returned twice is the same
 Python object twice, as in eager. An output that is a view of a computed buffer
-is a view of that buffer; every computed buffer is contiguous, so its strides
-can differ from eager's when eager would keep an input's layout (``x.t() + 1``).
+is a view of that buffer. A result that eager lays out permuted (``x.t() + 1``,
+channels-last) is stored in eager's dim order and returned as a view that puts
+the dims back (``lowering.GraphLowering.realize``), so it has eager's strides.
 
 Mirrors: torch/_inductor/codegen/wrapper.py (PythonWrapperCodegen,
 ReinterpretView codegen, buffer reuse lines).
@@ -49,8 +50,8 @@ def pexpr(e: object) -> str:
 
 
 def shape(values: tuple) -> str:
-    inner = ", ".join(pexpr(v) for v in values)
-    return f"({inner},)" if len(values) == 1 else f"({inner})"
+    """Sizes or strides as a Python tuple (``(s0*8, 1)``, ``(4,)``)."""
+    return str(tuple(sympy.sympify(v) for v in values))
 
 
 def tensor_arg(ir: GraphIR, ref: TensorRef) -> str:

@@ -86,10 +86,6 @@ PSEUDO_OPCODES = {"CACHE", "RESERVED", "JUMP_NO_INTERRUPT", "LOAD_SUPER_METHOD",
                   "STORE_FAST_MAYBE_NULL", *(("LOAD_METHOD", "JUMP") if VERSION >= (3, 12) else ())}
 
 
-def never_seen(opname: str) -> bool:
-    return opname in PSEUDO_OPCODES or opname.startswith("INSTRUMENTED_")
-
-
 @dataclass(frozen=True)
 class Inst:
     """One normalised instruction."""

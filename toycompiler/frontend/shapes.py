@@ -128,6 +128,3 @@ class ShapePolicy:
                 names[sym] = value.xreplace(names)
         # torch's printer knows its own functions (FloorDiv, PythonMod, ...): ``x.shape[0] // 2``
         return PythonPrinter().doprint(expr.xreplace(names))
-
-    def symbolic_inputs(self) -> dict[str, frozenset[int]]:
-        return {k: v for k, v in self.dims.items() if v}

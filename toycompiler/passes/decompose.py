@@ -36,7 +36,8 @@ FROM_TORCH = [aten._softmax, aten._log_softmax, aten.native_layer_norm, aten.gel
               aten._native_batch_norm_legit_no_training, aten.leaky_relu, aten._native_batch_norm_legit,
               aten._native_batch_norm_legit_functional, aten.native_group_norm, aten.repeat, aten.any,
               aten.index_select, aten.embedding, aten.linalg_vector_norm, aten.elu, aten.isinf, aten.logical_xor,
-              aten.remainder, aten.diagonal, aten.unfold, aten.upsample_bilinear2d]
+              aten.remainder, aten.diagonal, aten.unfold, aten.upsample_bilinear2d, aten.arange,
+              aten.split_with_sizes]
 # Kept as calls into torch's library kernels (extern kernels), as Inductor does.
 KEEP = [aten.mm.default, aten.addmm.default, aten.bmm.default, aten.convolution.default, aten.index_add.default]
 

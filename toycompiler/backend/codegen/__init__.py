@@ -26,7 +26,7 @@ from ..ir import ExternKernel
 from ..scheduler import Schedule
 from ..wrapper import wrapper_source
 from .common import RenderedKernel
-from .cpp import LIBMVEC, PRELUDE, CppRenderer, vector_math
+from .cpp import LIBMVEC, PRELUDE, TILE_PRELUDE, CppRenderer, vector_math
 from .triton import TritonRenderer
 
 RENDERERS = {"cpp": CppRenderer, "triton": TritonRenderer}
@@ -80,7 +80,7 @@ def _build_cpp(kernels: list[RenderedKernel], config: Config) -> tuple[list[str]
     """
     if not kernels:
         return [], []
-    header = "\n".join(vector_math(LIBMVEC) + PRELUDE.splitlines() + [""])
+    header = "\n".join(vector_math(LIBMVEC) + PRELUDE.splitlines() + TILE_PRELUDE.splitlines() + [""])
     source = header + "".join(k.source[k.source.index('extern "C" void'):] for k in kernels)
     path, _ = codecache.cpp_library(source, config)
     loads = [f"{k.name} = codecache.load_cpp_kernel({path!r}, {k.name!r}, "

@@ -25,8 +25,9 @@ Targets differ only in spelling, so each is a small subclass that fills in
 Mirrors: torch/_inductor/codegen/common.py (Kernel, CSE, OpOverrides),
 torch/_inductor/codegen/simd.py (the x/r split) and tinygrad's
 renderer/cstyle.py (``code_for_op``).
-Leaves out: tiling in more than x and r, vectorized loads beyond what the
-C++ compiler does itself, and Inductor's value-range analysis.
+Leaves out: tiling in more than x and r (but for C++'s tiles of a transposed
+read), vectorized loads beyond what the C++ compiler does itself, and
+Inductor's value-range analysis.
 """
 
 from __future__ import annotations
@@ -81,11 +82,12 @@ class RenderedKernel:
     line_map: tuple[LineOrigin, ...] = ()  # which buffer each line of ``source`` computes
 
 
+@dataclass(frozen=True)
 class IndexPrinter:
-    """sympy index -> target text (indices are non-negative integers)."""
+    """sympy index -> target text (indices are non-negative integers), in a language's spelling."""
 
-    floordiv = "//"
-    minmax = "{which}({args})"  # the text of min(args) or max(args), which each language spells its own way
+    floordiv: str = "//"
+    minmax: str = "{which}({args})"  # the text of min(args) or max(args), which each language spells its own way
 
     def __call__(self, e: sympy.Expr) -> str:
         return self.p(sympy.sympify(e))

@@ -90,14 +90,10 @@ def next_power_of_2(n: int) -> int:
     return 1 << max(0, int(n) - 1).bit_length()
 
 
-class TritonIndexPrinter(IndexPrinter):
-    minmax = "tl.{which}imum({args})"
-
-
 class TritonRenderer(KernelRenderer):
     language = "triton"
     prefix = "triton"
-    printer = TritonIndexPrinter()
+    printer = IndexPrinter(minmax="tl.{which}imum({args})")
     ops = {
         **{op: f"libdevice.{op}({{0}})" for op in MATH_OPS},
         **{op: f"libdevice.{op}({{0}}, {{1}})" for op in ("fmod", *MATH_OPS2)},
