@@ -12,7 +12,6 @@
 The stages, in order, are listed in :mod:`toycompiler.pipeline`.
 """
 
-import contextlib as _contextlib
 import os as _os
 import sys as _sys
 
@@ -51,8 +50,7 @@ __version__ = "0.1.0"
 __all__ = ["CompileError", "compile", "config", "explain", "get_backend", "graph_break", "list_backends",
            "mark_dynamic", "register_backend", "reset", "set_logs"]
 
-with _contextlib.suppress(Exception):  # an older torch without the registry: toycompiler.compile still works
-    register_with_torch()
+register_with_torch()  # torch.compile(fn, backend="toycompiler") works too
 
 
 def load_ipython_extension(ip):

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch.utils._pytree import tree_flatten
 
 from .api import compile
 
@@ -44,7 +45,8 @@ def assert_same(fn: Callable, *args: Any, backend: str | Callable = "cpp", rtol:
         if backward:
             actual.backward(torch.ones_like(actual))
             expected.backward(torch.ones_like(expected))
-            assert_close_tree(_grads(args), _grads(eager_args), rtol, atol)
+            grads = [[getattr(a, "grad", None) for a in inputs] for inputs in (args, eager_args)]  # None: not a tensor
+            assert_close_tree(*grads, rtol, atol)
     except AssertionError as e:
         raise AssertionError(f"{e}\n\n---- compilation report ----\n{_report(compiled)}") from None
     reasons = fallback_reasons(compiled)
@@ -69,10 +71,6 @@ def fallback_reasons(compiled: Any) -> list[str]:
     return reasons
 
 
-def _grads(args: tuple) -> tuple:
-    return tuple(a.grad if isinstance(a, torch.Tensor) else None for a in args)
-
-
 def _report(compiled: Any) -> str:
     """Every stage of what ran: each compiled frame, or a backend's artifacts."""
     target = getattr(compiled, "_compiled_forward", compiled)
@@ -81,22 +79,16 @@ def _report(compiled: Any) -> str:
 
 
 def assert_close_tree(actual: Any, expected: Any, rtol: float = 1e-5, atol: float = 1e-5) -> None:
-    """Like ``torch.testing.assert_close``, also for nested tuples, lists, dicts and plain values."""
-    if isinstance(expected, torch.Tensor):
-        assert isinstance(actual, torch.Tensor), f"expected a tensor, got {type(actual).__name__}"
-        torch.testing.assert_close(actual, expected, rtol=rtol, atol=atol, equal_nan=True)
-    elif isinstance(expected, list | tuple):
-        assert type(actual) is type(expected), f"expected {type(expected).__name__}, got {type(actual).__name__}"
-        assert len(actual) == len(expected), f"expected {len(expected)} items, got {len(actual)}"
-        for a, e in zip(actual, expected):
-            assert_close_tree(a, e, rtol, atol)
-    elif isinstance(expected, dict):
-        assert isinstance(actual, dict) and actual.keys() == expected.keys(), \
-            f"dict keys differ: {actual} vs {expected}"
-        for k in expected:
-            assert_close_tree(actual[k], expected[k], rtol, atol)
-    else:
-        assert actual == expected, f"expected {expected!r}, got {actual!r}"
+    """``torch.testing.assert_close`` on each tensor of nested tuples, lists and dicts (NaN equal to NaN), the
+    containers themselves the same (their pytree specs: a tuple is not a list), any other value equal."""
+    (got, got_spec), (want, want_spec) = tree_flatten(actual), tree_flatten(expected)
+    assert got_spec == want_spec, f"expected {want_spec}, got {got_spec}"
+    for a, e in zip(got, want):
+        assert isinstance(a, torch.Tensor) == isinstance(e, torch.Tensor), f"expected {type(e)}, got {type(a)}"
+        if isinstance(e, torch.Tensor):
+            torch.testing.assert_close(a, e, rtol=rtol, atol=atol, equal_nan=True)
+        else:
+            assert a == e, f"expected {e!r}, got {a!r}"
 
 
 def device_for(backend: str) -> str:

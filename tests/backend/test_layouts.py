@@ -6,10 +6,13 @@ the chain from a channels-last input to its output is one loop over memory. Othe
 an intermediate that eager leaves permuted still fuses with a consumer that indexes it in logical order.
 """
 
+import re
+
 import pytest
 import torch
 
 import toycompiler
+from toycompiler.backend.codecache import python_module_at
 from toycompiler.testing import assert_same, device_for
 
 BACKENDS = ["cpp", "triton"]
@@ -97,6 +100,29 @@ def test_cpp_transposed_reads_run_in_tiles_and_match_eager(name):
     assert "const auto tile0 = toy_tile" in sources(compiled)
     if name == "two_transposed_and_a_row":
         assert "const auto tile1 = toy_tile" in sources(compiled)
+
+
+@pytest.mark.parametrize("name", [n for n in TRANSPOSED if n != "written_into_the_input"])
+def test_triton_transposed_reads_run_in_2d_blocks_and_match_eager(name):
+    """YBLOCK rows by XBLOCK columns, launched on a grid of row blocks by column blocks: each load is
+    contiguous along one axis of the block (odd sizes: masked blocks at both edges)."""
+    fn, make = TRANSPOSED[name]
+    args = [a.to(device_for("triton")) for a in make()]
+    out = assert_same(fn, *args, backend="triton")
+    assert out.stride() == fn(*args).stride()
+    compiled = toycompiler.compile(fn, backend="triton")
+    compiled(*args)
+    frame = compiled.compiled_frames[0].backend
+    kernel = next(k for k in frame.kernels if "yindex" in k.source)
+    launch = re.search(rf"{kernel.name}\[\((\d+), (\d+)\)\]\(.*R=(\d+), C=(\d+), YBLOCK=(\d+), XBLOCK=(\d+)",
+                       frame.output_code.source)
+    grid_rows, grid_cols, rows, cols, yblock, xblock = map(int, launch.groups())
+    assert (grid_rows, grid_cols) == (-(-rows // yblock), -(-cols // xblock))
+    assert rows * cols == out.numel()
+    launcher = getattr(python_module_at(frame.output_code.path), kernel.name)  # launches that grid as it is
+    args = [rows * cols if name == "xnumel" else None for name in launcher.arg_names]
+    assert launcher.grid_for({"YBLOCK": yblock, "XBLOCK": xblock}, tuple(args), (grid_rows, grid_cols)) \
+        == (grid_rows, grid_cols)
 
 
 def test_cpp_no_tiles_for_short_loops_or_symbolic_sizes():

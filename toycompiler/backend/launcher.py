@@ -85,7 +85,7 @@ class TritonLauncher:
                 if 32 * w <= block <= 32 * 16 * w]
 
     def grid_for(self, meta: dict, args: tuple, grid: tuple) -> tuple:
-        if "XBLOCK" not in meta or "xnumel" not in self.arg_names:
+        if "XBLOCK" not in meta or "xnumel" not in self.arg_names or "YBLOCK" in meta:  # (2-D: grid by rows, columns)
             return grid
         return (max(1, -(-args[self.arg_names.index("xnumel")] // meta["XBLOCK"])), *grid[1:])  # cdiv(xnumel, XBLOCK)
 

@@ -90,31 +90,29 @@ class IndexPrinter:
     minmax: str = "{which}({args})"  # the text of min(args) or max(args), which each language spells its own way
 
     def __call__(self, e: sympy.Expr) -> str:
-        return self.p(sympy.sympify(e))
-
-    def p(self, e: sympy.Expr) -> str:
+        e = sympy.sympify(e)
         if e.is_Integer or e.is_Symbol:
             return str(e)
         if isinstance(e, FloorDiv):
-            return f"({self.p(e.args[0])} {self.floordiv} {self.p(e.args[1])})"
+            return f"({self(e.args[0])} {self.floordiv} {self(e.args[1])})"
         if isinstance(e, ModularIndexing):
             a, b, c = e.args
-            inner = self.p(a) if b == 1 else f"({self.p(a)} {self.floordiv} {self.p(b)})"
-            return f"({inner} % {self.p(c)})"
+            inner = self(a) if b == 1 else f"({self(a)} {self.floordiv} {self(b)})"
+            return f"({inner} % {self(c)})"
         if isinstance(e, sympy.Mod):
-            return f"({self.p(e.args[0])} % {self.p(e.args[1])})"
+            return f"({self(e.args[0])} % {self(e.args[1])})"
         if isinstance(e, (sympy.Min, sympy.Max)):
             which = "min" if isinstance(e, sympy.Min) else "max"
-            return self.minmax.format(which=which, args=", ".join(self.p(a) for a in e.args))
+            return self.minmax.format(which=which, args=", ".join(self(a) for a in e.args))
         if isinstance(e, sympy.Add):
-            terms = [self.p(a) for a in sorted(e.args, key=sympy.default_sort_key)]
+            terms = [self(a) for a in sorted(e.args, key=sympy.default_sort_key)]
             return "(" + " + ".join(terms).replace("+ -", "- ") + ")"
         if isinstance(e, sympy.Mul):
             coeff, rest = e.as_coeff_Mul()
-            factors = [self.p(a) for a in sympy.Mul.make_args(rest)]
-            return ("-" if coeff == -1 else "" if coeff == 1 else f"{self.p(coeff)}*") + "*".join(factors)
+            factors = [self(a) for a in sympy.Mul.make_args(rest)]
+            return ("-" if coeff == -1 else "" if coeff == 1 else f"{self(coeff)}*") + "*".join(factors)
         if isinstance(e, sympy.Pow) and e.exp.is_Integer and e.exp > 0:
-            return "*".join([self.p(e.base)] * int(e.exp))
+            return "*".join([self(e.base)] * int(e.exp))
         raise NotImplementedError(f"cannot print index expression {e}")
 
 
@@ -182,7 +180,7 @@ class KernelRenderer:
         source = "\n".join(head + [text for text, _ in body] + self.footer()) + "\n"
         return RenderedKernel(self.name, source, tuple(self.inputs), tuple(self.outputs), tuple(sizes),
                               tuple(values), tuple(n.name for n in kernel.nodes), src_lines, kernel.kind,
-                              self.meta(), line_map)
+                              self.blocks, line_map)
 
     def size_args(self) -> tuple[list[str], list[sympy.Expr]]:
         text = "\n".join(self.lines)
@@ -409,6 +407,19 @@ class KernelRenderer:
         text = self.ops[e.op].format(*args, dtype=self.type_name(self.compute_dtype(e.dtype)))
         return self.tmp(text, self.compute_dtype(e.dtype))
 
+    def transposed_loads(self) -> list[tuple[str, sympy.Expr]]:
+        """(pointer, index) of each load from memory of a pointwise kernel that walks memory along its
+        second-last loop and not its last (``x.t() + x``, a permute, NHWC to NCHW): no one loop order reads
+        both it and the other loads in order. The targets block such kernels in two dimensions instead
+        (C++: tiles, see ``CppRenderer.setup``; Triton: ``YBLOCK`` rows by ``XBLOCK`` columns)."""
+        if self.kernel.kind != "pointwise" or len(self.xr) < 2:
+            return []
+        a, b = index_vars(len(self.xr), "x")[-2:]
+        reads = dict.fromkeys((self.ptr[ld.buf], sympy.expand(ld.index.xreplace(self.vars(n))))
+                              for n in self.kernel.nodes for ld in loads(n.body)
+                              if ld.buf in self.inputs and self.ir.buffer(ld.buf).layout.numel)
+        return [(p, i) for p, i in reads if i.coeff(a) == 1 and i.coeff(b) != 1]
+
     def store_index(self, n: ComputedBuffer) -> sympy.Expr:
         size = n.layout.size
         # a write into a graph input goes through the input's strides (a size-1 dim's index is 0 in both)
@@ -424,14 +435,11 @@ class KernelRenderer:
     def type_name(self, dtype: torch.dtype) -> str:
         return str(dtype)
 
-    def meta(self) -> tuple[tuple[str, int], ...]:
-        """The block sizes (a Triton kernel's constexpr arguments), then the warps to launch it with if not
-        Triton's default 4; set by a target's ``setup``."""
-        return self.blocks
-
     # -- hooks a target fills in ---------------------------------------------------
     comment_mark = "#"
-    blocks: tuple[tuple[str, int], ...] = ()  # see meta
+    # The block sizes (a Triton kernel's constexpr arguments), then the warps to launch it with if not Triton's
+    # default 4; set by a target's ``setup``, handed to the wrapper as RenderedKernel.meta
+    blocks: tuple[tuple[str, int], ...] = ()
     spill_ops: set[str] = set()  # element values with these ops are kept in an output between loops (:meth:`spill`)
     rows_in_registers = True  # False: a row's values exist only inside a loop over x (C++ column reductions)
     def row_loop_open(self) -> list[str]:

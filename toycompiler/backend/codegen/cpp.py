@@ -20,7 +20,7 @@ element-wise results in a last, vectorisable ``#pragma omp simd`` loop.
 A pointwise kernel that reads one input across its rows (``x.t() + x``) runs
 in tiles of 16 x 16 elements: each tile copies that input's block in memory
 order, transposes it in registers (``toy_tile``), and reads the copy along the
-row like every other input (:meth:`CppRenderer.transposed_loads`).
+row like every other input (``CppRenderer.setup``).
 
 Mirrors: torch/_inductor/codegen/cpp.py (CppKernel, CppOverrides, and
 CppTile2DKernel for the tiles), without its explicit vector classes: loops are
@@ -32,10 +32,9 @@ from __future__ import annotations
 
 import math
 
-import sympy
 import torch
 
-from ..ir import IDENTITY, MATH_OPS, MATH_OPS2, contiguous_strides, index_vars, linear_index, loads
+from ..ir import IDENTITY, MATH_OPS, MATH_OPS2, contiguous_strides, index_vars, linear_index
 from .common import IndexPrinter, KernelRenderer, reads_columns
 
 CTYPES = {
@@ -64,8 +63,8 @@ template <typename T> static inline T toy_sign(T a) { return T((a > T(0)) - (a <
     omp_out = toy_minimum(omp_out, omp_in)) initializer(omp_priv = omp_orig)
 """
 
-# The helper of a kernel with transposed reads (CppRenderer.transposed_loads), in its header only: an N x N tile of
-# what ``read(a, b)`` gives, read along a (memory order), returned transposed (along b)
+# The helper of a kernel with transposed reads (CppRenderer.setup says how it is used), in its header only: an
+# N x N tile of what ``read(a, b)`` gives, read along a (memory order), returned transposed (along b)
 TILE_PRELUDE = """\
 #include <array>
 template <int N, typename F> static inline auto toy_tile(int64_t a0, int64_t b0, F read) {
@@ -165,33 +164,23 @@ class CppRenderer(KernelRenderer):
         self.column = reads_columns(self.kernel)
         self.rows_in_registers = not self.column
         self.open_loops: list[int] = []  # how many loops each *_loop_open opened
-        self.tiles = self.transposed_loads()
-
-    def transposed_loads(self) -> dict[tuple[str, sympy.Expr], str]:
-        """(pointer, index) -> (tile, C type) of each load of a pointwise kernel that walks memory along the
-        second-last loop, not the last (``x.t() + x``, a permute): the loop order cannot suit both reads.
-
-        Such a kernel runs in tiles of TILE x TILE. Each tile first copies what a transposed load reads, a
-        row of TILE neighbours at a time, and transposes the copy in vector registers (``toy_tile``, whose
-        loops GCC turns into shuffles); the loop over the tile then reads the copy in order, like every
-        other load. Inductor does the same (``transpose_mxn`` in its C++ vector headers). Read straight
-        from memory, the load took 3.6 ms on [1024, 1024] floats against torch.compile's 0.34 (1 thread),
-        and 1.1 ms in tiles without the copy: the TILE rows of a tile, 4 KiB apart, share one set of
-        the L1 cache.
-
-        The last tile of a row or column starts TILE before the end, overlapping the one before it, so
-        every loop runs exactly TILE times (the loops that vectorise best). An element in the overlap is
-        computed twice, to the same value: a kernel never reads memory it writes (a write into a graph input
-        runs in a kernel of its own, reading another buffer: ``scheduler.can_fuse``; eager refuses a copy
-        between overlapping tensors). Loops shorter than TILE, or of a symbolic size, run untiled."""
-        sizes = self.xr[-2:]
-        if self.kernel.kind != "pointwise" or len(sizes) < 2 or not all(s.is_Integer and s >= TILE for s in sizes):
-            return {}
-        self.a, self.b = index_vars(len(self.xr), "x")[-2:]
-        reads = [(self.ptr[ld.buf], sympy.expand(ld.index.xreplace(self.vars(n)))) for n in self.kernel.nodes
-                 for ld in loads(n.body) if ld.buf in self.inputs and self.ir.buffer(ld.buf).layout.numel]
-        transposed = dict.fromkeys((p, i) for p, i in reads if i.coeff(self.a) == 1 and i.coeff(self.b) != 1)
-        return {read: f"tile{k}" for k, read in enumerate(transposed)}
+        # Tiles: (pointer, index) -> the local array that holds it, for each transposed load (transposed_loads).
+        #
+        # Such a kernel runs in tiles of TILE x TILE. Each tile first copies what a transposed load reads, a
+        # row of TILE neighbours at a time, and transposes the copy in vector registers (``toy_tile``, whose
+        # loops GCC turns into shuffles); the loop over the tile then reads the copy in order, like every
+        # other load. Inductor does the same (``transpose_mxn`` in its C++ vector headers). Read straight
+        # from memory, the load took 3.6 ms on [1024, 1024] floats against torch.compile's 0.34 (1 thread),
+        # and 1.1 ms in tiles without the copy: the TILE rows of a tile, 4 KiB apart, share one set of
+        # the L1 cache.
+        #
+        # The last tile of a row or column starts TILE before the end, overlapping the one before it, so
+        # every loop runs exactly TILE times (the loops that vectorise best). An element in the overlap is
+        # computed twice, to the same value: a kernel never reads memory it writes (a write into a graph input
+        # runs in a kernel of its own, reading another buffer: ``scheduler.can_fuse``; eager refuses a copy
+        # between overlapping tensors). Loops shorter than TILE, or of a symbolic size, run untiled.
+        static = all(s.is_Integer and s >= TILE for s in self.xr[-2:])
+        self.tiles = {read: f"tile{k}" for k, read in enumerate(self.transposed_loads() if static else [])}
 
     def loops(self, prefix: str, ranges: tuple, pragmas: list[str]) -> list[str]:
         """One ``for`` per dimension, named like the index variables (``x0``, ``x1``...): no div/mod per element.
@@ -227,9 +216,9 @@ class CppRenderer(KernelRenderer):
                         f"const int64_t xe = std::min<int64_t>(xb + {XBLOCK}, {size});"]
 
     def tile_loops(self, xr) -> list[str]:
-        """The loops of a kernel with transposed reads (:meth:`transposed_loads`): parallel over the outer
+        """The loops of a kernel with transposed reads (``self.tiles``, see setup): parallel over the outer
         dims and the tiles; in each tile, its copies, then TILE x TILE elements, the inner loop vectorised."""
-        n, (a, b), sizes = len(xr), (self.a, self.b), tuple(map(self.printer, xr[-2:]))
+        n, (a, b), sizes = len(xr), index_vars(len(xr), "x")[-2:], tuple(map(self.printer, xr[-2:]))
         lines = [f"#pragma omp parallel for collapse({n}) if(xnumel > 16384)",
                  *self.loops("x", xr[:-2], [""] * (n - 2))]
         self.open_loops[-1] += 4
@@ -330,7 +319,8 @@ class CppRenderer(KernelRenderer):
 
     def load(self, ptr, index, dtype):
         if (ptr, index) in self.tiles:  # read in memory order by tile_loops, transposed
-            return f"{self.tiles[ptr, index]}[{TILE} * ({self.a} - {self.a}s) + {self.b} - {self.b}s]"
+            a, b = index_vars(len(self.xr), "x")[-2:]
+            return f"{self.tiles[ptr, index]}[{TILE} * ({a} - {a}s) + {b} - {b}s]"
         return f"{ptr}[{self.printer(index)}]"
 
     def store(self, buf, index, value, where):

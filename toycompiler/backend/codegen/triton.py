@@ -90,6 +90,7 @@ def next_power_of_2(n: int) -> int:
     return 1 << max(0, int(n) - 1).bit_length()
 
 
+
 class TritonRenderer(KernelRenderer):
     language = "triton"
     prefix = "triton"
@@ -170,6 +171,20 @@ class TritonRenderer(KernelRenderer):
             # (torch.compile 91.2). Loaded one by one, 8 a thread are slower: 59.3 us for a GELU over 2^24 + 37
             # bfloat16 elements (bench's gelu_cube_bf16), where 4 a thread took 31.9
             self.blocks = (("XBLOCK", 16 * x), ("num_warps", max(1, x // (16 if self.loads_16_bytes() else 8))))
+            # A transposed read (transposed_loads): 2-D blocks, YBLOCK rows (every loop but the last, flattened)
+            # by XBLOCK columns, so that each load is contiguous along one of the block's axes: Triton lays out
+            # each load along its own contiguous axis and moves values between the two layouts through shared
+            # memory. The 1-D kernel read x.t() + x over [8192, 8192] floats in 601 us (torch.compile 265), a
+            # permute of [64, 56, 56, 256] to NCHW in 433 (134). Blocks of 64 x 128 with 8 warps, H100: 264 and
+            # 142 us; x.t() * y + 1 over [7001, 6000] 187 (180), bfloat16 x.t() + y over [8192, 8192] 136 (135),
+            # x.permute(0, 2, 1) + y over [64, 1030, 1024] 349 (264: one read takes 1024-element rows in 64
+            # blocks of 128 columns). Under 2^22 elements, 32 x 64 with 4 warps: x.t() + y over [200, 300] took
+            # 4.9 us, 5.8 in the larger blocks (4.7). Rows and columns are the grid's axes 0 and 1: at most
+            # 65535 column blocks.
+            if self.transposed_loads() and self.xnumel.is_Integer and self.xr[-1] < 65536 * 64:
+                y, x, warps = (64, 128, 8) if self.xnumel >= 1 << 22 else (32, 64, 4)
+                rows_cols = (("R", int(self.xnumel // self.xr[-1])), ("C", int(self.xr[-1])))
+                self.blocks = (*rows_cols, ("YBLOCK", y), ("XBLOCK", x), ("num_warps", warps))
         elif self.column:  # looped: steps of 512 elements, [64, 8] as Inductor's outer reductions. [64, 64]
             # steps had a column sum [32765, 1037] take 55.0 us instead of 51.4, in float16 45.4 instead of 31
             # (H100); [8, 8] steps, the final sum of 1024 partials per column ran 7 us longer than [8, 64].
@@ -261,6 +276,8 @@ class TritonRenderer(KernelRenderer):
         return ["acc"]
 
     def var_defs(self, prefix, ranges, flat, text):
+        if "YBLOCK" in dict(self.blocks) and prefix == "x":  # the rows' loop variables; the last is the column
+            return super().var_defs(prefix, ranges[:-1], "yindex", text)
         return [] if self.dot and prefix == "x" else super().var_defs(prefix, ranges, flat, text)
 
     # -- structure -----------------------------------------------------------------
@@ -279,6 +296,11 @@ class TritonRenderer(KernelRenderer):
             return ["rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)",
                     "rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)",
                     "x0 = rm[:, None]", "x1 = rn[None, :]", "xmask = (x0 < M) & (x1 < N)"]
+        if "YBLOCK" in dict(self.blocks):  # 2-D blocks: YBLOCK rows (all loops but the last) by XBLOCK columns
+            last = f"x{len(self.xr) - 1}"
+            return ["yindex = tl.program_id(0) * YBLOCK + tl.arange(0, YBLOCK)[:, None]",
+                    f"{last} = tl.program_id(1) * XBLOCK + tl.arange(0, XBLOCK)[None, :]",
+                    f"xindex = yindex * C + {last}", f"xmask = (yindex < R) & ({last} < C)"]
         if self.kernel.kind == "pointwise":
             return ["xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)", f"xmask = xindex < {self.bound('x')}"]
         lines = ["xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[:, None]", "xmask = xindex < xnumel",
