@@ -98,8 +98,8 @@ def test_triton_launch_fits_the_tile():
     steps 8192 elements with 32 warps (4096 where max_block is 4096), 2048 with 16 warps if it has a max; a
     looped column reduction steps 512 elements ([8 columns, 64 rows] for few columns), or 1024 with 8 warps
     for 16 or 32 columns a program; a pointwise kernel gives each thread 16 bytes (4 floats, 8 bfloat16) where
-    Triton can load them at once, else 4 elements, and takes 2-D blocks for a transposed read. These choices were timed on an H100. Each still gives
-    eager's answer."""
+    Triton can load them at once, else 4 elements, and takes 2-D blocks for a transposed read. These choices
+    were timed on an H100. Each still gives eager's answer."""
     dev = device_for("triton")
     softmax = lambda x: torch.softmax(x, -1)  # noqa: E731
     gelu = lambda x: torch.nn.functional.gelu(x, approximate="tanh")  # noqa: E731
