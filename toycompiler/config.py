@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+import unittest.mock
 from dataclasses import dataclass, field, fields, replace
 
 # torch.compile's modes (toycompiler accepts the same names; see ``Config.mode``).
@@ -83,16 +83,13 @@ class Config:
     # Reuse compiled graphs from cache_dir across processes (Inductor's FX graph cache).
     graph_cache: bool = True
 
-    @contextlib.contextmanager
-    def patch(self, **changes: object) -> Iterator[Config]:
-        """Temporarily change settings: ``with config.patch(fusion=False): ...``, or as a decorator."""
+    def patch(self, **changes: object) -> contextlib.AbstractContextManager:
+        """Temporarily change settings: ``with config.patch(fusion=False): ...``, or as a decorator. A name
+        that is no setting is refused here, where it is written, not when the block is entered. The
+        patching is the standard library's (``unittest.mock.patch.multiple``: the old values come back
+        on the way out, also after an exception)."""
         check_options(None, changes)
-        saved = {k: getattr(self, k) for k in changes}
-        vars(self).update(changes)  # a plain dataclass: its fields are its __dict__
-        try:
-            yield self
-        finally:
-            vars(self).update(saved)
+        return unittest.mock.patch.multiple(self, **changes)
 
     def with_options(self, mode: str | None, options: dict[str, object]) -> Config:
         """A copy with ``compile(mode=..., options=...)`` applied (both checked by :func:`check_options`)."""
