@@ -90,7 +90,6 @@ def next_power_of_2(n: int) -> int:
     return 1 << max(0, int(n) - 1).bit_length()
 
 
-
 class TritonRenderer(KernelRenderer):
     language = "triton"
     prefix = "triton"
