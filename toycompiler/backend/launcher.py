@@ -75,7 +75,7 @@ class TritonLauncher:
         A kernel with other block sizes (a reduction's RBLOCK) may rely on them
         covering a whole row: only its warps are tuned.
         """
-        if "XBLOCK" not in meta or "xnumel" not in self.arg_names or set(meta) - {"XBLOCK", "num_warps"}:
+        if not self.tunes_xblock(meta):
             return [meta | {"num_warps": w} for w in (1, 2, 4, 8, 16)] if self.direct else [dict(meta)]
         blocks = (64, 128, 256, 512, 1024, 2048)
         if not self.direct:  # Triton's interpreter has no warps
@@ -84,8 +84,14 @@ class TritonLauncher:
         return [{"XBLOCK": block, "num_warps": w} for block in blocks for w in (1, 2, 4, 8)
                 if 32 * w <= block <= 32 * 16 * w]
 
+    def tunes_xblock(self, meta: dict) -> bool:
+        """Whether XBLOCK is the kernel's one block size, over ``xnumel``: then autotuning tries other XBLOCKs
+        and the grid follows the one chosen. Other kernels (a reduction's RBLOCK, 2-D blocks of rows and
+        columns, a matmul template's tiles) keep their blocks and the grid the output code gives."""
+        return "XBLOCK" in meta and "xnumel" in self.arg_names and not set(meta) - {"XBLOCK", "num_warps"}
+
     def grid_for(self, meta: dict, args: tuple, grid: tuple) -> tuple:
-        if "XBLOCK" not in meta or "xnumel" not in self.arg_names or "YBLOCK" in meta:  # (2-D: grid by rows, columns)
+        if not self.tunes_xblock(meta):
             return grid
         return (max(1, -(-args[self.arg_names.index("xnumel")] // meta["XBLOCK"])), *grid[1:])  # cdiv(xnumel, XBLOCK)
 
