@@ -104,8 +104,8 @@ def test_cpp_transposed_reads_run_in_tiles_and_match_eager(name):
 
 @pytest.mark.parametrize("name", [n for n in TRANSPOSED if n != "written_into_the_input"])
 def test_triton_transposed_reads_run_in_2d_blocks_and_match_eager(name):
-    """YBLOCK rows by XBLOCK columns, launched on a grid of row blocks by column blocks: each load is
-    contiguous along one axis of the block (odd sizes: masked blocks at both edges)."""
+    """YBLOCK rows by XBLOCK columns, launched on a grid of column blocks (axis 0, the fastest) by row
+    blocks: each load is contiguous along one axis of the block (odd sizes: masked blocks at both edges)."""
     fn, make = TRANSPOSED[name]
     args = [a.to(device_for("triton")) for a in make()]
     out = assert_same(fn, *args, backend="triton")
@@ -116,13 +116,13 @@ def test_triton_transposed_reads_run_in_2d_blocks_and_match_eager(name):
     kernel = next(k for k in frame.kernels if "yindex" in k.source)
     launch = re.search(rf"{kernel.name}\[\((\d+), (\d+)\)\]\(.*R=(\d+), C=(\d+), YBLOCK=(\d+), XBLOCK=(\d+)",
                        frame.output_code.source)
-    grid_rows, grid_cols, rows, cols, yblock, xblock = map(int, launch.groups())
-    assert (grid_rows, grid_cols) == (-(-rows // yblock), -(-cols // xblock))
+    grid_cols, grid_rows, rows, cols, yblock, xblock = map(int, launch.groups())
+    assert (grid_cols, grid_rows) == (-(-cols // xblock), -(-rows // yblock))
     assert rows * cols == out.numel()
     launcher = getattr(python_module_at(frame.output_code.path), kernel.name)  # launches that grid as it is
     args = [rows * cols if name == "xnumel" else None for name in launcher.arg_names]
-    assert launcher.grid_for({"YBLOCK": yblock, "XBLOCK": xblock}, tuple(args), (grid_rows, grid_cols)) \
-        == (grid_rows, grid_cols)
+    assert launcher.grid_for({"YBLOCK": yblock, "XBLOCK": xblock}, tuple(args), (grid_cols, grid_rows)) \
+        == (grid_cols, grid_rows)
 
 
 def test_cpp_no_tiles_for_short_loops_or_symbolic_sizes():

@@ -123,7 +123,7 @@ def launch(ir: GraphIR, k: RenderedKernel, language: str) -> str:
     meta, blocks = dict(k.meta), ", ".join(f"{n}={v}" for n, v in k.meta)
     # A matmul template (codegen/triton.py) runs one program per tile of the output; a kernel, per XBLOCK elements.
     grid = (f"({-(-meta['M'] // meta['BLOCK_M'])}, {-(-meta['N'] // meta['BLOCK_N'])})" if "BLOCK_M" in meta
-            else f"({-(-meta['R'] // meta['YBLOCK'])}, {-(-meta['C'] // meta['XBLOCK'])})" if "YBLOCK" in meta
+            else f"({-(-meta['C'] // meta['XBLOCK'])}, {-(-meta['R'] // meta['YBLOCK'])})" if "YBLOCK" in meta
             else f"(max(1, triton.cdiv({sizes[0]}, {meta['XBLOCK']})),)")
     return _if_nonempty(sizes, f"{k.name}[{grid}]({', '.join([*k.inputs, *k.outputs, *sizes])}, {blocks})")
 
