@@ -72,6 +72,27 @@ def test_column_sum_is_rendered_in_column_order():
     assert "column order" not in row.frames[0].backend.kernels[0].source
 
 
+def _exp_twice(x):
+    e = x.exp()
+    return e.sum(0), e * 2
+
+
+@pytest.mark.parametrize("fn, shape, kernels", [(lambda x: torch.softmax(x, 0), (40, 301), 4),
+                                                (lambda x: torch.log_softmax(x, 0), (40, 301), 2),
+                                                (lambda x: torch.softmax(x, 1), (2, 8, 5, 7), 4),
+                                                (_exp_twice, (9, 300), 2),
+                                                (lambda x: x.exp().sum(0), (9, 300), 1)])
+def test_cpu_column_reduction_reads_a_shared_exp_from_memory(fn, shape, kernels):
+    """On a CPU, a reduction down the columns whose input has an exp that other nodes read too reads it
+    from memory (``lowering_reductions.make_reduction``): each element's exp is computed once, in one
+    kernel. An exp only the reduction reads stays inlined into it: one kernel."""
+    x = torch.randn(*shape)
+    assert_same(fn, x, backend="cpp", rtol=1e-4, atol=1e-4)
+    sources = [k.source for k in toycompiler.explain(fn, backend="cpp")(x).frames[0].backend.kernels]
+    assert len(sources) == kernels
+    assert sum(s.split('extern "C" void')[-1].count("std::exp(") for s in sources) == 1  # the kernels' bodies
+
+
 def test_triton_column_sum_takes_several_columns_per_program():
     x = torch.randn(37, 301, device=device_for("triton"))
     report = toycompiler.explain(lambda x: x.sum(0), backend="triton")(x)

@@ -34,7 +34,7 @@ import math
 
 import torch
 
-from ..ir import IDENTITY, MATH_OPS, MATH_OPS2, contiguous_strides, index_vars, linear_index
+from ..ir import IDENTITY, MATH_OPS, MATH_OPS2, TRANSCENDENTAL, contiguous_strides, index_vars, linear_index
 from .common import IndexPrinter, KernelRenderer, reads_columns
 
 CTYPES = {
@@ -85,7 +85,7 @@ REDUCE_CLAUSE = {"sum": "+", "prod": "*", "max": "toy_max", "min": "toy_min"}
 LIBMVEC_2_22 = ("sin", "cos", "exp", "log", "pow")
 # ...and these since 2.35
 LIBMVEC_2_35 = tuple(op for op in ("erf", *MATH_OPS, *MATH_OPS2) if op not in ("pow", "trunc", "copysign"))
-LIBMVEC = {*LIBMVEC_2_22, *LIBMVEC_2_35, "sigmoid"}  # (sigmoid: toy_sigmoid's exp)
+LIBMVEC = TRANSCENDENTAL  # all of LIBMVEC_2_22 and LIBMVEC_2_35, and sigmoid (toy_sigmoid's exp)
 TILE = 16  # rows and columns of a tile of a kernel with a transposed read (toy_tile's N)
 XBLOCK = 256  # columns per block of a column reduction: its accumulators stay in L1, its reads are 1 KiB runs
 
