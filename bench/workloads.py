@@ -115,6 +115,12 @@ def batch_norm_stats(x):
     return (x - mean) * torch.rsqrt(var + 1e-5)
 
 
+def softmax_channels(x):
+    """A softmax over the channels of NCHW (a segmentation head's): a reduction along a middle axis whose
+    exp the normalising pass reads again."""
+    return F.softmax(x, dim=1)
+
+
 def channels_last_affine(x, scale, shift):
     """A folded batch norm and ReLU on a channels-last activation: eager keeps the layout, so must a compiler
     (a row-major result would read the input with a stride of C, and hand back other strides)."""
@@ -307,6 +313,7 @@ WORKLOADS = [
     Workload("col_sum", col_sum, _odd_matrix, True, describe="sum over dim 0 (non-contiguous axis), odd sizes"),
     Workload("mean_023", mean_023, _nchw, True, describe="mean over N, H, W of NCHW"),
     Workload("batch_norm_stats", batch_norm_stats, _nchw, True, describe="batch-norm mean/var then normalise"),
+    Workload("softmax_channels", softmax_channels, _nchw, True, describe="F.softmax over the channels of NCHW"),
     Workload("cross_entropy", cross_entropy, _logits, True, describe="F.cross_entropy over rows of 50257"),
     Workload("channels_last_affine", channels_last_affine, _channels_last, True,
              describe="relu(x * scale + shift) per channel, channels-last NCHW"),
