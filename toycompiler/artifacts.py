@@ -532,11 +532,8 @@ class Report(Artifact):
     @property
     def stage_times(self) -> dict[str, float]:
         """Seconds spent per compile stage, summed over every frame compiled."""
-        out: dict[str, float] = {}
-        for f in self.frames:
-            for t in (*f.times, *(f.backend.times if f.backend else ())):
-                out[t.stage] = out.get(t.stage, 0.0) + t.seconds
-        return out
+        times = [t for f in self.frames for t in (*f.times, *(f.backend.times if f.backend else ()))]
+        return {s: sum(t.seconds for t in times if t.stage == s) for s in dict.fromkeys(t.stage for t in times)}
 
     @property
     def kernels(self) -> tuple[KernelArtifact, ...]:

@@ -46,8 +46,10 @@ def test_layer_norm_rows_are_one_kernel():
         assert len(arts.kernels) == 1 and "layer_norm" in arts.kernels[0].name
 
 
-def test_reduction_over_other_dims_is_not_fused_and_says_why():
-    arts = check(lambda x: (x.sin(), x.sin().sum(0)), torch.randn(5, 6))  # sin stored: its reduction reads it
+def test_reduction_over_other_dims_fuses_and_another_space_says_why():
+    arts = check(lambda x: (x.sin(), x.sin().sum(0)), torch.randn(5, 6))  # sin over 6 kept (x) by 5 reduced (r)
+    assert len(arts.kernels) == 1
+    arts = check(lambda x, y: (x.sin(), y.sum(0)), torch.randn(5, 6), torch.randn(7, 6))
     assert len(arts.kernels) == 2
     reasons = [d.reason for d in arts.schedule.decisions if not d.fused]
     assert any("iteration spaces differ" in r for r in reasons)
@@ -106,7 +108,8 @@ def test_pointwise_kernel_writes_over_what_it_reads_last_element_by_element(targ
     assert "buf6 reuses buf3 (buf3 is read last by kernel6, by element: in place)" in plan, plan
     for fn in (lambda x: (x @ x.t()).t() * 2 + (x @ x.t()), lambda x: ((x @ x.t()).exp() + 1) @ (x @ x.t()),
                lambda x: torch.cat([(x @ x.t())[:, 8:], (x @ x.t())[:, :8]], 1) + 1):
-        arts = check(fn, x, target=target, atol=1e-4)
+        # (exp of a matmul's output, multiplied again: a last-bit difference in a GPU's exp grows to 3e-5 relative)
+        arts = check(fn, x, target=target, rtol=1e-4, atol=1e-4)
         assert not any("in place" in p for p in arts.schedule.memory_plan), arts.schedule.memory_plan
 
 

@@ -77,20 +77,29 @@ def _exp_twice(x):
     return e.sum(0), e * 2
 
 
-@pytest.mark.parametrize("fn, shape, kernels", [(lambda x: torch.softmax(x, 0), (40, 301), 4),
-                                                (lambda x: torch.log_softmax(x, 0), (40, 301), 2),
-                                                (lambda x: torch.softmax(x, 1), (2, 8, 5, 7), 4),
-                                                (_exp_twice, (9, 300), 2),
-                                                (lambda x: x.exp().sum(0), (9, 300), 1)])
-def test_cpu_column_reduction_reads_a_shared_exp_from_memory(fn, shape, kernels):
-    """On a CPU, a reduction down the columns whose input has an exp that other nodes read too reads it
-    from memory (``lowering_reductions.make_reduction``): each element's exp is computed once, in one
-    kernel. An exp only the reduction reads stays inlined into it: one kernel."""
-    x = torch.randn(*shape)
-    assert_same(fn, x, backend="cpp", rtol=1e-4, atol=1e-4)
-    sources = [k.source for k in toycompiler.explain(fn, backend="cpp")(x).frames[0].backend.kernels]
-    assert len(sources) == kernels
-    assert sum(s.split('extern "C" void')[-1].count("std::exp(") for s in sources) == 1  # the kernels' bodies
+MIDDLE_AXIS = {  # a reduction over dims that are not the last, and pointwise work over the same elements
+    "softmax_dim0": (lambda x: torch.softmax(x, 0), (40, 301)),  # 301 columns: a partial block
+    "log_softmax_dim0": (lambda x: torch.log_softmax(x, 0), (40, 301)),  # a row value, log(sum), per column
+    "softmax_channels": (lambda x: torch.softmax(x, 1), (2, 8, 5, 7)),
+    "exp_read_twice": (_exp_twice, (9, 300)),
+    "batch_norm_train": (lambda x: F.batch_norm(x, None, None, training=True), (4, 6, 5, 7)),
+    "exp_sum0": (lambda x: x.exp().sum(0), (9, 300)),
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", list(MIDDLE_AXIS))
+def test_reduction_over_a_middle_axis_fuses_its_pointwise_work(name, backend):
+    """The pointwise work over the elements a reduction reads runs in the reduction's kernel, over the kept
+    dims then the reduced ones (``scheduler.element_order``): one kernel. In C++ each element's exp is
+    computed once: the loop of the sum writes it to the output, and the last loop reads it back."""
+    fn, shape = MIDDLE_AXIS[name]
+    x = torch.randn(*shape, device=device_for(backend))
+    assert_same(fn, x, backend=backend, rtol=1e-4, atol=1e-4)
+    kernels = toycompiler.explain(fn, backend=backend)(x).frames[0].backend.kernels
+    assert len(kernels) == 1
+    if backend == "cpp" and name != "batch_norm_train":
+        assert kernels[0].source.split('extern "C" void')[-1].count("std::exp(") == 1  # the body's, not the header's
 
 
 def test_triton_column_sum_takes_several_columns_per_program():

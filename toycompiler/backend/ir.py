@@ -158,8 +158,6 @@ class IndexValue:
 MATH_OPS = ("tan", "tanh", "trunc", "log1p", "expm1", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
             "atanh", "log2", "log10", "exp2", "erfc")
 MATH_OPS2 = ("pow", "atan2", "hypot", "copysign")  # ...and these, of two operands
-# Ops that cost many instructions an element (a polynomial each), more on a CPU than loading a stored value
-TRANSCENDENTAL = {"sin", "cos", "exp", "log", "erf", "sigmoid", *MATH_OPS, *MATH_OPS2} - {"trunc", "copysign"}
 
 
 @dataclass(frozen=True)
@@ -216,26 +214,23 @@ def substitute(e: Expr, mapping: dict) -> Expr:
 MAX_INLINED_OPS = 32  # a longer pointwise chain is read from memory: recomputing it would cost more
 
 
-def inline_pointwise(e: Expr, ranges: dict[sympy.Symbol, sympy.Expr], buffers: dict[str, ComputedBuffer],
-                     costly: bool = True) -> Expr:
+def inline_pointwise(e: Expr, ranges: dict[sympy.Symbol, sympy.Expr], buffers: dict[str, ComputedBuffer]) -> Expr:
     """``e`` with every load of a pointwise buffer replaced by the buffer's expression at that element.
 
     A reduction's body built this way reads its inputs straight from memory: ``sum(x.double() ** 2)``
     over axes (0, 2, 3) becomes ``sum over r of double(x[r0, d0, r1, r2]) ** 2`` with no buffer for
     the square. Inductor does the same (a Pointwise's inner function is inlined into its readers).
     ``ranges``: each loop variable of ``e`` and its size. The buffer itself stays in the graph; the
-    scheduler drops it if nobody else reads it. ``costly=False`` leaves a buffer with a TRANSCENDENTAL op a
-    load: its value is in memory anyway (``lowering_reductions.make_reduction`` says when).
+    scheduler drops it if nobody else reads it.
     """
     if isinstance(e, Op):
-        return Op(e.op, tuple(inline_pointwise(a, ranges, buffers, costly) for a in e.args), e.dtype)
+        return Op(e.op, tuple(inline_pointwise(a, ranges, buffers) for a in e.args), e.dtype)
     p = buffers.get(e.buf) if isinstance(e, Load) else None
     if not isinstance(p, ComputedBuffer) or p.reduction or p.store_into or len(op_names(p.body)) > MAX_INLINED_OPS \
-            or not (costly or TRANSCENDENTAL.isdisjoint(op_names(p.body))) \
-            or p.layout.stride != contiguous_strides(p.layout.size) \
-            or (element := _element(e.index, p.layout.size, ranges)) is None:
+            or p.layout.stride != contiguous_strides(p.layout.size) or (element := _element(e.index, p.layout.size,
+                                                                                             ranges)) is None:
         return e  # left as a load
-    return inline_pointwise(substitute(p.body, dict(zip(index_vars(len(element)), element))), ranges, buffers, costly)
+    return inline_pointwise(substitute(p.body, dict(zip(index_vars(len(element)), element))), ranges, buffers)
 
 
 def _element(index: sympy.Expr, size: tuple, ranges: dict) -> tuple | None:
@@ -317,6 +312,7 @@ class Reduction:
 
     op: str  # sum, prod, max, min, argmax, argmin
     ranges: tuple[sympy.Expr, ...]
+    dims: tuple[int, ...] = ()  # the dims of its input it reduces (scheduler.element_order); (): the last ones
 
     def __str__(self) -> str:
         return f"{self.op} over {', '.join(f'r{i} < {s}' for i, s in enumerate(self.ranges))}"

@@ -44,17 +44,10 @@ def make_reduction(op: str):
         var = dict(zip(kept + reduced, index_vars(len(kept)) + index_vars(len(reduced), "r")))
         idx = tuple(var[d] for d in range(len(x.size)))  # x[d0, r0, d1] for a reduction over dim 1 of a 3-d x
         acc_dtype = x.dtype if op in ("max", "min", "argmax", "argmin") else out.dtype
-        # A reduction that keeps the last dim (down the columns: softmax over dim 0) runs in a kernel of its own,
-        # apart from the pointwise work over the same elements. On a CPU, where an exp costs more than reading
-        # its value back, it reads an exp (any TRANSCENDENTAL) that other nodes read too from memory, computed
-        # once, as torch.compile's C++ does. One thread, this project's CPU: a softmax over dim 0 of [1000, 1037]
-        # took 0.99 ms with the exp inlined into its sum, 0.76 so (torch.compile 0.86); over the channels of
-        # [16, 32, 28, 28] 0.33 and 0.25 (0.27). On a GPU, reading is what costs: the reduction computes it again.
-        shared = x.device == "cpu" and len(x.size) - 1 not in reduced and len(node.args[0].users) > 1
-        body = cast(inline_pointwise(x.loader(idx), dict(zip(idx, x.size)), {b.name: b for b in graph.buffers},
-                                     costly=not shared), x.dtype, acc_dtype)
+        body = cast(inline_pointwise(x.loader(idx), dict(zip(idx, x.size)), {b.name: b for b in graph.buffers}),
+                    x.dtype, acc_dtype)
         result = graph.add_computed(tuple(x.size[d] for d in kept), out.dtype, str(out.device), body, node,
-                                    Reduction(op, tuple(x.size[d] for d in reduced)))
+                                    Reduction(op, tuple(x.size[d] for d in reduced), tuple(reduced)))
         if not keepdim:
             return result
         keep_size = tuple(sympy.Integer(1) if d in reduced else x.size[d] for d in range(len(x.size)))

@@ -81,24 +81,41 @@ class Kernel:
 # -- where a node sits in a kernel's loops --------------------------------------------
 
 
-def placement(node: ComputedBuffer, xr: tuple, rr: tuple) -> str | None:
-    """``element``, ``row`` or ``reduction`` if ``node`` fits loops (xr, rr); None if it does not."""
-    size = squeeze(node.layout.size)
+def placement(node: ComputedBuffer, kernel: Kernel) -> str | None:
+    """``element``, ``row`` or ``reduction`` if ``node`` fits the kernel's loops; None if it does not."""
+    size, xr, rr = squeeze(node.layout.size), kernel.xranges, kernel.rranges
     if node.reduction:
         return "reduction" if size == xr and squeeze(node.reduction.ranges) == rr else None
-    return "element" if size == xr + rr else "row" if rr and size == xr else None
+    return "element" if element_order(node, kernel) is not None else "row" if rr and size == xr else None
+
+
+def element_order(node: ComputedBuffer, kernel: Kernel) -> list[int] | None:
+    """If ``node`` has one value per (x, r) element of the kernel: its dims in the order the loops take them,
+    x's then r's. That is its own order where the kernel reduces the last dims (``exp(x - max)`` in a
+    softmax over rows), the kept dims first where it reduces others (``Reduction.dims``): a softmax over
+    the channels of NCHW reduces dim 1, so its ``exp`` runs over n, h, w (x) and c (r). Any order is
+    correct, as a node's loads and its store take the same one; ``can_fuse`` checks that it reads what
+    other nodes of the kernel compute at their elements."""
+    size = node.layout.size
+    r = next((m for m in kernel.nodes if isinstance(m, ComputedBuffer) and m.reduction), None)
+    rdims = r.reduction.dims if r and len(size) == len(r.layout.size) + len(r.reduction.ranges) else ()
+    order = [d for d in range(len(size)) if d not in rdims] + list(rdims)
+    fits = not node.reduction and squeeze(tuple(size[d] for d in order)) == kernel.xranges + kernel.rranges
+    return order if fits else None
 
 
 def node_vars(node: ComputedBuffer, kernel: Kernel) -> dict[sympy.Symbol, sympy.Expr]:
     """Map the node's own indices (d0.., r0..) onto the kernel's loop variables (x0.., r0..).
 
     Size-1 dims read index 0; the first non-1 dims run over x, the rest (element
-    nodes in a reduction kernel) over r; a reduction's r dims run over r.
+    nodes in a reduction kernel, in :func:`element_order`) over r; a reduction's r dims run over r.
     """
     loop_vars = iter((*index_vars(len(kernel.xranges), "x"), *index_vars(16, "r")))  # taken in order
     dims = list(zip(index_vars(len(node.layout.size)), node.layout.size))
     if node.reduction:  # a reduction's kept dims fill x exactly: its r dims come next
         dims += zip(index_vars(len(node.reduction.ranges), "r"), node.reduction.ranges)
+    elif (order := element_order(node, kernel)) is not None:
+        dims = [dims[d] for d in order]
     return {d: sympy.Integer(0) if s == 1 else next(loop_vars) for d, s in dims}
 
 
@@ -113,17 +130,15 @@ def can_fuse(kernel: Kernel, node: Node, config: Config) -> tuple[bool, str]:
         return False, "extern kernels (library calls) are never fused"
     if node.store_into or any(n.store_into for n in kernel.nodes):
         return False, "a write into a graph input runs in its own kernel, after every read of the old value"
-    xr, rr = kernel.xranges, kernel.rranges
-    if node.reduction and kernel.kind == "pointwise":
-        xr, rr = squeeze(node.layout.size), squeeze(node.reduction.ranges)
-        if any(placement(n, xr, rr) is None for n in kernel.nodes):
-            return False, (f"iteration spaces differ (pointwise {list(kernel.xranges)} "
-                           f"vs reduction {list(xr)} x {list(rr)})")
-    where = placement(node, xr, rr)
+    probe = Kernel(list(kernel.nodes), xranges=kernel.xranges, rranges=kernel.rranges, walk=dict(kernel.walk))
+    probe.add(node)  # the kernel with node in it: a reduction joining pointwise work sets its loops
+    space = _space(probe.xranges, probe.rranges)
+    if node.reduction and kernel.kind == "pointwise" and any(placement(n, probe) is None for n in kernel.nodes):
+        return False, f"iteration spaces differ (pointwise {list(kernel.xranges)} vs reduction {space})"
+    where = placement(node, probe)
     if where is None:
-        got = str(list(squeeze(node.layout.size)))
-        got += f" x {list(squeeze(node.reduction.ranges))}" if node.reduction else ""
-        return False, f"iteration spaces differ ({_space(xr, rr)} vs {got})"
+        got = _space(squeeze(node.layout.size), squeeze(node.reduction.ranges) if node.reduction else ())
+        return False, f"iteration spaces differ ({space} vs {got})"
     if not config.sibling_fusion and not (kernel.names() & node.reads):
         return False, "they share no data, and sibling fusion is off (config.sibling_fusion=False)"
     if kernel.kind == "reduction" and not node.reduction and not config.epilogue_fusion:
@@ -131,7 +146,6 @@ def can_fuse(kernel: Kernel, node: Node, config: Config) -> tuple[bool, str]:
     if inline_walk(kernel, node) > MAX_INLINE_WALK:
         return False, (f"{node.name} would inline a chain of {inline_walk(kernel, node)} ops into one expression "
                        f"(more than {MAX_INLINE_WALK}): it starts a new kernel, its input stored")
-    probe = Kernel(kernel.nodes + [node], xranges=xr, rranges=rr)
     mine = node_vars(node, probe)
     producers = {n.name: n for n in kernel.nodes}
     for ld in (ld for ld in loads(node.body) if ld.buf in producers):

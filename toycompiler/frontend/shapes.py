@@ -113,8 +113,8 @@ class ShapePolicy:
             lower = int(vr.lower) if vr is not None and vr.lower.is_finite else 0
             out.append((f"{where} >= {lower}", f"{where} is symbolic ({self.why[where]}); sizes below {lower} "
                         "are specialised", where, f">= {lower}"))
-        for where, first in self.aliases:
-            out.append((f"{where} == {first}", "both sizes were equal when traced (the same symbol)", where, first))
+        out += [(f"{where} == {first}", "both sizes were equal when traced (the same symbol)", where, first)
+                for where, first in self.aliases]
         for guard in self.shape_env.guards:
             if (text := self.render(guard.expr)) != "True":  # actual: the left-hand side
                 out.append((text, "the trace relied on it (a shape computation)", text.split(" ")[0], text))

@@ -209,21 +209,15 @@ class KernelRenderer:
         self.emit("@XVARS@")
         elements = []
         for n in self.kernel.nodes:
-            where = placement(n, self.kernel.xranges, self.kernel.rranges)
+            where = placement(n, self.kernel)
             if where == "element":
                 if n.name in self.kernel.stores:
                     elements.append(n)
                 continue
             if n.name in self.row_values:  # a reduction computed in an earlier node's loop
                 continue
-            if where == "row" and not self.rows_in_registers:  # recomputed where it is used, stored in its own loop
-                if n.name in self.kernel.stores:
-                    self.emit(*self.row_loop_open())
-                    self.store_element(n)
-                    self.emit(*self.row_loop_close())
-                continue
             group = self.reduction_group(n) if where == "reduction" else [n]
-            values = self.reductions(group) if where == "reduction" else [self.expr(n.body, self.vars(n), n)]
+            values = self.reductions(group) if where == "reduction" else [self.row_value(n)]
             for m, value in zip(group, values):
                 with self.owning(m):
                     self.comment(m, value)
@@ -253,7 +247,7 @@ class KernelRenderer:
         local = {m.name: m for m in self.kernel.nodes}
         needs: set[str] = set()
         for b in n.reads & local.keys():
-            element = placement(local[b], self.kernel.xranges, self.kernel.rranges) == "element"
+            element = placement(local[b], self.kernel) == "element"
             needs |= self.row_inputs(local[b]) if element else {b}
         return needs
 
@@ -441,7 +435,10 @@ class KernelRenderer:
     # default 4; set by a target's ``setup``, handed to the wrapper as RenderedKernel.meta
     blocks: tuple[tuple[str, int], ...] = ()
     spill_ops: set[str] = set()  # element values with these ops are kept in an output between loops (:meth:`spill`)
-    rows_in_registers = True  # False: a row's values exist only inside a loop over x (C++ column reductions)
+    def row_value(self, n: ComputedBuffer) -> str:
+        """A row node's value (``log(sum)`` in a log_softmax), computed once per row."""
+        return self.expr(n.body, self.vars(n), n)
+
     def row_loop_open(self) -> list[str]:
         return []
     def row_loop_close(self) -> list[str]:

@@ -240,7 +240,7 @@ class TritonRenderer(KernelRenderer):
         """
         reductions = [n for n in self.kernel.nodes if n.reduction]
         if len(reductions) != 1 or reductions[0].reduction.op != "sum" or len(self.xr) != 2 or len(self.rr) != 1 \
-                or any(placement(n, self.kernel.xranges, self.kernel.rranges) == "element" for n in self.kernel.nodes) \
+                or any(placement(n, self.kernel) == "element" for n in self.kernel.nodes) \
                 or not all(s.is_Integer for s in (*self.xr, *self.rr)):
             return None
         node = reductions[0]
