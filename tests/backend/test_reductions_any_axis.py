@@ -63,11 +63,16 @@ def test_nan_and_inf_propagate_through_column_max(backend):
     assert_same(lambda x: (x.amax(0), x.amin(0), x.sum(0)), x, backend=backend)
 
 
-def test_column_sum_is_rendered_in_column_order():
+def test_column_sum_is_rendered_in_column_order(monkeypatch):
     report = toycompiler.explain(lambda x: x.sum(0), backend="cpp")(torch.randn(37, 301))
     source = report.frames[0].backend.kernels[0].source
     assert "column order" in source
-    assert "for (int64_t xb = 0; xb < 301; xb += 256)" in source
+    assert "for (int64_t xb = 0; xb < 301; xb += 64)" in source  # fewer than 4 blocks of 256 for one thread
+    for threads, block in ((1, 256), (4, 256), (8, 64)):  # 4099 columns: 16 blocks of 256, 4 for each of 4
+        monkeypatch.setattr(torch, "get_num_threads", lambda: threads)
+        toycompiler.reset()  # (a compiled frame is kept per code object: the thread count is no guard)
+        report = toycompiler.explain(lambda x: x.sum(0), backend="cpp")(torch.randn(3, 4099))
+        assert f"xb < 4099; xb += {block})" in report.frames[0].backend.kernels[0].source
     row = toycompiler.explain(lambda x: x.sum(1), backend="cpp")(torch.randn(37, 301))
     assert "column order" not in row.frames[0].backend.kernels[0].source
 

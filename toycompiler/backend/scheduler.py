@@ -151,8 +151,7 @@ def can_fuse(kernel: Kernel, node: Node, config: Config) -> tuple[bool, str]:
     for ld in (ld for ld in loads(node.body) if ld.buf in producers):
         stored = store_index(producers[ld.buf].layout.size).xreplace(node_vars(producers[ld.buf], probe))
         if sympy.expand(ld.index.xreplace(mine) - stored) != 0:
-            return False, (f"{node.name} reads {ld.buf} at a different index ({ld.index}), "
-                           "so it would need other elements")
+            return False, f"{node.name} reads {ld.buf} at a different index ({ld.index}), so it needs other elements"
     return True, _why_fused(kernel, node, where, sorted(producers.keys() & node.reads))
 
 
