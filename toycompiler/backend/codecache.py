@@ -141,7 +141,8 @@ _CONSTANT_HASH_LIMIT = 1 << 20  # bytes of constant tensors hashed into the key;
 def graph_key(gm: Any, example_inputs: list, target: str, config: Config,
               source: Any = None) -> tuple[str | None, str]:
     """The cache key of compiling ``gm`` for these inputs, or None and why the cache is bypassed."""
-    parts = [gm.code, target, toycompiler_version(), f"{torch.get_num_threads()} threads"]  # (C++ column blocks)
+    # (C++ column reductions size their blocks by the thread count: CppRenderer.setup; Triton kernels do not)
+    parts = [gm.code, target, toycompiler_version(), f"{torch.get_num_threads() if target == 'cpp' else '-'} threads"]
     parts += [f"{n.name}@{provenance.line_of(n)}" for n in gm.graph.nodes]  # kernel comments name lines
     parts += [source.filename, str(source.firstlineno), *source.lines] if source is not None else []
     parts += [_input_metadata(t) for t in example_inputs]
