@@ -99,6 +99,20 @@ def test_gather_over_long_rows_moves_through_elementwise_work(backend):
         assert re.findall(r"= torch\.ops\.aten\.gather\.default\((self=\w+)", code) == picked, code
 
 
+@pytest.mark.parametrize("rows, gathered", [(300, True), (100, False)])
+def test_cross_entropy_over_a_large_cpu_input_picks_with_torchs_gather(rows, gathered):
+    """On a CPU the masked sum is one more pass over each row, which from 2^17 elements costs more than a
+    call of torch's gather: cross entropy over [300, 1037] gathers from its input and subtracts the row's
+    max and log-sum from the picked logit; over [100, 1037] (103,700 elements) the pick stays a masked sum.
+    NaN in a row, inf at a target and ignored targets included."""
+    x, t = torch.randn(rows, 1037) * 3, _targets(rows, 1037, "cpu")
+    x[0, 3], x[2, t[2]] = float("nan"), float("inf")
+    for fn in (LOSSES["mean"], LOSSES["none"]):
+        assert_same(fn, x, t, backend="cpp", rtol=1e-5, atol=1e-5)
+        code = toycompiler.explain(fn, backend="cpp")(x, t).output_code
+        assert re.findall(r"= torch\.ops\.aten\.gather\.default\((self=\w+)", code) == (["self=arg0"] if gathered else [])
+
+
 def test_integers_become_half_precision_through_float32():
     """``int -> bfloat16`` rounds through float32, as torch's conversion does (c10's BFloat16 takes a float);
     Triton's CPU interpreter turned an int64 16 straight into bfloat16 0.0, which made the mean cross entropy
