@@ -128,8 +128,9 @@ def test_column_reduction_spreads_few_columns_over_more_programs(columns, per_pr
 
 
 def test_triton_launch_fits_the_tile():
-    """The warps and the step along r follow the tile: a row held whole takes a warp per KB (1024 floats:
-    4 warps, 1024 bfloat16: 2; at most 8 for rows up to 16384 elements, 16 past that); a row too long to hold (looped)
+    """The warps and the step along r follow the tile: a row held whole takes a warp per KB of the row, to the
+    nearest power of two (1000 floats: 4 warps, 1000 bfloat16: 2, 600 floats: 2, 1037 floats: 4 in a tile of
+    2048; at most 8 for rows up to 16384 elements, 16 past that); a row too long to hold (looped)
     steps 8192 elements with 32 warps (4096 where max_block is 4096), 2048 with 16 warps if it has a max; a
     looped column reduction steps 512 elements ([8 columns, 64 rows] for few columns), or 1024 with 8 warps
     for 16 or 32 columns a program; a pointwise kernel gives each thread 16 bytes (4 floats, 8 bfloat16) where
@@ -140,6 +141,8 @@ def test_triton_launch_fits_the_tile():
     gelu = lambda x: torch.nn.functional.gelu(x, approximate="tanh")  # noqa: E731
     cases = [(softmax, (3, 1000), torch.float32, {}, "XBLOCK=1, RBLOCK=1024, num_warps=4)"),
              (softmax, (3, 1000), torch.bfloat16, {}, "XBLOCK=1, RBLOCK=1024, num_warps=2)"),
+             (softmax, (3, 600), torch.float32, {}, "XBLOCK=1, RBLOCK=1024, num_warps=2)"),
+             (lambda x: x.max(-1), (3, 1037), torch.float32, {}, "XBLOCK=1, RBLOCK=2048, num_warps=4)"),
              (softmax, (2, 5000), torch.float32, {}, "XBLOCK=1, RBLOCK=8192, num_warps=8)"),
              (softmax, (2, 5000), torch.bfloat16, {}, "XBLOCK=1, RBLOCK=8192, num_warps=8)"),
              (softmax, (2, 5000), torch.float32, {"max_block": 4096}, "XBLOCK=1, RBLOCK=2048, num_warps=16)"),

@@ -199,17 +199,19 @@ class TritonRenderer(KernelRenderer):
             block = max(1, min(x, 1024 // rows))
             r = set(index_vars(len(self.kernel.rranges), "r"))
             along_r = [b for b in self.inputs if any(i.free_symbols & r for i in load_indices(self.kernel, [b]))]
-            tile_bytes = block * rows * max((self.dtypes[b].itemsize for b in along_r), default=4)
-            # a warp per KB of the tile, 2 to 8 (4 for 1024 floats): a bfloat16 layer norm over rows of 1024
-            # took 50.2 us with 4 warps, 44.3 us with 2 (H100). 2 warps for 1024 floats, rows of 768 in
-            # GPT-2 and ViT, made their steps 1-3% slower. Only loads along the row count: cross entropy's
-            # int64 targets (one a row) made its tile over [65536, 1000] floats take 8 warps and 142 us,
-            # where 4 took 101 (torch.compile 105). Rows of more than 16384 elements take 16 warps (32 floats a
-            # thread): a layer norm over [4096, 32768] floats took 372.9 us so, 463.1 looped (torch.compile
-            # 366.5), over [4096, 20000] 228.4 and 321.2 (334.5); softmax over [1024, 32768] 92.5 and 123.6
-            # (117.9), over bfloat16 [4096, 32000] 192.4 and 217.2 (297.8); cross entropy over [8192, 32000]
-            # floats 368.6 and 362.9 (383.9). 32 warps were within 2% of 16 either way
-            warps = max(2, min(16 if rows > 16384 else 8, tile_bytes // 1024))
+            row_bytes = block * int(self.rnumel) * max((self.dtypes[b].itemsize for b in along_r), default=4)
+            # a warp per KB of the rows (to the nearest power of two), 2 to 8 (4 for 1024 floats). The rows' own bytes,
+            # not the tile's, which pads them to a power of two: a max with its index over rows of 1037 floats took 54.5
+            # us with 8 warps (the tile's 8 KB), 47.6 with 4 (H100, torch.compile 157.4); over rows of 600, 52.9 with 4
+            # and 48.1 with 2; a bfloat16 softmax over rows of 1100, 46.4 and 44.1. A bfloat16 layer norm over rows of
+            # 1024 took 50.2 us with 4 warps, 44.3 us with 2 (H100). 2 warps for 1024 floats, rows of 768 in GPT-2 and
+            # ViT, made their steps 1-3% slower. Only loads along the row count: cross entropy's int64 targets (one a
+            # row) made its tile over [65536, 1000] floats take 8 warps and 142 us, where 4 took 101 (torch.compile
+            # 105). Rows of more than 16384 elements take 16 warps (32 floats a thread): a layer norm over [4096, 32768]
+            # floats took 372.9 us so, 463.1 looped (torch.compile 366.5), over [4096, 20000] 228.4 and 321.2 (334.5);
+            # softmax over [1024, 32768] 92.5 and 123.6 (117.9), over bfloat16 [4096, 32000] 192.4 and 217.2 (297.8);
+            # cross entropy over [8192, 32000] floats 368.6 and 362.9 (383.9). 32 warps were within 2% of 16 either way
+            warps = max(2, min(16 if rows > 16384 else 8, 1 << round(math.log2(max(row_bytes / 1024, 1)))))
             self.blocks = (("XBLOCK", block), ("RBLOCK", rows), ("num_warps", warps))
         else:  # looped rows: steps of 8192 elements and 32 warps (1024 threads, 8 elements each) keep few rows
             # in flight, so a row read again by a later loop is still in L2. H100, RMS norm over [2048, 32768]
