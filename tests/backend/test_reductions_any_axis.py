@@ -133,8 +133,8 @@ def test_triton_launch_fits_the_tile():
     2048; at most 8 for rows up to 16384 elements, 16 past that); a row too long to hold (looped)
     steps 8192 elements with 32 warps (4096 where max_block is 4096), 2048 with 16 warps if it has a max; a
     looped column reduction steps 512 elements ([8 columns, 64 rows] for few columns), or 1024 with 8 warps
-    for 16 or 32 columns a program; a pointwise kernel gives each thread 16 bytes (4 floats, 8 bfloat16) where
-    Triton can load them at once, else 4 elements, and takes 2-D blocks for a transposed read. These choices
+    for 16 or 32 columns a program; a pointwise kernel gives each thread 4 floats, or 8 bfloat16 where Triton
+    can load them together (an even count), else 4, and takes 2-D blocks for a transposed read. These choices
     were timed on an H100. Each still gives eager's answer."""
     dev = device_for("triton")
     softmax = lambda x: torch.softmax(x, -1)  # noqa: E731
@@ -154,6 +154,7 @@ def test_triton_launch_fits_the_tile():
              (gelu, (4096,), torch.bfloat16, {}, "XBLOCK=1024, num_warps=4)"),  # 8 a thread, in 16-byte loads
              (gelu, (4096,), torch.float32, {}, "XBLOCK=1024, num_warps=8)"),  # 4 floats a thread: 16 bytes
              (gelu, (4133,), torch.bfloat16, {}, "XBLOCK=1024, num_warps=8)"),  # odd size: loaded one by one
+             (gelu, (4098,), torch.bfloat16, {}, "XBLOCK=1024, num_warps=4)"),  # even: loaded in pairs at least
              # a transposed read: 2-D blocks (R rows by C columns), each load contiguous along one of their axes
              (lambda x: x.t().contiguous() * 2, (48, 64), torch.bfloat16, {},
               "R=64, C=48, YBLOCK=32, XBLOCK=64, num_warps=4)"),

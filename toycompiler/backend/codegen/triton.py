@@ -165,11 +165,12 @@ class TritonRenderer(KernelRenderer):
         if self.kernel.kind == "pointwise":
             # the block is pointwise_block(xnumel), 16 * x, with 4 elements per thread. With Triton's default
             # 4 warps a 1024 block gives each thread 8, and a transcendental chain then runs 1.1-1.9x slower
-            # on an H100 (fewer threads in flight). 2-byte data takes 8 a thread where Triton can load them at
-            # once (16 bytes): a bfloat16 tanh-GELU over 2^26 elements took 91.7 us so, 105.3 with 4 a thread
-            # (torch.compile 91.2). Loaded one by one, 8 a thread are slower: 59.3 us for a GELU over 2^24 + 37
-            # bfloat16 elements (bench's gelu_cube_bf16), where 4 a thread took 31.9
-            self.blocks = (("XBLOCK", 16 * x), ("num_warps", max(1, x // (16 if self.loads_16_bytes() else 8))))
+            # on an H100 (fewer threads in flight). 2-byte data takes 8 a thread where Triton can load them
+            # together (loads_together): a bfloat16 tanh-GELU over 2^26 elements took 91.7 us so, 105.3 with 4 a
+            # thread (torch.compile 91.2); over 2^24 + 2, 26.1 and 28.8 (26.1), a silu(x) * y 31.6 and 37.9
+            # (32.8). Loaded one by one, 8 a thread are slower: 59.3 us for a GELU over 2^24 + 37 bfloat16
+            # elements (bench's gelu_cube_bf16), where 4 a thread took 31.9
+            self.blocks = (("XBLOCK", 16 * x), ("num_warps", max(1, x // (16 if self.loads_together() else 8))))
             # A transposed read (transposed_loads): 2-D blocks, YBLOCK rows (every loop but the last, flattened)
             # by XBLOCK columns, so that each load is contiguous along one of the block's axes: Triton lays out
             # each load along its own contiguous axis and moves values between the two layouts through shared
@@ -224,13 +225,14 @@ class TritonRenderer(KernelRenderer):
             step = min(next_power_of_2(self.config.max_block), 2048 if softmax else 8192)
             self.blocks = (("XBLOCK", 1), ("RBLOCK", step), ("num_warps", 16 if softmax else 32))
 
-    def loads_16_bytes(self) -> bool:
+    def loads_together(self) -> bool:
         """Whether every load of this pointwise kernel reads 2-byte data along the innermost index (or one
-        element for all of it: a broadcast) and 16 divides that index's range: then Triton can prove that
-        8 neighbouring elements are contiguous, and loads them at once."""
+        element for all of it: a broadcast) and the kernel's element count is even. The mask's bound is that
+        number itself (:meth:`bound`), so Triton knows that neighbouring elements share a mask at least in
+        pairs, and loads 2 to 8 of them at once (16 bytes where 16 divides the count)."""
         x = index_vars(len(self.kernel.xranges), "x")[-1:]
         indices = load_indices(self.kernel, self.inputs)
-        return bool(x and indices) and self.kernel.xranges[-1].is_Integer and self.kernel.xranges[-1] % 16 == 0 \
+        return bool(x and indices) and self.xnumel.is_Integer and self.xnumel % 2 == 0 \
             and all(self.dtypes[b].itemsize == 2 for b in self.inputs) and all(i.coeff(x[0]) in (0, 1) for i in indices)
 
     def dot_operands(self):
