@@ -138,3 +138,23 @@ def test_cpp_no_tiles_for_short_loops_or_symbolic_sizes():
         x, y = torch.randn(n, 20), torch.randn(20, n)
         torch.testing.assert_close(compiled(x, y), narrow(x, y))
     assert "s0" in sources(compiled) and "toy_tile<" not in sources(compiled)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_broadcast_along_the_second_last_loop_is_no_transposed_read(backend):
+    """``x * s[None, :, None, None]`` over NCHW reads one ``s`` per channel: not a transposed read, so no tiles
+    (C++) and no 2-D blocks (Triton). In Triton, ``x`` (and a slice of ``x`` that starts further on) is read
+    at ``xindex`` itself, which Triton can prove contiguous where it cannot ``x2 = xindex % 81``: H100,
+    bfloat16 ``x * s`` over [64, 96, 55, 55] took 34.6 us in 2-D blocks, 30.0 in 1-D ones reading
+    ``xindex`` (torch.compile 24.1); a per-channel affine over [512, 512, 7, 7] floats 52.8 and 32.7 (33.2)."""
+    dev = device_for(backend)
+    x, s = torch.randn(3, 40, 9, 9, device=dev), torch.randn(40, device=dev)  # tiles in C++ if it were one
+    for fn in (lambda x, s: x * s[None, :, None, None] + s[None, :, None, None],
+               lambda x, s: x[1:] * s[None, :, None, None]):
+        assert_same(fn, x, s, backend=backend)
+        compiled = toycompiler.compile(fn, backend=backend)
+        compiled(x, s)
+        assert "toy_tile<" not in sources(compiled) and "yindex" not in sources(compiled)
+        if backend == "triton":
+            code = sources(compiled)
+            assert re.search(r"tl\.load\(in_ptr0 \+ \((xindex|\(3240 \+ xindex\))\)", code), code

@@ -91,9 +91,7 @@ def _isinstance(tx, obj, cls, /):
 
 @handles(type)
 def _type(tx, obj, /, *rest):
-    if not rest and not obj.is_python_constant():
-        return ObjectVariable(obj.python_type())
-    return NotImplemented
+    return ObjectVariable(obj.python_type()) if not rest and not obj.is_python_constant() else NotImplemented
 
 
 @handles(callable)

@@ -412,7 +412,7 @@ class KernelRenderer:
         reads = dict.fromkeys((self.ptr[ld.buf], sympy.expand(ld.index.xreplace(self.vars(n))))
                               for n in self.kernel.nodes for ld in loads(n.body)
                               if ld.buf in self.inputs and self.ir.buffer(ld.buf).layout.numel)
-        return [(p, i) for p, i in reads if i.coeff(a) == 1 and i.coeff(b) != 1]
+        return [(p, i) for p, i in reads if i.coeff(a) == 1 and i.coeff(b) not in (0, 1)]  # (0: a broadcast)
 
     def store_index(self, n: ComputedBuffer) -> sympy.Expr:
         size = n.layout.size
