@@ -442,7 +442,8 @@ class TritonRenderer(KernelRenderer):
         ``x * s[None, :, None, None]`` over [64, 96, 55, 55] took 24.0 us so, 30.0 with the div/mod index
         (H100, torch.compile 23.7)."""
         flat = sum(v * sympy.Mul(*self.xr[k + 1:]) for k, v in enumerate(index_vars(len(self.xr), "x")))
-        if self.kernel.kind == "pointwise" and len(self.xr) > 1 and (rest := sympy.expand(index - flat)).is_Integer:
+        rest = sympy.expand(index - flat)  # (flat with a size symbol: the var defs need it, size_args would not see it)
+        if self.kernel.kind == "pointwise" and len(flat.free_symbols) == len(self.xr) > 1 and rest.is_Integer:
             index = sympy.Symbol("xindex", integer=True, nonnegative=True) + rest
         text = self.printer(index)
         has_x = bool(re.search(r"\bx\d+\b|xindex", text))
