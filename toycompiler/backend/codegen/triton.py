@@ -441,7 +441,7 @@ class TritonRenderer(KernelRenderer):
         contiguous and loads several at once, which it cannot prove of ``x2 = xindex % 3025``. A bfloat16
         ``x * s[None, :, None, None]`` over [64, 96, 55, 55] took 24.0 us so, 30.0 with the div/mod index
         (H100, torch.compile 23.7)."""
-        flat = sum(v * sympy.Mul(*self.xr[k + 1:]) for k, v in enumerate(index_vars(len(self.xr), "x")))
+        flat = sympy.Add(*(v * sympy.Mul(*self.xr[k + 1:]) for k, v in enumerate(index_vars(len(self.xr), "x"))))
         rest = sympy.expand(index - flat)  # (flat with a size symbol: the var defs need it, size_args would not see it)
         if self.kernel.kind == "pointwise" and len(flat.free_symbols) == len(self.xr) > 1 and rest.is_Integer:
             index = sympy.Symbol("xindex", integer=True, nonnegative=True) + rest
