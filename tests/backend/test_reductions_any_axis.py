@@ -129,13 +129,13 @@ def test_column_reduction_spreads_few_columns_over_more_programs(columns, per_pr
 
 def test_triton_launch_fits_the_tile():
     """The warps and the step along r follow the tile: a row held whole takes a warp per KB of the row, to the
-    nearest power of two (1000 floats: 4 warps, 1000 bfloat16: 2, 600 floats: 2, 1037 floats: 4 in a tile of
-    2048; at most 8 for rows up to 16384 elements, 16 past that); a row too long to hold (looped)
-    steps 8192 elements with 32 warps (4096 where max_block is 4096), 2048 with 16 warps if it has a max; a
-    looped column reduction steps 512 elements ([8 columns, 64 rows] for few columns), or 1024 with 8 warps
-    for 16 or 32 columns a program; a pointwise kernel gives each thread 4 floats, or 8 bfloat16 where Triton
-    can load them together (an even count), else 4, and takes 2-D blocks for a transposed read. These choices
-    were timed on an H100. Each still gives eager's answer."""
+    nearest power of two (1000 floats: 4 warps, 1000 bfloat16: 2, 600 floats: 2, 1037 floats: 4 in a tile of 2048;
+    at most 8 for rows up to 16384 elements, 16 past that); a row too long to hold (looped) steps 8192 elements with
+    32 warps (4096 where max_block is 4096), 2048 with 16 warps if it has a max; a looped column reduction steps 512
+    elements ([8 columns, 64 rows] for few columns), or 1024 with 8 warps for 16 or 32 columns a program (not for
+    4); a pointwise kernel gives each thread 4 floats, or 8 bfloat16 where Triton can load them together (an even
+    count), else 4, and takes 2-D blocks for a transposed read. These choices were timed on an H100. Each still
+    gives eager's answer."""
     dev = device_for("triton")
     softmax = lambda x: torch.softmax(x, -1)  # noqa: E731
     gelu = lambda x: torch.nn.functional.gelu(x, approximate="tanh")  # noqa: E731
@@ -151,6 +151,7 @@ def test_triton_launch_fits_the_tile():
               "XBLOCK=1, RBLOCK=4096, num_warps=32)"),
              (lambda x: x.sum(0), (200, 1000), torch.float32, {"max_block": 256}, "XBLOCK=8, RBLOCK=64)"),
              (lambda x: x.sum(0), (200, 3000), torch.float32, {"max_block": 512}, "XBLOCK=16, RBLOCK=64, num_warps=8)"),
+             (lambda x: x.sum(0), (200, 64), torch.float32, {"max_block": 256}, "XBLOCK=4, RBLOCK=128)"),
              (gelu, (4096,), torch.bfloat16, {}, "XBLOCK=1024, num_warps=4)"),  # 8 a thread, in 16-byte loads
              (gelu, (4096,), torch.float32, {}, "XBLOCK=1024, num_warps=8)"),  # 4 floats a thread: 16 bytes
              (gelu, (4133,), torch.bfloat16, {}, "XBLOCK=1024, num_warps=8)"),  # odd size: loaded one by one
