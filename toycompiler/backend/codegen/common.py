@@ -102,8 +102,7 @@ class IndexPrinter:
         if isinstance(e, sympy.Mod):
             return f"({self(e.args[0])} % {self(e.args[1])})"
         if isinstance(e, (sympy.Min, sympy.Max)):
-            which = "min" if isinstance(e, sympy.Min) else "max"
-            return self.minmax.format(which=which, args=", ".join(self(a) for a in e.args))
+            return self.minmax.format(which=type(e).__name__.lower(), args=", ".join(self(a) for a in e.args))
         if isinstance(e, sympy.Add):
             terms = [self(a) for a in sorted(e.args, key=sympy.default_sort_key)]
             return "(" + " + ".join(terms).replace("+ -", "- ") + ")"

@@ -144,8 +144,11 @@ class CppRenderer(KernelRenderer):
         return vector_math(self.used_ops) + PRELUDE.splitlines() + TILE_PRELUDE.splitlines() * bool(self.tiles) + [""]
 
     def signature(self, sizes):
-        params = [f"const {self.type_name(self.dtypes[b])}* {self.ptr[b]}" for b in self.inputs]
-        params += [f"{self.type_name(self.dtypes[b])}* {self.ptr[b]}" for b in self.outputs]
+        """Bool tensors are passed as bytes (``uint8_t*``; a load converts to bool): GCC vectorises no loop that
+        loads a C++ ``bool`` ("no vectype"). A causal softmax's mask held its kernel to scalar code so."""
+        ctype = {b: "uint8_t" if self.dtypes[b] == torch.bool else self.type_name(self.dtypes[b]) for b in self.ptr}
+        params = [f"const {ctype[b]}* {self.ptr[b]}" for b in self.inputs]
+        params += [f"{ctype[b]}* {self.ptr[b]}" for b in self.outputs]
         params += [f"int64_t {s}" for s in sizes]
         return [f'extern "C" void {self.name}({", ".join(params)}) {{', self.vector_note()]
 
