@@ -210,8 +210,8 @@ def is_torch_op(fn: Any) -> bool:
     if isinstance(fn, type) or not isinstance(module, str) \
             or (module.startswith(("torch.nn.modules", "torch.nn.utils")) and isinstance(fn, types.FunctionType)):
         return False
-    in_torch = module == "torch" or module.startswith("torch.")  # not torchvision, torchaudio ... (user code)
-    if in_torch and not module.startswith(("torch._dynamo", "torch.fx", "torch.compiler")):
+    # in torch: "torch" or "torch.*", not torchvision, torchaudio ... (user code)
+    if module.split(".")[0] == "torch" and not module.startswith(("torch._dynamo", "torch.fx", "torch.compiler")):
         return True
     return fn in OPERATOR_FUNCTIONS
 

@@ -402,9 +402,9 @@ class InstructionTranslator:
 
     def STORE_ATTR(self, inst):
         """``STORE_ATTR name`` -- ``obj.name = v``: changes an object the caller can see."""
-        obj = self.state.stack[-1]  # [value, obj]: nothing to pop, the break restores the stack anyway
-        raise Unsupported(f"assigning {obj.describe()}.{inst.argval} changes an object outside the compiled "
-                          "code; not traced", "mutation")
+        # [value, obj]: the object is read where it is (nothing to pop, the break restores the stack anyway)
+        raise Unsupported(f"assigning {self.state.stack[-1].describe()}.{inst.argval} changes an object outside "
+                          "the compiled code; not traced", "mutation")
 
     # -- calls (what a call *does* is decided in calls.py) -------------------------------
 
@@ -643,9 +643,14 @@ class InstructionTranslator:
 
     GET_YIELD_FROM_ITER = GET_ITER  # ``yield from it`` (in an inlined generator)
 
-    def next_or_jump(self, inst: bc.Inst, *when_done: Variable) -> None:
-        """Push the next item of the iterator on top of the stack; when it is done, replace the
-        iterator by ``when_done`` and jump."""
+    def FOR_ITER(self, inst, *when_done: Variable):
+        """``FOR_ITER`` -- push the next item, or pop the iterator and leave the loop.
+
+        Push the next item of the iterator on top of the stack; when it is done, replace the
+        iterator by ``when_done`` (nothing, for a loop; SEND passes its return value) and jump.
+
+        (3.12 jumps to an END_FOR; the bytecode table moves the target past it, which
+        is what CPython does at run time too.)"""
         iterator = self.state.stack[-1]
         if not isinstance(iterator, IteratorVariable):  # e.g. a real iterator passed to a resume function
             raise Unsupported(f"iterating over {iterator.describe()}, a real iterator, is not traced")
@@ -653,13 +658,6 @@ class InstructionTranslator:
             return self.push(item)
         self.state.stack[-1:] = when_done
         self.jump(inst)
-
-    def FOR_ITER(self, inst):
-        """``FOR_ITER`` -- push the next item, or pop the iterator and leave the loop.
-
-        (3.12 jumps to an END_FOR; the bytecode table moves the target past it, which
-        is what CPython does at run time too.)"""
-        self.next_or_jump(inst)
 
     def END_FOR(self, inst):
         """3.12: pops the exhausted iterator and its last value (not reached: FOR_ITER skips it)."""
@@ -669,7 +667,7 @@ class InstructionTranslator:
         """``yield from``'s loop: [iterator, sent] -> [iterator, next item], or, when the
         iterator is done, [return value] and a jump (past 3.12's END_SEND, as CPython does)."""
         self.pop()  # the value sent in: always None for an inlined generator
-        self.next_or_jump(inst, ConstantVariable(None))  # the return value of a finished generator: None
+        self.FOR_ITER(inst, ConstantVariable(None))  # the return value of a finished generator: None
 
     def END_SEND(self, inst):
         """3.12: [iterator, value] -> [value] (not reached: SEND skips it)."""

@@ -171,13 +171,11 @@ def div_mode(a, b, *, rounding_mode=None):
         return NotImplemented
     dtype = torch.result_type(a, b)
     a, b = (v.to(dtype) if isinstance(v, torch.Tensor) else v for v in (a, b))
+    if rounding_mode == "trunc":  # a float quotient, truncated; integers stay whole (the backend divides them)
+        return aten.trunc.default(a / b) if dtype.is_floating_point else NotImplemented
     if not dtype.is_floating_point:
-        if rounding_mode == "trunc":
-            return NotImplemented
         q = aten.div.Tensor_mode(a, b, rounding_mode="trunc")
         return torch.where(_sign_differs(a - q * b, b), q - 1, q)
-    if rounding_mode == "trunc":
-        return aten.trunc.default(a / b)
     mod = torch.fmod(a, b)
     div = (a - mod) / b
     div = torch.where(_sign_differs(mod, b), div - 1, div)
@@ -359,12 +357,9 @@ def _padded(t, rows: int, cols: int):
 def decomposition_table(matmul_template: bool = False) -> dict:
     merged = dict(core_aten_decompositions()) | get_decompositions(FROM_TORCH) | DECOMPOSITIONS
     table = {op: fn for op, fn in merged.items() if op not in KEEP}
-    table[aten.mm.default] = table[aten.bmm.default] = padded_matmul
-    table[aten.addmm.default] = lambda bias, a, b, *, beta=1, alpha=1: padded_matmul(a, b, bias, beta, alpha)
-    if matmul_template:
-        table[aten.mm.default] = matmul_as_sum
-        table[aten.addmm.default] = lambda bias, a, b, *, beta=1, alpha=1: matmul_as_sum(a, b, bias, beta, alpha)
-    return table
+    mm = matmul_as_sum if matmul_template else padded_matmul  # bmm is never the template's (2-d only)
+    return table | {aten.mm.default: mm, aten.bmm.default: padded_matmul,
+                    aten.addmm.default: lambda bias, a, b, *, beta=1, alpha=1: mm(a, b, bias, beta, alpha)}
 
 
 def decompose(gm: torch.fx.GraphModule, example_inputs: list,
@@ -393,13 +388,12 @@ def decompose(gm: torch.fx.GraphModule, example_inputs: list,
     return new, changes + [f"{n.name} = {n.target}" for n in after]
 
 
-def fake_inputs(example_inputs: list, gm: torch.fx.GraphModule | None = None) -> tuple[FakeTensorMode, list]:
+def fake_inputs(example_inputs: list, gm: torch.fx.GraphModule) -> tuple[FakeTensorMode, list]:
     """Fake copies of the inputs: the graph's own (symbolic sizes stay symbolic), else static ones."""
-    if gm is not None:
-        metas = [n.meta.get("val", n.meta.get("example_value")) for n in gm.graph.nodes if n.op == "placeholder"]
-        modes = [m.fake_mode for m in metas if isinstance(m, FakeTensor)]
-        if modes and len(metas) == len(example_inputs) and any(_is_symbolic(m) for m in metas):
-            return modes[0], metas
+    metas = [n.meta.get("val", n.meta.get("example_value")) for n in gm.graph.nodes if n.op == "placeholder"]
+    modes = [m.fake_mode for m in metas if isinstance(m, FakeTensor)]
+    if modes and len(metas) == len(example_inputs) and any(_is_symbolic(m) for m in metas):
+        return modes[0], metas
     if fakes := [t for t in example_inputs if isinstance(t, FakeTensor)]:
         return fakes[0].fake_mode, list(example_inputs)
     mode = FakeTensorMode(allow_non_fake_inputs=True)
@@ -408,6 +402,5 @@ def fake_inputs(example_inputs: list, gm: torch.fx.GraphModule | None = None) ->
 
 def _is_symbolic(value: object) -> bool:
     """A SymInt, or a fake tensor with a symbolic size (dynamic shapes)."""
-    if isinstance(value, torch.SymInt):
-        return True
-    return isinstance(value, FakeTensor) and any(isinstance(s, torch.SymInt) for s in value.shape)
+    sizes = value.shape if isinstance(value, FakeTensor) else [value]  # a size (a SymInt or not): its own list
+    return any(isinstance(s, torch.SymInt) for s in sizes)
