@@ -1,11 +1,14 @@
 """Every pointwise op on the vector path: differential tests with vector tails, odd sizes and special values.
 
-The C++ kernels vectorise each loop (glibc's libmvec for transcendentals,
-plain vector instructions for the rest); sizes that are not a multiple of the
+The C++ kernels vectorise each loop (SLEEF or glibc's libmvec for
+transcendentals, plain vector instructions for the rest); sizes that are not a multiple of the
 vector width leave a scalar tail, which must agree with the vector body.
 Triton (its interpreter on the CPU) runs the same functions, including
 float16/bfloat16 inputs computed in float32.
 """
+
+import platform
+import subprocess
 
 import pytest
 import torch
@@ -89,3 +92,27 @@ def test_bool_inputs_are_passed_as_bytes_and_match_eager(name):
     report = toycompiler.explain(MASKED[name], backend="cpp")(x, m)
     source = "".join(k.source for k in report.frames[0].backend.kernels)
     assert "const uint8_t* in_ptr" in source and "bool*" not in source
+
+
+SPECIAL = {  # special values in many lanes: the -inf of a mask, overflow, underflow, zeros, large arguments
+    "exp_of_masked": lambda x: torch.where(x > 0, x, float("-inf")).exp() + (x * 100).exp(),
+    "sigmoid_of_large": lambda x: torch.sigmoid(x * 100) * torch.exp2(x * 60),
+    "log_of_zeros": lambda x: (-(x.relu() * x.relu().log()), x.log2(), x.log10()),
+    "sin_cos_of_large": lambda x: torch.sin(x * 1e4) + torch.cos(x * 1e3),
+}
+
+
+@pytest.mark.parametrize("name", list(SPECIAL))
+def test_special_values_take_sleef_and_match_eager(name):
+    """glibc's vector exp computes any lane holding -inf or an overflow by a scalar call (an exp of a masked
+    softmax ran at 0.09x torch.compile): the C++ kernels call SLEEF, in libtorch_cpu, for exp, log, sin and cos
+    instead. The values match eager's; the kernel's library calls SLEEF on an AVX2 or AVX-512 x86-64 machine."""
+    x = torch.randn(4099) * 2
+    x[::5] = 0.0
+    x[1::11] = torch.tensor([float("nan"), float("inf"), float("-inf")]).repeat(125)[: len(x[1::11])]
+    assert_same(SPECIAL[name], x, backend="cpp", rtol=2e-5, atol=2e-5)
+    kernel = toycompiler.explain(SPECIAL[name], backend="cpp")(x).frames[0].backend.kernels[0]
+    assert "sleef: " in kernel.source and "TOY_SLEEF(d, 8, " in kernel.source
+    if platform.machine() == "x86_64" and torch.backends.cpu.get_cpu_capability() in ("AVX2", "AVX512"):
+        symbols = subprocess.run(["nm", "-D", kernel.path], capture_output=True, text=True, check=True).stdout
+        assert " U Sleef_" in symbols and "_ZGV" not in symbols, symbols

@@ -74,15 +74,19 @@ def _write_once(path: str, text: str) -> str:
     return path
 
 
-def cpp_library(source: str, config: Config) -> tuple[str, bool]:
-    """Build ``source`` into a shared library; return its path and whether it was already cached."""
-    key = _hash(source, config.cxx, *config.cxx_flags)
+def cpp_library(source: str, config: Config, link_torch: bool = False) -> tuple[str, bool]:
+    """Build ``source`` into a shared library; return its path and whether it was already cached.
+
+    ``link_torch``: link it with libtorch_cpu, whose SLEEF functions the kernels' vector math calls (as
+    Inductor's C++ kernels are linked with it). That costs about 0.1 s a build, so only where needed."""
+    link = [f"-L{torch.__path__[0]}/lib", "-ltorch_cpu", f"-Wl,-rpath,{torch.__path__[0]}/lib"] * link_torch
+    key = _hash(source, config.cxx, *config.cxx_flags, *link)
     so = _cache_path(config, "cpp", f"{key}.so")
     if os.path.exists(so):
         return so, True
     cpp = _write_once(_cache_path(config, "cpp", f"{key}.cpp"), source)
     tmp = _tmp(so)
-    cmd = [config.cxx, *config.cxx_flags, cpp, "-o", tmp]
+    cmd = [config.cxx, *config.cxx_flags, cpp, "-o", tmp, *link]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True)
     except FileNotFoundError as e:

@@ -26,7 +26,7 @@ from ..ir import ExternKernel
 from ..scheduler import Schedule
 from ..wrapper import wrapper_source
 from .common import RenderedKernel
-from .cpp import LIBMVEC, PRELUDE, TILE_PRELUDE, CppRenderer, vector_math
+from .cpp import PRELUDE, SLEEF_OPS, TILE_PRELUDE, CppRenderer, vector_math
 from .triton import TritonRenderer
 
 RENDERERS = {"cpp": CppRenderer, "triton": TritonRenderer}
@@ -75,14 +75,15 @@ def _build_cpp(kernels: list[RenderedKernel], config: Config) -> tuple[list[str]
     """All C++ kernels of a graph go into one shared library: one compiler run per graph.
 
     Each kernel's source starts with a header: the vector functions it calls, the includes and helpers. The
-    library has one: every vector function (unused declarations cost nothing), then the includes and helpers,
-    then each kernel from its signature on.
+    library has one: the vector functions any of them calls, then the includes and helpers, then each kernel
+    from its signature on. It is linked with libtorch_cpu where they call vector math (SLEEF is in it).
     """
     if not kernels:
         return [], []
-    header = "\n".join(vector_math(LIBMVEC) + PRELUDE.splitlines() + TILE_PRELUDE.splitlines() + [""])
+    used = frozenset().union(*(k.ops for k in kernels))
+    header = "\n".join(vector_math(used) + PRELUDE.splitlines() + TILE_PRELUDE.splitlines() + [""])
     source = header + "".join(k.source[k.source.index('extern "C" void'):] for k in kernels)
-    path, _ = codecache.cpp_library(source, config)
+    path, _ = codecache.cpp_library(source, config, link_torch=bool(used & SLEEF_OPS))
     loads = [f"{k.name} = codecache.load_cpp_kernel({path!r}, {k.name!r}, "
              f"{len(k.inputs) + len(k.outputs) + len(k.sizes)}, {len(k.sizes)})" for k in kernels]
     return [path] * len(kernels), loads

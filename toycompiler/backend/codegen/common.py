@@ -80,6 +80,7 @@ class RenderedKernel:
     kind: str = "pointwise"  # pointwise or reduction
     meta: tuple[tuple[str, int], ...] = ()  # Triton: block sizes (XBLOCK, RBLOCK), then num_warps if set
     line_map: tuple[LineOrigin, ...] = ()  # which buffer each line of ``source`` computes
+    ops: frozenset[str] = frozenset()  # the ops it renders (C++: which vector math its library defines)
 
 
 @dataclass(frozen=True)
@@ -179,7 +180,7 @@ class KernelRenderer:
         source = "\n".join(head + [text for text, _ in body] + self.footer()) + "\n"
         return RenderedKernel(self.name, source, tuple(self.inputs), tuple(self.outputs), tuple(sizes),
                               tuple(values), tuple(n.name for n in kernel.nodes), src_lines, kernel.kind,
-                              self.blocks, line_map)
+                              self.blocks, line_map, frozenset(self.used_ops))
 
     def size_args(self) -> tuple[list[str], list[sympy.Expr]]:
         text = "\n".join(self.lines)
