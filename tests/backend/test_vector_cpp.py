@@ -8,6 +8,7 @@ float16/bfloat16 inputs computed in float32.
 """
 
 import platform
+import re
 import subprocess
 
 import pytest
@@ -115,4 +116,6 @@ def test_special_values_take_sleef_and_match_eager(name):
     assert "sleef: " in kernel.source and "TOY_SLEEF(d, 8, " in kernel.source
     if platform.machine() == "x86_64" and torch.backends.cpu.get_cpu_capability() in ("AVX2", "AVX512"):
         symbols = subprocess.run(["nm", "-D", kernel.path], capture_output=True, text=True, check=True).stdout
-        assert " U Sleef_" in symbols and "_ZGV" not in symbols, symbols
+        # It calls SLEEF, and none of glibc's AVX2 or AVX-512 clones (_ZGVdN8v_expf, _ZGVeN16v_expf). GCC 13 may
+        # still call glibc's SSE clone (_ZGVbN4v_expf) for a loop's last few elements: torch has no 4-float SLEEF.
+        assert " U Sleef_" in symbols and not re.search(r" U _ZGV[de]N\d+v_", symbols), symbols
