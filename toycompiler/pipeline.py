@@ -65,7 +65,7 @@ class FrameEntry:
 
 def compile_frame(fn: types.FunctionType, args: tuple, kwargs: dict, backend: Callable, backend_name: str,
                   config: Config, label: str, recompile_reason: A.GuardFailure | None,
-                  wrap_resume: Callable | None = None, shapes: Any = None) -> FrameEntry:
+                  wrap_resume: Callable, shapes: Any) -> FrameEntry:
     """Source -> bytecode -> symbolic execution -> guards -> FX graph -> backend -> transformed code.
 
     ``wrap_resume`` turns each resume function into something callable (the API compiles them lazily);
@@ -83,8 +83,7 @@ def compile_frame(fn: types.FunctionType, args: tuple, kwargs: dict, backend: Ca
         if traced.ops:  # an empty graph is not compiled (nor counted), as in TorchDynamo
             compiled, backend_art = clock("backend", call_backend, backend, backend_name, traced, source, graph, config)
         run, transformed_art, resumes = clock("resume", resume.build_transformed, fn, traced.plan,
-                                              traced.input_sources, traced.guard_objects, compiled,
-                                              wrap_resume or (lambda f: f))
+                                              traced.input_sources, traced.guard_objects, compiled, wrap_resume)
     check = guards.compile_check(guards_art, traced.guard_objects, fn)
     symbolic = tuple(f"{where}: {why}" for where, why in traced.shapes.why.items())
     artifact = A.FrameCompilation(label, source, code_art, traced.artifact, guards_art, graph, backend_art,

@@ -506,16 +506,15 @@ def split_reductions(ir: GraphIR) -> tuple[GraphIR, list[tuple[str, str, str]]]:
         rnumel = int(sympy.Mul(*b.reduction.ranges))
         chunk = sympy.Integer(-(-rnumel // count))  # sympy, like every other range
         n = len(b.layout.size)
-        d, r0 = index_vars(n + 1), index_vars(1, "r")[0]  # d0: the chunk; d1...: the buffer's own indices
         # merged first, so [32, 56, 56] unravels as [32, 3136]: one division fewer per element
         ranges, merge = merge_ranges("r", b.reduction.ranges, [sympy.expand(i) for i in index_exprs(b.body)])
+        d, r = index_vars(n + 1), index_vars(len(ranges), "r")  # d0: the chunk; d1...: the buffer's own indices
         q = ranges[0] // count if ranges[0] % count == 0 else 0
-        r = index_vars(len(ranges), "r")
         if q:  # the chunks split the outer loop: each takes q of its steps and all of the inner loops,
             # so no division finds an element and no mask is needed past the end
             rranges, digits, inside = (q, *ranges[1:]), (d[0] * q + r[0], *r[1:]), None
         else:  # chunk s is elements s*C ... s*C + C - 1 of the (merged) row, masked past its end
-            rranges, flat = (chunk,), d[0] * chunk + r0
+            rranges, flat = (chunk,), d[0] * chunk + r[0]
             digits = unravel(sympy.Min(flat, rnumel - 1), ranges)
             inside = Op("lt", (IndexValue(flat, torch.int64), Const(rnumel, torch.int64)), torch.bool)
         body = substitute(substitute(b.body, merge), {**dict(zip(r, digits)), **dict(zip(index_vars(n), d[1:]))})
@@ -525,7 +524,7 @@ def split_reductions(ir: GraphIR) -> tuple[GraphIR, list[tuple[str, str, str]]]:
         partial = ComputedBuffer(f"{b.name}_partial", Layout(size, contiguous_strides(size), dtype, b.layout.device),
                                  body if inside is None else Op("where", (inside, body, identity), dtype),
                                  Reduction(b.reduction.op, rranges), b.origins, b.lines)
-        final = Load(partial.name, store_index(size).xreplace({d[0]: r0, **dict(zip(d[1:], index_vars(n)))}))
+        final = Load(partial.name, store_index(size).xreplace({d[0]: r[0], **dict(zip(d[1:], index_vars(n)))}))
         if b.reduction.op == "sum" and (m := next((m for m in maxes if _sums_exp_under(b, *m, size)), None)):
             partial, final = _online_softmax(partial, final, *m, b)
         maxes += [(b, partial)] if b.reduction.op == "max" else []

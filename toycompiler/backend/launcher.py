@@ -96,10 +96,9 @@ class TritonLauncher:
         return (max(1, -(-args[self.arg_names.index("xnumel")] // meta["XBLOCK"])), *grid[1:])  # cdiv(xnumel, XBLOCK)
 
     def benchmark(self, grid: tuple, args: tuple, meta: dict) -> AutotuneChoice:
-        timings = []
-        for cand in self.candidates(meta):
-            g = self.grid_for(cand, args, grid)
-            timings.append((_time(lambda: self.kernel[g](*args, **cand), self.direct), cand))  # noqa: B023 (run now)
+        # each candidate timed now, its meta-parameters and the grid they give bound as the lambda's defaults
+        timings = [(_time(lambda c=c, g=self.grid_for(c, args, grid): self.kernel[g](*args, **c), self.direct), c)
+                   for c in self.candidates(meta)]
         best_time, best = min(timings, key=lambda t: t[0])
         table = tuple((_meta_str(c), t) for t, c in timings)
         return AutotuneChoice(self.name, _meta_str(best), best_time, table, dict(best))

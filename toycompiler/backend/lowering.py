@@ -311,7 +311,6 @@ class GraphLowering:
         self.values: dict[torch.fx.Node, Any] = {}
         self.params: list[str] = []
         self.size_vars: dict[str, str] = {}
-        self.node: torch.fx.Node | None = None  # the node being lowered (for provenance)
         # Nodes stored in eager's dim order (see realize): graph outputs whose eager layout is permuted, and the
         # nodes whose every user is one of them (a chain of pointwise ops on a channels-last input). Any other
         # node stays row-major, so that it fuses with consumers that index it in its logical order.
@@ -329,7 +328,6 @@ class GraphLowering:
         for node in self.gm.graph.nodes:
             if node.op not in ("placeholder", "get_attr", "call_function", "output"):
                 raise LoweringError(f"FX op {node.op} ({node.target}) is not supported by the lowering")
-            self.node = node
             self.values[node] = getattr(self, node.op)(node)
         outputs = self.values[node]  # the output node comes last
         return GraphIR(tuple(self.inputs), tuple(self.buffers), tuple(r.buf for r in outputs), tuple(outputs),
@@ -378,7 +376,7 @@ class GraphLowering:
         cheap = value.ref is None and not loads(value.loader(index_vars(len(value.size))))
         return value if cheap else self.realize(value, node, self.orders.get(node))
 
-    def realize(self, value: TensorValue, node: torch.fx.Node | None = None, order: list | None = None) -> TensorValue:
+    def realize(self, value: TensorValue, node: torch.fx.Node, order: list | None = None) -> TensorValue:
         """Store ``value`` in a new buffer (unless it already is a whole one), returned as a view of it.
 
         The buffer holds the value's dims in ``order``, outermost first (default: as they are, row-major), and
@@ -395,17 +393,15 @@ class GraphLowering:
                                    value.loader(tuple(index_vars(n)[k] for k in inverse)), node)
         return lowering_views.permute(node, stored, inverse) if order else stored  # viewed in the value's order
 
-    def add_computed(self, size: tuple, dtype: torch.dtype, device: str, body: Expr, node: torch.fx.Node | None,
+    def add_computed(self, size: tuple, dtype: torch.dtype, device: str, body: Expr, node: torch.fx.Node,
                      reduction: Any = None) -> TensorValue:
         """A contiguous buffer whose element ``(d0, d1, ...)`` is ``body`` (reduced over r0... if ``reduction``)."""
         layout = Layout(size, contiguous_strides(size), dtype, device)
         return self.add_buffer(ComputedBuffer, layout, body, reduction, node=node)
 
-    def add_buffer(self, kind: type, layout: Layout, *fields: Any, node: torch.fx.Node | None,
-                   **more: Any) -> TensorValue:
-        """Append ``kind(buf<n>, layout, *fields, **more)``, from ``node`` (default: the node being lowered);
+    def add_buffer(self, kind: type, layout: Layout, *fields: Any, node: torch.fx.Node, **more: Any) -> TensorValue:
+        """Append ``kind(buf<n>, layout, *fields, **more)``, lowered from ``node`` (its provenance);
         returns its value, read from memory."""
-        node = node or self.node
         name = f"buf{len(self.buffers)}"
         self.buffers.append(kind(name, layout, *fields, origins=(node.name,), lines=provenance.lines_of(node), **more))
         return strided_value(TensorRef(name, layout.size, layout.stride), layout.dtype, layout.device)

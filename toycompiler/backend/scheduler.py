@@ -181,10 +181,9 @@ def _why_fused(kernel: Kernel, node: Node, where: str, producers: list[str]) -> 
 def schedule(ir: GraphIR, config: Config, target: str = "cpp") -> StageResult[Schedule]:
     """Loop IR -> kernels in order (fused where :func:`can_fuse` allows), every decision in the artifact."""
     kernels: list[Kernel] = []
-    decisions: list[FusionDecision] = []
-    if target == "triton":  # a GPU starves on a few long rows: see ir.split_reductions
-        ir, splits = split_reductions(ir)
-        decisions += [FusionDecision(name, partial, False, reason) for name, partial, reason in splits]
+    # Triton only (a GPU starves on a few long rows): see ir.split_reductions
+    ir, splits = split_reductions(ir) if target == "triton" else (ir, [])
+    decisions = [FusionDecision(name, partial, False, reason) for name, partial, reason in splits]
     home: dict[str, int] = {}  # buffer -> index of its kernel
     live = live_buffers(ir)
     for node in ir.buffers:

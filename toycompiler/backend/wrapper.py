@@ -41,7 +41,7 @@ import sympy
 
 from ..artifacts import SourceArtifact
 from .codegen.common import RenderedKernel
-from .ir import ComputedBuffer, ExternKernel, GraphIR, TensorRef, contiguous_strides
+from .ir import ExternKernel, GraphIR, TensorRef, contiguous_strides
 
 
 def pexpr(e: object) -> str:
@@ -74,7 +74,7 @@ def wrapper_source(ir: GraphIR, kernels: list[RenderedKernel], loads: list[str],
     The second part is provenance, recorded as the lines are written: (1-based line, ``kernelN``) for
     each kernel's comment and launch line.
     """
-    params = list(ir.params or [b.name for b in ir.inputs if b.kind == "input"]) + list(ir.constants)
+    params = [*ir.params, *ir.constants]
     lines = [f"# output code: {len(kernels)} {language} kernel(s) for {len(ir.buffers)} IR node(s)",
              "import torch",
              "import triton" if language == "triton" else "",
@@ -100,7 +100,7 @@ def wrapper_source(ir: GraphIR, kernels: list[RenderedKernel], loads: list[str],
 def allocation(ir: GraphIR, name: str, reused: str | None) -> str:
     b = ir.buffer(name)
     layout = b.layout
-    if isinstance(b, ComputedBuffer) and b.store_into:
+    if b.store_into:
         return f"{name} = {b.store_into}  # written in place (the graph mutates its input)"
     if isinstance(b, ExternKernel) and not any(k == "out" for k, _ in b.kwargs):
         return f"# {name} is allocated by {b.op}"
