@@ -92,6 +92,12 @@ def max_dim(x):
     return torch.max(x, dim=-1)
 
 
+def masked_softmax(x, mask):
+    """Attention's softmax under a causal mask: about half the scores become -inf, and their exp 0. A C++
+    kernel on glibc's vector exp computed every vector holding a -inf lane one lane at a time."""
+    return x.masked_fill(~mask, float("-inf")).softmax(-1)
+
+
 def softmax_manual(x):
     """softmax written with amax/exp/sum (the built-in is ``softmax``)."""
     e = torch.exp(x - x.amax(-1, keepdim=True))
@@ -215,6 +221,12 @@ def _matrix(device: str, quick: bool) -> tuple:
     return (torch.randn(*_rows(device, quick), device=device),)
 
 
+def _causal(device: str, quick: bool) -> tuple:
+    """A matrix of scores and a causal mask (True on and below the diagonal), as attention's."""
+    (x,) = _matrix(device, quick)
+    return x, torch.ones(x.shape, dtype=torch.bool, device=device).tril()
+
+
 def _layer_norm_inputs(device: str, quick: bool) -> tuple:
     rows, cols = _rows(device, quick)
     return (torch.randn(rows, cols, device=device), torch.randn(cols, device=device),
@@ -306,6 +318,7 @@ WORKLOADS = [
              describe="sigmoid/abs/pow/erf/rsqrt/where chain"),
     Workload("chain8", chain8, _vectors(2), True, describe="8 pointwise ops"),
     Workload("softmax", softmax, _matrix, True, describe="F.softmax over rows"),
+    Workload("masked_softmax", masked_softmax, _causal, True, describe="softmax of scores with a causal -inf mask"),
     Workload("softmax_manual", softmax_manual, _odd_matrix, True, describe="softmax with amax/exp/sum, odd sizes"),
     Workload("layer_norm", layer_norm, _layer_norm_inputs, True, describe="F.layer_norm over rows"),
     Workload("row_sum", row_sum, _matrix, True, describe="sum over rows"),

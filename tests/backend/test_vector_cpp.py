@@ -7,9 +7,11 @@ Triton (its interpreter on the CPU) runs the same functions, including
 float16/bfloat16 inputs computed in float32.
 """
 
+import os
 import platform
 import re
 import subprocess
+import tempfile
 
 import pytest
 import torch
@@ -119,3 +121,43 @@ def test_special_values_take_sleef_and_match_eager(name):
         # It calls SLEEF, and none of glibc's AVX2 or AVX-512 clones (_ZGVdN8v_expf, _ZGVeN16v_expf). GCC 13 may
         # still call glibc's SSE clone (_ZGVbN4v_expf) for a loop's last few elements: torch has no 4-float SLEEF.
         assert " U Sleef_" in symbols and not re.search(r" U _ZGV[de]N\d+v_", symbols), symbols
+
+
+GUARDED = {  # loads whose index a cat, a pad or a slice_scatter clamps to stay inside the buffer
+    "cat_last_dim": lambda x, y: torch.cat([x, y * 2, x[:, :5]], -1).relu(),
+    "rotate_half": lambda x, y: x * y + torch.cat((-x[:, 15:], x[:, :15]), -1) * y.flip(0),
+    "pad": lambda x, y: F.pad(x, (1, 2, 3, 0), value=-1.0) * 2,
+    "slice_scatter": lambda x, y: torch.slice_scatter(x, y[:, :7] * 2, 1, 3, 10) + 1,
+}
+BOOL_TO_NUMBER = {  # a bool converted to a number, then computed with
+    "mean_of_compare": lambda x, y: ((x > 0).float().mean(-1), (x < y).double().sum(0)),
+    "logical_and_times": lambda x, y: torch.logical_and(x > 0, y < 1).float() * x,
+}
+
+
+def gcc_vectorises(source: str) -> bool:
+    """Whether GCC reports a vectorised loop in this kernel, built with the kernels' own flags."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "kernel.cpp")
+        with open(path, "w") as f:
+            f.write(source)
+        flags = [f for f in toycompiler.config.cxx_flags if f != "-shared"] + ["-c", "-fopt-info-vec-optimized"]
+        proc = subprocess.run([toycompiler.config.cxx, *flags, path, "-o", os.path.join(tmp, "kernel.o")],
+                              capture_output=True, text=True, check=True)
+    return "loop vectorized" in proc.stderr
+
+
+@pytest.mark.parametrize("name", [*GUARDED, *BOOL_TO_NUMBER])
+def test_guarded_loads_and_bool_conversions_vectorise_and_match_eager(name):
+    """A clamped index (cat, pad, slice_scatter) is read as a masked load at its own, affine address, which
+    GCC vectorises (a gather of clamped addresses ran a rotary embedding at 0.53x torch.compile); a bool
+    becomes a number by a select, which GCC vectorises and a cast it does not."""
+    fn = GUARDED.get(name) or BOOL_TO_NUMBER[name]
+    x, y = torch.randn(37, 29), torch.randn(37, 29)
+    x[0, :4] = torch.tensor([float("nan"), float("inf"), float("-inf"), -0.0])
+    assert_same(fn, x, y, backend="cpp", rtol=1e-5, atol=1e-5)
+    kernels = toycompiler.explain(fn, backend="cpp")(x, y).frames[0].backend.kernels
+    if name in GUARDED:
+        assert any(" ? in_ptr" in k.source for k in kernels)
+    if "g++" in os.path.basename(toycompiler.config.cxx):
+        assert all(gcc_vectorises(k.source) for k in kernels), [k.name for k in kernels]

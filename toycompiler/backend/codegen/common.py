@@ -392,7 +392,7 @@ class KernelRenderer:
             # Triton's CPU interpreter narrows float64 wrongly and an int64 16 to bfloat16 0.0
             if e.dtype in HALF and self.expr_dtype(e.args[0]) not in (torch.float32, *HALF):
                 args[0] = self.tmp(self.cast(args[0], torch.float32), torch.float32)
-            return self.tmp(self.cast(args[0], e.dtype), self.compute_dtype(e.dtype))
+            return self.tmp(self.cast(args[0], e.dtype, self.expr_dtype(e.args[0])), self.compute_dtype(e.dtype))
         if e.op == "identity":
             return args[0]
         if e.op not in self.ops:

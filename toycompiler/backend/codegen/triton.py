@@ -147,7 +147,7 @@ class TritonRenderer(KernelRenderer):
             self.blocks = (("M", m), ("N", n), ("K", k), *zip(("BLOCK_M", "BLOCK_N", "BLOCK_K"), fit))
             return
         self.column = reads_columns(self.kernel)
-        rows = next_power_of_2(max(int(self.rnumel), 1)) if self.rnumel.is_Integer else None
+        rows = next_power_of_2(self.rnumel) if self.rnumel.is_Integer else None
         x = pointwise_block(self.xnumel) // 16  # 1 .. 64, fewer for small xnumel
         # A column reduction takes 64 columns per program where that makes 1024 programs or more (a split
         # column sum's partials), else 32 or 16 (512 programs or more), or 8 (32 bytes of a row) for at most
@@ -479,7 +479,7 @@ class TritonRenderer(KernelRenderer):
             return "True" if value else "False"
         return str(int(value))
 
-    def cast(self, value, dtype):
+    def cast(self, value, dtype, source=None):
         if dtype in HALF:  # round to half precision, keep computing in float32
             return f"{value}.to({self.type_name(dtype)}).to(tl.float32)"
         return f"{value}.to({self.type_name(dtype)})"
@@ -496,9 +496,5 @@ def _identity(op: str, dtype: torch.dtype) -> int | float:
 
 
 def pointwise_block(numel: sympy.Expr) -> int:
-    """Smallest power of two covering ``numel``, between 16 and 1024."""
-    try:
-        n = int(numel)
-    except TypeError:
-        return 1024
-    return min(max(next_power_of_2(max(n, 1)), 16), 1024)
+    """Smallest power of two covering ``numel``, between 16 and 1024 (1024 for a symbolic ``numel``)."""
+    return min(max(next_power_of_2(numel), 16), 1024) if numel.is_Integer else 1024
