@@ -129,7 +129,8 @@ class KernelRenderer:
     - ``reductions(nodes)``: one loop over r accumulating every node, returning each row value;
     - ``define(name, expr)``, ``assign(tmp, value, dtype)``, ``load(ptr, index, dtype)``,
       ``store(buf, index, value, where)``, ``constant(value, dtype)``, ``cast(value, dtype)``,
-      ``index_value(index, dtype)``: one statement or expression each.
+      ``index_value(index, dtype)``: one statement or expression each;
+    - ``type_name(dtype)``: the target's name of a dtype.
     """
 
     language = "?"
@@ -171,7 +172,12 @@ class KernelRenderer:
         self.used_ops: set[str] = set()  # which ops the kernel renders, and how (the C++ kernel comment says)
         self.merge_loops()
         self.setup()
-        body = self.body_pointwise() if kernel.kind == "pointwise" else self.body_reduction()
+        # the loop over x (its variables defined by finish, where @XVARS@ stands), the body inside it
+        self.emit(*self.x_loop_open())
+        self.emit("@XVARS@")
+        (self.body_pointwise if kernel.kind == "pointwise" else self.body_reduction)()
+        self.emit(*self.x_loop_close())
+        body = self.finish()
         sizes, values = self.size_args()
         head = self.header() + self.signature(sizes)
         src_lines = tuple(sorted({ln for n in kernel.nodes for ln in n.lines}))
@@ -189,14 +195,10 @@ class KernelRenderer:
         args += [(name, sympy.Symbol(name)) for name, _ in self.ir.size_vars if re.search(rf"\b{name}\b", text)]
         return [name for name, _ in args], [value for _, value in args]
 
-    def body_pointwise(self) -> list[tuple[str, ComputedBuffer | None]]:
-        self.emit(*self.x_loop_open())
-        self.emit("@XVARS@")
+    def body_pointwise(self) -> None:
         for n in self.kernel.nodes:
             if n.name in self.kernel.stores:
                 self.store_element(n)
-        self.emit(*self.x_loop_close())
-        return self.finish()
 
     def store_element(self, n: ComputedBuffer) -> None:
         with self.owning(n):
@@ -204,17 +206,12 @@ class KernelRenderer:
             self.comment(n, value)
             self.emit(self.store(n.name, self.store_index(n), value, "element"))
 
-    def body_reduction(self) -> list[tuple[str, ComputedBuffer | None]]:
-        self.emit(*self.x_loop_open())
-        self.emit("@XVARS@")
-        elements = []
+    def body_reduction(self) -> None:
         for n in self.kernel.nodes:
             where = placement(n, self.kernel)
-            if where == "element":
-                if n.name in self.kernel.stores:
-                    elements.append(n)
-                continue
-            if n.name in self.row_values:  # a reduction computed in an earlier node's loop
+            # element nodes: stored in the last loop over r (below); a row value already there: a reduction
+            # computed in an earlier node's loop
+            if where == "element" or n.name in self.row_values:
                 continue
             group = self.reduction_group(n) if where == "reduction" else [n]
             values = self.reductions(group) if where == "reduction" else [self.row_value(n)]
@@ -225,13 +222,13 @@ class KernelRenderer:
                     if m.name in self.kernel.stores:
                         self.emit(*self.row_loop_open(), self.store(m.name, self.store_index(m), value, "row"),
                                   *self.row_loop_close())
+        elements = [n for n in self.kernel.nodes  # the element nodes that reach memory
+                    if n.name in self.kernel.stores and placement(n, self.kernel) == "element"]
         if elements:
             self.emit(*self.r_loop_open("store"))
             for n in elements:
                 self.store_element(n)
             self.emit(*self.r_loop_close())
-        self.emit(*self.x_loop_close())
-        return self.finish()
 
     def reduction_group(self, first: ComputedBuffer) -> list[ComputedBuffer]:
         """``first`` and every later reduction of the kernel that needs no row value still to come: they
@@ -359,8 +356,7 @@ class KernelRenderer:
                 return self.row_values[e.buf]
             if e.buf in self.spilled:  # written to an output by an earlier loop over r: read back
                 out = local[self.spilled[e.buf]]
-                dtype = out.layout.dtype
-                return self.tmp(self.load(self.ptr[out.name], self.store_index(out), dtype), self.compute_dtype(dtype))
+                return self.load_tmp(out.name, self.store_index(out))
             if e.buf in local:  # computed in this kernel, element by element: inline it
                 producer = local[e.buf]
                 with self.owning(producer):
@@ -371,21 +367,19 @@ class KernelRenderer:
                 return value
             if self.ir.buffer(e.buf).layout.numel == 0:  # never read (masked off), may have no memory
                 return "0"
-            index = sympy.expand(e.index.xreplace(mapping))
-            dtype = self.dtypes[e.buf]
-            return self.tmp(self.load(self.ptr[e.buf], index, dtype), self.compute_dtype(dtype))
+            return self.load_tmp(e.buf, sympy.expand(e.index.xreplace(mapping)))
         if isinstance(e, Const):
             return self.constant(e.value, e.dtype)
         if isinstance(e, IndexValue):
             return self.tmp(self.index_value(sympy.expand(e.index.xreplace(mapping)), e.dtype), e.dtype)
-        if e.op == "pow" and isinstance(e.args[1], Const) and float(e.args[1].value) in POW_AS_MUL \
-                and self.expr_dtype(e.args[0]) == e.dtype:
-            self.used_ops.add(f"pow as {abs(int(e.args[1].value))} multiplications")
-            return self.expr(pow_as_mul(e.args[0], int(e.args[1].value), e.dtype), mapping, node)
-        if e.op == "pow" and isinstance(e.args[1], Const) and self.expr_dtype(e.args[0]) == e.dtype \
-                and float(e.args[1].value) in (POW_AS_SQRT if self.language == "cpp" else (-0.5, 0.5)):
-            self.used_ops.add("pow as multiplications and a square root")
-            return self.expr(pow_as_sqrt(e.args[0], float(e.args[1].value), e.dtype), mapping, node)
+        if e.op == "pow" and isinstance(e.args[1], Const) and self.expr_dtype(e.args[0]) == e.dtype:
+            y = float(e.args[1].value)
+            if y in POW_AS_MUL:
+                self.used_ops.add(f"pow as {abs(int(y))} multiplications")
+                return self.expr(pow_as_mul(e.args[0], int(y), e.dtype), mapping, node)
+            if y in (POW_AS_SQRT if self.language == "cpp" else (-0.5, 0.5)):
+                self.used_ops.add("pow as multiplications and a square root")
+                return self.expr(pow_as_sqrt(e.args[0], y, e.dtype), mapping, node)
         args = [self.expr(a, mapping, node) for a in e.args]
         if e.op == "to_dtype":
             # to half precision through float32, as torch converts (c10's BFloat16 and Half take a float).
@@ -400,6 +394,10 @@ class KernelRenderer:
         self.used_ops.add(e.op)
         text = self.ops[e.op].format(*args, dtype=self.type_name(self.compute_dtype(e.dtype)))
         return self.tmp(text, self.compute_dtype(e.dtype))
+
+    def load_tmp(self, buf: str, index: sympy.Expr) -> str:
+        """A load of ``buf`` (an input, or an output this kernel wrote) at ``index``, into a temporary."""
+        return self.tmp(self.load(self.ptr[buf], index, self.dtypes[buf]), self.compute_dtype(self.dtypes[buf]))
 
     def transposed_loads(self) -> list[tuple[str, sympy.Expr]]:
         """(pointer, index) of each load from memory of a pointwise kernel that walks memory along its
@@ -425,9 +423,6 @@ class KernelRenderer:
 
     def expr_dtype(self, e: Expr) -> torch.dtype:
         return self.dtypes[e.buf] if isinstance(e, Load) else e.dtype
-
-    def type_name(self, dtype: torch.dtype) -> str:
-        return str(dtype)
 
     # -- hooks a target fills in ---------------------------------------------------
     comment_mark = "#"
