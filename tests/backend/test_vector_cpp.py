@@ -128,6 +128,7 @@ GUARDED = {  # loads whose index a cat, a pad or a slice_scatter clamps to stay 
     "rotate_half": lambda x, y: x * y + torch.cat((-x[:, 15:], x[:, :15]), -1) * y.flip(0),
     "pad": lambda x, y: F.pad(x, (1, 2, 3, 0), value=-1.0) * 2,
     "slice_scatter": lambda x, y: torch.slice_scatter(x, y[:, :7] * 2, 1, 3, 10) + 1,
+    "roll": lambda x, y: torch.roll(x, (3, -40), (0, 1)) * y,  # a cat of two slices a dim (passes/decompose.py)
 }
 BOOL_TO_NUMBER = {  # a bool converted to a number, then computed with
     "mean_of_compare": lambda x, y: ((x > 0).float().mean(-1), (x < y).double().sum(0)),
@@ -149,7 +150,7 @@ def gcc_vectorises(source: str) -> bool:
 
 @pytest.mark.parametrize("name", [*GUARDED, *BOOL_TO_NUMBER])
 def test_guarded_loads_and_bool_conversions_vectorise_and_match_eager(name):
-    """A clamped index (cat, pad, slice_scatter) is read as a masked load at its own, affine address, which
+    """A clamped index (cat, pad, slice_scatter, roll) is read as a masked load at its own, affine address, which
     GCC vectorises (a gather of clamped addresses ran a rotary embedding at 0.53x torch.compile); a bool
     becomes a number by a select, which GCC vectorises and a cast it does not."""
     fn = GUARDED.get(name) or BOOL_TO_NUMBER[name]
