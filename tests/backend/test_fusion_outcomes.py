@@ -116,3 +116,15 @@ def test_pointwise_kernel_writes_over_what_it_reads_last_element_by_element(targ
 def test_kernel_comments_point_at_fx_nodes():
     arts = check(lambda x: torch.softmax(x, -1), torch.randn(3, 4))
     assert "// buf" in arts.kernels[0].source and "amax" in arts.kernels[0].source
+
+
+@pytest.mark.parametrize("target", ["cpp", "triton"])
+def test_a_pointwise_value_read_only_by_a_cat_is_computed_in_the_cat_kernel(target):
+    """``rotate_half`` of a rotary embedding: ``-x2`` has another iteration space than the cat, so as a buffer of
+    its own it was a second kernel, written and read back. A value used twice stays a buffer."""
+    x = torch.randn(4, 6, 64)
+    x[0, 0, :3] = torch.tensor([float("nan"), float("inf"), -0.0])
+    arts = check(lambda x: torch.cat((-x[..., 32:], x[..., :32]), -1), x, target=target)
+    assert len(arts.kernels) == 1
+    arts = check(lambda x: (torch.cat((-x[..., 32:], x), -1), torch.cat((x, -x[..., 32:]), -1)), x, target=target)
+    assert len(arts.kernels) == 2 and "neg" in arts.kernels[0].name  # -x2 once, then the two cats in one kernel

@@ -372,9 +372,12 @@ class GraphLowering:
         value = lower(self, node, *args, **kwargs) if lower.needs_graph else lower(node, *args, **kwargs)
         if not isinstance(value, TensorValue) or target in VIEW_OPS or packet in VIEW_OPS:
             return value
-        # Constants and index ramps (``full``, ``arange``) load nothing: consumers recompute them inline.
+        # Constants and index ramps (``full``, ``arange``) load nothing: consumers recompute them inline. So is a
+        # pointwise value read only by a cat (``torch.cat((-x2, x1), -1)``): the cat's kernel computes it where it
+        # takes it, where a buffer of its own (another iteration space, which no kernel fuses) was written and read.
         cheap = value.ref is None and not loads(value.loader(index_vars(len(value.size))))
-        return value if cheap else self.realize(value, node, self.orders.get(node))
+        inline = value.ref is None and [u.target for u in node.users] == [aten.cat.default]
+        return value if cheap or inline else self.realize(value, node, self.orders.get(node))
 
     def realize(self, value: TensorValue, node: torch.fx.Node, order: list | None = None) -> TensorValue:
         """Store ``value`` in a new buffer (unless it already is a whole one), returned as a view of it.
