@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import types
+import unittest.mock
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -184,14 +185,10 @@ class CompiledModule(torch.nn.Module):
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         if not isinstance(self._orig_mod, torch.nn.parallel.DistributedDataParallel):
             return self._compiled_forward(*args, **kwargs)
-        inner = self._orig_mod.module  # DDP calls inner(...), which calls inner.forward: for now, the compiled one
-        own = {k: v for k, v in vars(inner).items() if k == "forward"}  # a forward set on the instance (rare)
-        inner.forward = self._compiled_forward
-        try:
+        # DDP calls inner(...), which calls inner.forward: for this call, the compiled one. On the way out, also
+        # after an exception, the patch puts back the class's forward, or a forward set on the instance (rare).
+        with unittest.mock.patch.object(self._orig_mod.module, "forward", self._compiled_forward):
             return self._orig_mod(*args, **kwargs)  # DDP's forward, eagerly
-        finally:  # even after an exception: the class's forward again, or the instance's own
-            del inner.forward
-            vars(inner).update(own)
 
 
 def compile(fn: Callable | None = None, *, backend: str | Callable = "auto", fullgraph: bool = False,

@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
-import torch.fx
 
 Backend = Callable[[torch.fx.GraphModule, list], Callable]
 _REGISTRY: dict[str, Backend] = {}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import torch
-import torch.fx
 
 from .artifacts import GraphArtifact, NodeRow
 from .provenance import line_of, offset_of

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 from collections.abc import Callable
 
 from . import artifacts as A
@@ -45,7 +44,7 @@ def set_logs(**channels: bool) -> None:
         enabled[name] = bool(on)
         logging.getLogger(f"toycompiler.{name}").setLevel(logging.INFO if on else logging.WARNING)
     if _handler is None and any(enabled.values()) and not logging.getLogger().handlers:
-        _handler = logging.StreamHandler(sys.stderr)
+        _handler = logging.StreamHandler()  # to sys.stderr
         _handler.setFormatter(logging.Formatter("[%(name)s] %(message)s"))
         logging.getLogger("toycompiler").addHandler(_handler)
 

@@ -23,7 +23,6 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-import torch.fx
 
 from . import artifacts as A
 from .backend import CompiledGraph, codecache, codegen, cudagraphs, launcher, lowering, scheduler, training
@@ -107,7 +106,7 @@ def call_backend(backend: Callable, name: str, traced: translator.Translation, s
                   "running this graph eagerly, which works for any size")
     else:
         try:
-            compiled = backend(gm, example_inputs, config=config, source=source) if getattr(backend, "toy", False) \
+            compiled = backend(gm, example_inputs, config=config, source=source) if isinstance(backend, ToyBackend) \
                 else backend(gm, example_inputs)
             return compiled, getattr(compiled, "artifacts", None) or A.BackendArtifacts(name, graph)
         except Exception as e:  # a backend failure must never be the user's problem
@@ -137,7 +136,6 @@ class ToyBackend:
     passes ``config`` (this compile's settings) and ``source`` (for kernel comments).
     """
 
-    toy = True  # takes the ``config`` and ``source`` keywords
     supports_dynamic_shapes = True  # symbolic sizes become kernel arguments
 
     def __init__(self, target: str | None):

@@ -47,8 +47,11 @@ def assert_same(fn: Callable, *args: Any, backend: str | Callable = "cpp", rtol:
             expected.backward(torch.ones_like(expected))
             grads = [[getattr(a, "grad", None) for a in inputs] for inputs in (args, eager_args)]  # None: not a tensor
             assert_close_tree(*grads, rtol, atol)
-    except AssertionError as e:
-        raise AssertionError(f"{e}\n\n---- compilation report ----\n{_report(compiled)}") from None
+    except AssertionError as e:  # show every stage of what ran: each compiled frame, or a backend's artifacts
+        target = getattr(compiled, "_compiled_forward", compiled)  # toycompiler.compile(module)
+        frames = getattr(target, "compiled_frames", None)
+        report = "\n".join(map(str, frames)) if frames else str(getattr(compiled, "artifacts", "(no artifacts)"))
+        raise AssertionError(f"{e}\n\n---- compilation report ----\n{report}") from None
     reasons = fallback_reasons(compiled)
     if allow_fallback is None:
         assert not reasons, f"ran eagerly instead of compiled (if this is a known gap, say so with " \
@@ -69,13 +72,6 @@ def fallback_reasons(compiled: Any) -> list[str]:
                 for b in (f.translation.graph_break for f in frames) if b and b.no_resume_reason]
     reasons += [m.outcome for m in getattr(target, "all_misses", ()) if not m.outcome.startswith("compiled")]
     return reasons
-
-
-def _report(compiled: Any) -> str:
-    """Every stage of what ran: each compiled frame, or a backend's artifacts."""
-    target = getattr(compiled, "_compiled_forward", compiled)
-    frames = getattr(target, "compiled_frames", None)
-    return "\n".join(str(f) for f in frames) if frames else str(getattr(compiled, "artifacts", "(no artifacts)"))
 
 
 def assert_close_tree(actual: Any, expected: Any, rtol: float = 1e-5, atol: float = 1e-5) -> None:

@@ -32,10 +32,9 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from . import pybuiltins
 from .builder import wrap_cell
 from .containers import wrap_constant_result
-from .pybuiltins import callable_name, fold
+from .pybuiltins import HANDLERS, callable_name, fold
 from .variables import (
     CONSTANT_TYPES,
     BoundMethodVariable,
@@ -92,7 +91,7 @@ def call_python(tx: Tx, fn: Any, args: list[Variable], kwargs: dict[str, Variabl
         return NullContextVariable(callable_name(fn))
     if getattr(fn, "__name__", None) == "clone" and grad_mode_of(getattr(fn, "__self__", None)):
         return grad_mode_of(fn.__self__)  # @torch.no_grad() makes a fresh context per call
-    handler = pybuiltins.HANDLERS.get(fn) if _hashable(fn) else None
+    handler = HANDLERS.get(fn) if _hashable(fn) else None  # the builtins pybuiltins models
     if handler and (result := handler(tx, *args, **kwargs)) is not NotImplemented:
         return result
     if any(_is_array(a) for a in [*args, *kwargs.values()]):
@@ -219,10 +218,10 @@ def is_torch_op(fn: Any) -> bool:
 def _foldable(fn: Any) -> bool:
     if _hashable(fn) and fn in FOLDABLE:
         return True
-    owner = getattr(fn, "__self__", None)
-    # a bound method of a constant: "a,b".split, (3).bit_length, torch.float32.is_floating_point
-    if isinstance(fn, types.BuiltinMethodType | types.MethodWrapperType) and owner is not None \
-            and isinstance(owner, CONSTANT_TYPES):
+    # a bound method of a constant: "a,b".split, (3).bit_length, torch.float32.is_floating_point (not None, the
+    # __self__ of some builtin functions)
+    if isinstance(fn, types.BuiltinMethodType | types.MethodWrapperType) and fn.__self__ is not None \
+            and isinstance(fn.__self__, CONSTANT_TYPES):
         return True
     return isinstance(fn, type) and issubclass(fn, CONSTANT_TYPES) and fn is not type
 

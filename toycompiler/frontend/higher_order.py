@@ -17,7 +17,6 @@ nested breaks inside branches.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -53,7 +52,7 @@ def trace_cond(tx, /, *args: Variable, **kwargs: Variable) -> Variable:
 
 def _trace_branch(tx, fn: Variable, fakes: list, what: str) -> tuple[torch.fx.GraphModule, tuple, bool]:
     try:
-        python_fn: Callable = fn.as_python()
+        python_fn = fn.as_python()
     except Unsupported:
         raise Unsupported(f"torch.cond {what} captures values only known while tracing; pass them as operands",
                           "unsupported-call") from None
@@ -65,7 +64,7 @@ def _trace_branch(tx, fn: Variable, fakes: list, what: str) -> tuple[torch.fx.Gr
         return (out,) if isinstance(out, torch.Tensor) else tuple(out)
 
     try:
-        with tx.output.fake_mode:
+        with tx.output.shapes.fake_mode:
             gm = make_fx(as_tuple)(*fakes)
             outputs = gm(*fakes)
     except Exception as e:

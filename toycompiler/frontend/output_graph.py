@@ -19,7 +19,6 @@ import operator
 from typing import Any
 
 import torch
-import torch.fx
 from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException
 
 from .. import provenance
@@ -36,7 +35,6 @@ class OutputGraph:
         self.filename, self.source_line = source.filename, source.line
         self.graph = torch.fx.Graph()
         self.shapes = shapes or ShapePolicy(dynamic=False)  # which sizes are symbolic: see shapes.py
-        self.fake_mode = self.shapes.fake_mode
         self.example_inputs: list[torch.Tensor] = []
         self.inputs_by_source: dict[str, TensorVariable] = {}  # in graph input order, like example_inputs
         self.side_effect_nodes: list[torch.fx.Node] = []  # in-place ops: kept even if unused
@@ -80,7 +78,7 @@ class OutputGraph:
         versions = [(t, t.example._version) for v in [*args, *kwargs.values()] for t in v.tensors()]  # before
         try:
             fn, fn_args = (getattr(fake_args[0], target), fake_args[1:]) if op == "call_method" else (target, fake_args)
-            with self.fake_mode:
+            with self.shapes.fake_mode:
                 example = fn(*fn_args, **fake_kwargs)
         except (DynamicOutputShapeException, DataDependentOutputException) as e:
             raise Unsupported(f"the output shape of {_op_name(target)} depends on the tensor's values ({e}); "
@@ -160,11 +158,11 @@ class OutputGraph:
                 self.graph.erase_node(node)
 
     def remove_dead_nodes(self) -> None:
-        """Dead-code elimination that keeps in-place operations (their effect is the point)."""
+        """Dead-code elimination that keeps in-place operations (their effect is the point): FX's, told which
+        nodes are impure (inputs, the output, and those in-place nodes) rather than guessing by op."""
         keep = set(self.side_effect_nodes)
-        for node in reversed(list(self.graph.nodes)):
-            if node.op in ("call_function", "call_method", "get_attr") and not node.users and node not in keep:
-                self.graph.erase_node(node)
+        removable = ("call_function", "call_method", "get_attr")
+        self.graph.eliminate_dead_code(is_impure_node=lambda node: node.op not in removable or node in keep)
 
 
 def _op_name(target: Any) -> str:

@@ -7,7 +7,6 @@ Leaves out: ops with side effects other than randomness, which FX graphs here do
 from __future__ import annotations
 
 import torch
-import torch.fx
 
 # Ops whose result changes from call to call must never be merged.
 NONDETERMINISTIC = ("rand", "randn", "randint", "dropout", "bernoulli", "normal", "uniform", "empty")

@@ -22,7 +22,6 @@ import math
 import threading
 
 import torch
-import torch.fx
 from torch._decomp import core_aten_decompositions, get_decompositions
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.fx import traceback as fx_traceback
@@ -31,12 +30,11 @@ from torch.fx.experimental.proxy_tensor import get_proxy_mode, get_proxy_slot, m
 aten = torch.ops.aten
 
 # Composite ops torch's core table leaves whole; their torch._decomp entries are used.
-FROM_TORCH = [aten._softmax, aten._log_softmax, aten.native_layer_norm, aten.gelu, aten.silu, aten.dropout,
-              aten.hardtanh, aten.clamp_min, aten.clamp_max, aten.logsumexp, aten.addcmul, aten.native_batch_norm,
-              aten._native_batch_norm_legit_no_training, aten.leaky_relu, aten._native_batch_norm_legit,
-              aten._native_batch_norm_legit_functional, aten.native_group_norm, aten.repeat, aten.any,
-              aten.index_select, aten.embedding, aten.linalg_vector_norm, aten.elu, aten.isinf, aten.logical_xor,
-              aten.remainder, aten.diagonal, aten.unfold, aten.upsample_bilinear2d, aten.arange,
+FROM_TORCH = [aten._softmax, aten._log_softmax, aten.native_layer_norm, aten.gelu, aten.dropout, aten.hardtanh,
+              aten.logsumexp, aten.native_batch_norm, aten._native_batch_norm_legit_no_training, aten.leaky_relu,
+              aten._native_batch_norm_legit, aten._native_batch_norm_legit_functional, aten.native_group_norm,
+              aten.repeat, aten.any, aten.index_select, aten.embedding, aten.linalg_vector_norm, aten.elu, aten.isinf,
+              aten.logical_xor, aten.remainder, aten.diagonal, aten.unfold, aten.upsample_bilinear2d, aten.arange,
               aten.split_with_sizes]
 # Kept as calls into torch's library kernels (extern kernels), as Inductor does.
 KEEP = [aten.mm.default, aten.addmm.default, aten.bmm.default, aten.convolution.default, aten.index_add.default]
@@ -224,9 +222,8 @@ def one_per_row(x, dim, index, value=None, *, sparse_grad=False):
     every row whole (291 us against 7.6 for [4096, 50257] on an H100). A picked -0.0 comes out
     +0.0 (the zeros added to it)."""
     d = dim % max(x.dim(), 1)
-    if x.dim() == 0 or not x.dtype.is_floating_point or list(index.shape) != [1 if j == d else s for j, s in
-                                                                              enumerate(x.shape)] \
-            or value is None and _graph_input(x):
+    one_per_row = list(index.shape) == [1 if j == d else s for j, s in enumerate(x.shape)]
+    if x.dim() == 0 or not x.dtype.is_floating_point or not one_per_row or value is None and _graph_input(x):
         return NotImplemented
     # On a CPU, over 2^17 elements too: a C++ kernel reads the row from L1 once more for the masked sum, about
     # 0.12 ns an element (one accumulator's adds in a chain). Cross entropy over [1000, 1037] floats took 0.70 ms

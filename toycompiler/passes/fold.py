@@ -12,7 +12,6 @@ Leaves out: folding large constants (see MAX_FOLD_NUMEL) and lifting them to gra
 from __future__ import annotations
 
 import torch
-import torch.fx
 
 # Only fold tensors this small: folding a big constant trades compute for memory.
 MAX_FOLD_NUMEL = 64

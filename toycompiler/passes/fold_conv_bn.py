@@ -22,7 +22,6 @@ import copy
 import operator
 
 import torch
-import torch.fx
 from torch.nn.utils.fusion import fuse_conv_bn_weights
 
 from .fold import constant_node

@@ -19,7 +19,6 @@ Leaves out: the pattern matcher those files are written with, and rules over vie
 from __future__ import annotations
 
 import torch
-import torch.fx
 
 aten = torch.ops.aten
 ADD, SUB, MUL, DIV = aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor, aten.div.Tensor
