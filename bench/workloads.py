@@ -127,6 +127,17 @@ def softmax_channels(x):
     return F.softmax(x, dim=1)
 
 
+def embedding_position(idx, wte, wpe):
+    """GPT-2's input: token embeddings looked up by index, plus position embeddings (``F.embedding`` is eager's
+    built-in). Only the looked-up rows of the table are read, so no GB/s figure."""
+    return F.embedding(idx, wte) + wpe
+
+
+def upsample_bilinear(x):
+    """A decoder's 2x bilinear upsampling of NCHW; torch decomposes it into four gathers and their blend."""
+    return F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False)
+
+
 def channels_last_affine(x, scale, shift):
     """A folded batch norm and ReLU on a channels-last activation: eager keeps the layout, so must a compiler
     (a row-major result would read the input with a stride of C, and hand back other strides)."""
@@ -264,6 +275,13 @@ def _logits(device: str, quick: bool) -> tuple:
     return torch.randn(rows, 50257, device=device), torch.randint(0, 50257, (rows,), device=device)
 
 
+def _tokens(device: str, quick: bool) -> tuple:
+    batch, seq = (8, 1024) if device == "cuda" and not quick else (4, 256)
+    vocab, dim = 50257 // (8 if quick else 1), 768
+    return (torch.randint(0, vocab, (batch, seq), device=device), torch.randn(vocab, dim, device=device),
+            torch.randn(seq, dim, device=device))
+
+
 def _half(make: Callable, dtype: torch.dtype) -> Callable[[str, bool], tuple]:
     return lambda device, quick: tuple(t.to(dtype) for t in make(device, quick))
 
@@ -328,6 +346,9 @@ WORKLOADS = [
     Workload("batch_norm_stats", batch_norm_stats, _nchw, True, describe="batch-norm mean/var then normalise"),
     Workload("softmax_channels", softmax_channels, _nchw, True, describe="F.softmax over the channels of NCHW"),
     Workload("cross_entropy", cross_entropy, _logits, True, describe="F.cross_entropy over rows of 50257"),
+    Workload("embedding_position", embedding_position, _tokens, False,
+             describe="token embedding lookup plus position embedding"),
+    Workload("upsample_bilinear", upsample_bilinear, _nchw, True, describe="2x bilinear upsampling of NCHW"),
     Workload("channels_last_affine", channels_last_affine, _channels_last, True,
              describe="relu(x * scale + shift) per channel, channels-last NCHW"),
     Workload("transpose_add", transpose_add, _transposed_pair, True, describe="x.t() + y, odd sizes"),

@@ -2,7 +2,8 @@
 
 Each op is reached the way a model reaches it: the captured graph holds the ATen op, the decompose pass
 turns it into primitives (torch's tables, or a few decompositions of our own), and lowering turns those
-into loops or, for indexing by loaded values, scans and sorting, into a call of torch's own kernel
+into loops (indexing by loaded values too: loads through the index) or, for writes through loaded indices,
+scans and sorting, into a call of torch's own kernel
 (``FALLBACKS`` in :mod:`toycompiler.backend.lowering`, each with its reason).
 Inputs: odd sizes, non-contiguous views, int64 and bool. Triton runs in its CPU interpreter: tiny sizes.
 """
@@ -27,7 +28,7 @@ def idx(high, *shape):
 
 
 OPS = {
-    # indexing: torch's kernel (indirect loads)
+    # indexing: loads through the index; scatter and index_put: torch's kernel
     "gather": (lambda x, i: x.gather(1, i) * 2, lambda: (odd(5, 7), idx(7, 5, 3))),
     "index": (lambda x, i: x[i] + 1, lambda: (odd(5, 7), idx(5, 4))),
     "index_2d": (lambda x, i, j: x[i, j], lambda: (odd(5, 7), idx(5, 3), idx(7, 3))),
@@ -91,10 +92,10 @@ def test_op_matches_eager(name, target):
     check(OPS[name][0], *_args(name), target=target, rtol=1e-4, atol=1e-4)
 
 
-def test_indirect_indexing_calls_torch_kernel_with_its_reason():
-    arts = check(OPS["gather"][0], *_args("gather"))
-    assert "torch.ops.aten.gather.default(self=" in arts.output_code.source
-    assert "indirect indexing" in str(arts.ir)
+def test_writes_through_loaded_indices_call_torch_kernel_with_its_reason():
+    arts = check(OPS["scatter_add"][0], *_args("scatter_add"))
+    assert "torch.ops.aten.scatter_add.default(self=" in arts.output_code.source
+    assert "writes through loaded indices" in str(arts.ir)
 
 
 def test_cumsum_is_one_linear_call_not_a_quadratic_kernel():

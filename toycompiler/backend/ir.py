@@ -124,13 +124,21 @@ IDENTITY = {"sum": 0, "prod": 1, "max": float("-inf"), "min": float("inf"),
 
 @dataclass(frozen=True)
 class Load:
-    """Read one element of buffer ``buf`` at ``index`` (a sympy expression of d0, d1, ... r0, ...)."""
+    """Read one element of buffer ``buf`` at ``index`` (a sympy expression of d0, d1, ... r0, ...).
+
+    Indirect indexing (``w[idx]``, ``torch.gather``): ``index`` may also use symbols ``i0, i1, ...``, each
+    standing for a value read from memory. ``indirect`` binds each to the expression computing it and the
+    size of the dim it indexes: ``load(w, 32*i0 + d2, i0 = load(idx, 16*d0 + d1))`` is an embedding's
+    element. Kernels count a negative value from the end of the dim, as torch does, and clamp it into
+    the dim (:func:`in_range`), so no read strays. Inductor: ``ops.indirect_indexing``.
+    """
 
     buf: str
     index: sympy.Expr
+    indirect: tuple[tuple[sympy.Symbol, Expr, sympy.Expr], ...] = ()  # (symbol, its value, the dim's size)
 
     def __str__(self) -> str:
-        return f"load({self.buf}, {self.index})"
+        return f"load({self.buf}, {self.index}{''.join(f', {s} = {v}' for s, v, _ in self.indirect)})"
 
 
 @dataclass(frozen=True)
@@ -176,8 +184,11 @@ Expr = Load | Const | IndexValue | Op
 
 
 def leaves(e: Expr) -> list[Load | Const | IndexValue]:
-    """The leaves of an expression (loads, constants, index values), in evaluation order."""
-    return [leaf for a in e.args for leaf in leaves(a)] if isinstance(e, Op) else [e]
+    """The leaves of an expression (loads, constants, index values), in evaluation order: an indirect load's
+    index values come before it."""
+    if isinstance(e, Op):
+        return [leaf for a in e.args for leaf in leaves(a)]
+    return [leaf for _, v, _ in getattr(e, "indirect", ()) for leaf in leaves(v)] + [e]
 
 
 def loads(e: Expr) -> list[Load]:
@@ -204,11 +215,25 @@ def exp_of_difference(e: Expr, v: Expr, name: str) -> Load | None:
 
 def substitute(e: Expr, mapping: dict) -> Expr:
     """``e`` with its index symbols replaced (``d0 -> r1``...)."""
+    if isinstance(e, Load) and e.indirect:
+        return replace(e, index=sympy.expand(e.index.xreplace(mapping)),
+                       indirect=tuple((s, substitute(v, mapping), n) for s, v, n in e.indirect))
     if isinstance(e, (Load, IndexValue)):
         return replace(e, index=sympy.expand(e.index.xreplace(mapping)))
     if isinstance(e, Op):
         return Op(e.op, tuple(substitute(a, mapping) for a in e.args), e.dtype)
     return e
+
+
+def in_range(v: Expr, size: sympy.Expr) -> Expr:
+    """Index value ``v`` into a dim of ``size`` as kernels read it: a negative one counts from the end,
+    as in torch, and the result is clamped into ``[0, size)``. Eager raises IndexError for an index out
+    of range; the clamp keeps the kernel's read inside the tensor, and a check in the output code raises
+    eager's error (``launcher.check_index``)."""
+    i64 = torch.int64
+    negative = Op("lt", (v, Const(0, i64)), torch.bool)
+    wrapped = Op("where", (negative, Op("add", (v, IndexValue(size, i64)), i64), v), i64)
+    return Op("minimum", (Op("maximum", (wrapped, Const(0, i64)), i64), IndexValue(size - 1, i64)), i64)
 
 
 MAX_INLINED_OPS = 32  # a longer pointwise chain is read from memory: recomputing it would cost more
@@ -416,7 +441,7 @@ def verify(ir: GraphIR) -> None:
             if b.reduction:
                 allowed |= {f"r{i}" for i in range(len(b.reduction.ranges))}
             for ld in loads(b.body):
-                free = {s.name for s in ld.index.free_symbols}
+                free = {s.name for s in ld.index.free_symbols} - {s.name for s, _, _ in ld.indirect}
                 assert free <= allowed, f"{b.name}: index {ld.index} uses {free - allowed}"
             if b.store_into is not None:
                 assert b.store_into in {i.name for i in ir.inputs}, f"{b.name} stores into unknown {b.store_into}"

@@ -32,6 +32,7 @@ from typing import Any
 import sympy
 import torch
 import torch.fx
+from torch._prims_common import canonicalize_dim
 
 from .. import provenance
 from ..artifacts import BufferRow, IRArtifact, StageResult
@@ -238,12 +239,72 @@ def _copy_into_input(graph: GraphLowering, node: torch.fx.Node, dst: TensorValue
     return dst
 
 
+# -- indexing with loaded values ---------------------------------------------------
+
+
+def indirect(x: TensorValue, idx: list) -> Load:
+    """Element ``idx`` of ``x``, where each entry is a loop index (sympy) or an index value read from
+    memory (an IR expression), which becomes a symbol ``i0, i1, ...`` of the load's index."""
+    symbols = iter(index_vars(len(idx), "i"))
+    bound = {d: (next(symbols), v, x.size[d]) for d, v in enumerate(idx) if not isinstance(v, sympy.Basic)}
+    ld = strided_value(x.ref, x.dtype, x.device).loader(tuple(bound[d][0] if d in bound else v
+                                                              for d, v in enumerate(idx)))
+    return Load(ld.buf, ld.index, tuple(bound.values()))
+
+
+def index_tensor(graph, node, t: TensorValue, size: sympy.Expr, dim: int, negative: bool = True) -> TensorValue:
+    """An index tensor, as int64 values. On the CPU it is stored, and checked where the output code runs
+    (eager's IndexError for an index out of range, ``launcher.check_index``); the kernel clamps its reads
+    anyway (``ir.in_range``). On the GPU the kernel only clamps: a check would wait for the GPU on every
+    call, which a CUDA graph cannot do."""
+    if t.device == "cpu" and (id(t), size) not in graph.checked:  # once per tensor (upsampling reads each twice)
+        stored = graph.realize(t, node)
+        empty = Layout((sympy.Integer(0),), (sympy.Integer(1),), torch.bool, t.device)
+        checks = (("size", str(size)), ("dim", str(dim))) + ((("negative", "False"),) if not negative else ())
+        graph.add_buffer(ExternKernel, empty, "check_index", (stored.ref,), checks, node=node)
+        # an index that loads nothing (upsampling's, from the output's position) is still computed where it is
+        # used: read from its buffer, the kernel would wait for the check's
+        graph.checked[id(t), size] = t if t.ref is None and not loads(t.loader(index_vars(len(t.size)))) else stored
+    t = graph.checked.get((id(t), size), t)
+    return TensorValue(t.size, torch.int64, t.device, lambda idx: cast(t.loader(idx), t.dtype, torch.int64))
+
+
+@register_lowering(aten.index, needs_graph=True)
+def index(graph, node, x, indices) -> TensorValue:
+    """``x[i, :, j]`` with integer tensors ``i`` and ``j`` (and, through torch's decompositions, ``embedding``,
+    ``index_select``, nearest and bilinear upsampling). The index tensors broadcast together; their dims
+    take the place of the dims they index when those are neighbours, and come first when a slice parts
+    them (numpy's rule)."""
+    if any(t is not None and t.dtype in (torch.bool, torch.uint8) for t in indices):
+        return fallback_kernel(graph, node, x, indices)  # a mask: how many elements it keeps is data
+    x = x if x.ref is not None else graph.realize(x, node)
+    tensors = {d: index_tensor(graph, node, t, x.size[d], d) for d, t in enumerate(indices) if t is not None}
+    shape = broadcast_shapes(*(t.size for t in tensors.values()))
+    first = min(tensors) if max(tensors) - min(tensors) == len(tensors) - 1 else 0  # where their dims go
+
+    def loader(idx: tuple):
+        picked, rest = idx[first:first + len(shape)], iter(idx[:first] + idx[first + len(shape):])
+        return indirect(x, [t.loader(broadcast_index(t.size, shape)(picked)) if (t := tensors.get(d)) else next(rest)
+                            for d in range(len(x.size))])
+    return TensorValue(layout_of(node.meta["val"]).size, x.dtype, x.device, loader)
+
+
+@register_lowering(aten.gather, needs_graph=True)
+def gather(graph, node, x, dim, index, sparse_grad=False) -> TensorValue:
+    """``out[i][j] = x[i][index[i][j]]`` for ``dim=1``: the output has the index's size."""
+    dim = canonicalize_dim(len(x.size), dim)
+    x = x if x.ref is not None else graph.realize(x, node)
+    index = index_tensor(graph, node, index, x.size[dim] if x.size else sympy.Integer(1), dim, negative=False)
+    return TensorValue(index.size, x.dtype, x.device,
+                       lambda idx: indirect(x, [*idx[:dim], index.loader(idx), *idx[dim + 1:]]))
+
+
 # -- fallback kernels: torch's own kernel, called from the output code ------------------
 
-INDIRECT = "it indexes with loaded values (indirect indexing); the loop IR's indices are affine in the loop variables"
+INDIRECT = "it writes through loaded indices (the loop IR reads through them: ir.Load.indirect)"
 RANDOM = "random numbers come from torch's own generator: on the CPU the same draws as eager's, in its order"
 FALLBACKS = {
-    "aten.gather": INDIRECT, "aten.index": INDIRECT, "aten.index_put": INDIRECT, "aten.scatter": INDIRECT,
+    "aten.index_put": INDIRECT, "aten.scatter": INDIRECT,
     "aten.scatter_add": INDIRECT, "aten.scatter_reduce": INDIRECT, "aten.index_add": INDIRECT,
     "aten.cumsum": "a scan: the loop IR has pointwise and reduction bodies only (torch's decomposition, a masked "
                    "sum over a triangle, costs the square of the length)",
@@ -311,6 +372,7 @@ class GraphLowering:
         self.values: dict[torch.fx.Node, Any] = {}
         self.params: list[str] = []
         self.size_vars: dict[str, str] = {}
+        self.checked: dict[tuple, TensorValue] = {}  # index tensors, stored and checked (lowering_views.index_tensor)
         # Nodes stored in eager's dim order (see realize): graph outputs whose eager layout is permuted, and the
         # nodes whose every user is one of them (a chain of pointwise ops on a channels-last input). Any other
         # node stays row-major, so that it fuses with consumers that index it in its logical order.

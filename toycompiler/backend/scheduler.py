@@ -281,7 +281,8 @@ def plan_memory(ir: GraphIR, kernels: list[Kernel]) -> tuple[dict[str, str], lis
         for j in range(i + 1):
             for name in kernels[j].stores:
                 dies = last_use.setdefault(name, j) == i  # never read: dead right after the kernel writing it
-                if dies and name not in keep and not ir.buffer(name).store_into and name not in pool:
+                if dies and name not in keep and not ir.buffer(name).store_into and name not in pool \
+                        and ir.buffer(name).layout.numel != 0:  # (no memory: a check's result, None)
                     pool.append(name)
     return reuses, plan
 

@@ -213,14 +213,14 @@ def one_per_row(x, dim, index, value=None, *, sparse_grad=False):
     sample's class, and its gradient putting -1 there.
 
     The gather is the sum along the row of ``x`` where the position is the index; the scatter is
-    ``where(position == index, value, x)``. The loop IR has no indirect loads (``lowering.INDIRECT``),
-    but the masked sum is a reduction with plain indices: it joins the kernel that computes ``x`` (a
-    log_softmax's row), and ``x`` is never written out. Over long rows (on a CPU, large inputs too) the
-    pick moves to what ``x`` is computed from instead (:func:`_gather_operand`). More indices per row
-    would each cost a pass over the row: those stay torch's kernels. So does a gather from a graph
-    input (or a view of one): torch's kernel reads only the picked elements, where the masked sum reads
-    every row whole (291 us against 7.6 for [4096, 50257] on an H100). A picked -0.0 comes out
-    +0.0 (the zeros added to it)."""
+    ``where(position == index, value, x)``. A load through the index (``ir.Load.indirect``) would need
+    ``x`` written out first; the masked sum is a reduction with plain indices: it joins the kernel that
+    computes ``x`` (a log_softmax's row), and ``x`` is never written out. Over long rows (on a CPU, large
+    inputs too) the pick moves to what ``x`` is computed from instead (:func:`_gather_operand`). More
+    indices per row would each cost a pass over the row: those stay gathers, lowered as loads through
+    the index. So does a gather from a graph input (or a view of one), which then reads only the picked
+    elements, where the masked sum reads every row whole (291 us against 7.6 with torch's gather for
+    [4096, 50257] on an H100). A picked -0.0 comes out +0.0 (the zeros added to it)."""
     d = dim % max(x.dim(), 1)
     one_per_row = list(index.shape) == [1 if j == d else s for j, s in enumerate(x.shape)]
     if x.dim() == 0 or not x.dtype.is_floating_point or not one_per_row or value is None and _graph_input(x):
@@ -254,7 +254,7 @@ def _gather_operand(x, d, index):
     """``f(a, b).gather(d, index)`` as ``f(a.gather(d, index), b)``, where ``f`` is elementwise and only ``a``
     varies along ``d``: a log_softmax ``(a - max) - log(sum)`` picked at the target class is ``a`` picked,
     minus the row's max and log-sum, the same arithmetic on the same values. The new gather is decomposed in
-    turn: torch's kernel on a graph input, a masked sum on computed logits, which needs no row value and
+    turn: a load through the index on a graph input, a masked sum on computed logits, which needs no row value and
     joins the max's loop. Cross entropy then reads its row once (online softmax, codegen/triton.py) instead
     of once more for the pick, which needs the max and the sum: over [4096, 50257] floats 297 us instead of
     523 (torch.compile 347), over [2048, 128256] bfloat16 300 instead of 389 (362; H100, one process). None

@@ -51,6 +51,7 @@ from ..ir import (
     Load,
     ModularIndexing,
     Op,
+    in_range,
     index_exprs,
     index_vars,
     linear_index,
@@ -170,6 +171,7 @@ class KernelRenderer:
         self.row_values: dict[str, str] = {}
         self.spilled: dict[str, str] = {}  # element node -> the stored node whose memory holds its values
         self.used_ops: set[str] = set()  # which ops the kernel renders, and how (the C++ kernel comment says)
+        self.indirect_loops: dict[str, set[str]] = {}  # see index_tmp
         self.merge_loops()
         self.setup()
         # the loop over x (its variables defined by finish, where @XVARS@ stands), the body inside it
@@ -367,7 +369,8 @@ class KernelRenderer:
                 return value
             if self.ir.buffer(e.buf).layout.numel == 0:  # never read (masked off), may have no memory
                 return "0"
-            return self.load_tmp(e.buf, sympy.expand(e.index.xreplace(mapping)))
+            read_through = {s: self.index_tmp(v, n, mapping, node) for s, v, n in e.indirect}  # (indirect)
+            return self.load_tmp(e.buf, sympy.expand(e.index.xreplace(mapping)).xreplace(read_through))
         if isinstance(e, Const):
             return self.constant(e.value, e.dtype)
         if isinstance(e, IndexValue):
@@ -395,6 +398,13 @@ class KernelRenderer:
         text = self.ops[e.op].format(*args, dtype=self.type_name(self.compute_dtype(e.dtype)))
         return self.tmp(text, self.compute_dtype(e.dtype))
 
+    def index_tmp(self, v: Expr, size: sympy.Expr, mapping: dict, node: ComputedBuffer) -> sympy.Symbol:
+        """The temporary holding an indirect load's index value (``ir.in_range``), as a symbol of its index.
+        ``indirect_loops`` keeps which loops it varies along (Triton's masks need them)."""
+        name = self.expr(in_range(v, size), mapping, node)
+        self.indirect_loops[name] = {str(s)[0] for i in index_exprs(v) for s in i.xreplace(mapping).free_symbols}
+        return sympy.Symbol(name, integer=True, nonnegative=True)
+
     def load_tmp(self, buf: str, index: sympy.Expr) -> str:
         """A load of ``buf`` (an input, or an output this kernel wrote) at ``index``, into a temporary."""
         return self.tmp(self.load(self.ptr[buf], index, self.dtypes[buf]), self.compute_dtype(self.dtypes[buf]))
@@ -409,7 +419,7 @@ class KernelRenderer:
         a, b = index_vars(len(self.xr), "x")[-2:]
         reads = dict.fromkeys((self.ptr[ld.buf], sympy.expand(ld.index.xreplace(self.vars(n))))
                               for n in self.kernel.nodes for ld in loads(n.body)
-                              if ld.buf in self.inputs and self.ir.buffer(ld.buf).layout.numel)
+                              if ld.buf in self.inputs and self.ir.buffer(ld.buf).layout.numel and not ld.indirect)
         return [(p, i) for p, i in reads if i.coeff(a) == 1 and i.coeff(b) not in (0, 1)]  # (0: a broadcast)
 
     def store_index(self, n: ComputedBuffer) -> sympy.Expr:

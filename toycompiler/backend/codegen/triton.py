@@ -448,8 +448,9 @@ class TritonRenderer(KernelRenderer):
         if self.kernel.kind == "pointwise" and len(flat.free_symbols) == len(self.xr) > 1 and rest.is_Integer:
             index = sympy.Symbol("xindex", integer=True, nonnegative=True) + rest
         text = self.printer(index)
-        has_x = bool(re.search(r"\bx\d+\b|xindex", text))
-        has_r = bool(re.search(r"\br\d+\b|rindex", text))
+        loops = {c for t in re.findall(r"\btmp\d+\b", text) for c in self.indirect_loops.get(t, ())}  # indirect
+        has_x = bool(re.search(r"\bx\d+\b|xindex", text)) or "x" in loops
+        has_r = bool(re.search(r"\br\d+\b|rindex", text)) or "r" in loops
         pointer = f"{ptr} + ({text})"
         if self.kernel.kind == "pointwise":
             return (pointer if has_x else pointer + " + tl.zeros_like(xindex)"), "xmask"
