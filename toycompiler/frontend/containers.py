@@ -136,9 +136,10 @@ class NamedTupleVariable(TupleVariable):
         cg.call_function(getattr(cls, "_make", cls), [TupleVariable(list(self.items))])
 
 
-@dataclass(eq=False)
 class ListVariable(TupleVariable):
-    """A list of variables; changes are allowed only to lists made while tracing."""
+    """A list of variables; changes are allowed only to lists made while tracing.
+
+    (A tuple's fields: ``items`` and ``source``, so no dataclass decorator of its own.)"""
 
     METHODS = ("append", "extend", "insert", "pop", "clear", "reverse", "sort", "index", "count", "copy", "remove")
     kind = list

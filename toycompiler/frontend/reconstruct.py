@@ -54,7 +54,6 @@ from . import bytecode as bc
 from .containers import ContainerVariable
 from .variables import CannotResume, NullVariable, TensorVariable, Variable, simple_source
 
-CONDITIONAL_JUMPS = {"POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE"}  # normalised names
 # Instructions whose result may include a NULL (which can't be passed to a resume function).
 PUSHES_NULL = {"LOAD_METHOD", "LOAD_GLOBAL", "LOAD_ATTR", "LOAD_SUPER_ATTR", "FOR_ITER", "RETURN_VALUE",
                "RETURN_CONST", "YIELD_VALUE", "SEND", "JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP"}
@@ -109,7 +108,7 @@ def plan_break(code: types.CodeType, instructions: list, stack: list[Variable], 
     inst, after = instructions[index], instructions[index + 1].offset if index + 1 < len(instructions) else None
     if inst.opname == "CALL":  # (on 3.11 the stack effect is split with PRECALL: counted here)
         kind, consumed, produced, targets = "call", inst.arg + 2, 1, [after]
-    elif inst.opname in CONDITIONAL_JUMPS:
+    elif inst.opname in ("POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE"):  # a branch (normalised names): two targets
         kind, consumed, produced, targets = "jump", 1, 0, [after, inst.target]
     elif inst.opname in PUSHES_NULL | NOT_REPLAYABLE or bc.instruction_at(code, offset).has_jump():
         raise CannotResume(f"can't resume after {inst.opname}")

@@ -535,13 +535,11 @@ class InstructionTranslator:
     # -- building containers ---------------------------------------------------------------
 
     def BUILD_TUPLE(self, inst):
-        self.push(TupleVariable(self.popn(inst.arg)))
+        """``(a, b)``, ``[a, b]``, ``{a, b}`` -- the builtin :data:`BUILDERS` names, run on the items as
+        ``tuple((a, b))``, ``list((a, b))``, ``set((a, b))`` do (pybuiltins)."""
+        self.push(self.call_python(BUILDERS[inst.opname], [TupleVariable(self.popn(inst.arg))], {}))
 
-    def BUILD_LIST(self, inst):
-        self.push(ListVariable(self.popn(inst.arg)))
-
-    def BUILD_SET(self, inst):
-        self.push(self.call_python(set, [TupleVariable(self.popn(inst.arg))], {}))  # as ``set((a, b))`` does
+    BUILD_LIST = BUILD_SET = BUILD_TUPLE
 
     def BUILD_MAP(self, inst):
         flat = self.popn(2 * inst.arg)
@@ -757,6 +755,7 @@ INPLACE_BINARY_OPS = {f"{sym}=": getattr(operator, f"i{fn.__name__.rstrip('_')}"
 UNARY_OPS = {"UNARY_NEGATIVE": operator.neg, "UNARY_POSITIVE": operator.pos, "UNARY_INVERT": operator.invert}
 COMPARE_OPS = {"<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne, ">": operator.gt,
                ">=": operator.ge}
+BUILDERS = {"BUILD_TUPLE": tuple, "BUILD_LIST": list, "BUILD_SET": set}
 CONTAINER_METHODS = {"SET_ADD": "add", "SET_UPDATE": "update", "DICT_UPDATE": "update", "DICT_MERGE": "update",
                      "LIST_EXTEND": "extend"}
 # When each conditional jump is taken, given the variable it tests.

@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import torch
-import torch.fx
 from torch.fx.experimental.symbolic_shapes import guard_scalar
 
 if TYPE_CHECKING:
@@ -221,7 +220,9 @@ class UnboundVariable(Variable):
 
 @dataclass(eq=False)
 class KnownVariable(Variable):
-    """A Python value known at compile time, and the source it was read from (if any)."""
+    """A Python value known at compile time, and the source it was read from (if any).
+
+    ConstantVariable and ObjectVariable add no fields: they inherit its dataclass ``__init__`` and ``__repr__``."""
 
     value: Any
     source: str | None = None
@@ -234,7 +235,6 @@ class KnownVariable(Variable):
         return Unsupported.if_raises(f"{self.describe()}.{name}", lambda: getattr(self.value, name), AttributeError)
 
 
-@dataclass(eq=False)
 class ConstantVariable(KnownVariable):
     """An int, float, bool, str, None, dtype, device, torch.Size... known while tracing."""
 
@@ -253,7 +253,6 @@ class ConstantVariable(KnownVariable):
         cg.load_const(self.value)
 
 
-@dataclass(eq=False)
 class ObjectVariable(KnownVariable):
     """A Python object known at compile time: a module, function, class, nn.Module or callable."""
 
