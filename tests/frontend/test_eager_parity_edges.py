@@ -276,3 +276,51 @@ def test_class_statement_breaks_and_resumes():
     report = toycompiler.explain(class_inside)(x)
     assert "class statement" in str(report.frames[0].translation.graph_break)
     assert not report.fallback_reasons and report.frames[-1].graph is not None  # `apply` and `* 2` traced
+
+
+# -- + and * on lists and tuples that hold tensors ---------------------------------------------
+
+
+def list_times_in_place(x, y):
+    xs = [x, y]
+    alias = xs
+    xs *= 2  # the same list, longer: alias sees it
+    return torch.cat(alias)
+
+
+def list_plus_in_place(x, y):
+    xs = [x]
+    alias = xs
+    xs += (y,)  # a list extends by any sequence
+    return torch.cat(alias)
+
+
+def tuple_plus_and_times(x, y):
+    t = (x, y)
+    t += (x,)
+    return torch.cat(t + 2 * (y,))
+
+
+def list_plus_tuple(x, y):
+    try:
+        return [x] + (1,)  # TypeError, as in eager
+    except TypeError:
+        return x * 2
+
+
+@pytest.mark.parametrize("fn", [list_times_in_place, list_plus_in_place, tuple_plus_and_times],
+                         ids=lambda fn: fn.__name__)
+def test_sequence_arithmetic_on_tensor_lists_is_pythons(fn):
+    """``+=`` and ``*=`` change a list in place (``*=`` once built a new one: a name for the old list saw
+    the old items); one graph, no break."""
+    x, y = torch.randn(3), torch.randn(2)
+    assert_same(fn, x, y, backend="eager")
+    assert not toycompiler.explain(fn, backend="eager")(x, y).breaks
+
+
+def test_a_list_plus_a_tuple_raises_as_in_eager():
+    """``[x] + (1,)`` is a TypeError (it was once accepted, the tuple's items joined to the list)."""
+    x, y = torch.randn(3), torch.randn(2)
+    assert_same(list_plus_tuple, x, y, backend="eager", allow_fallback="the handler of the exception is not traced")
+    (brk,) = toycompiler.explain(list_plus_tuple, backend="eager")(x, y).breaks
+    assert brk.kind == "exception", brk

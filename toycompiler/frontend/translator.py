@@ -454,16 +454,19 @@ class InstructionTranslator:
         self.push(self.call_python(INPLACE_BINARY_OPS.get(op) or BINARY_OPS[op], [a, b], {}))
 
     def sequence_op(self, op: str, a: Variable, b: Variable) -> Variable:
-        """``[x] + ys``, ``(x,) * 3``, ``xs += [y]`` on containers holding tensors."""
+        """``[x] + ys``, ``(x,) * 3``, ``xs += [y]``, ``xs *= 2`` on containers holding tensors, as Python does
+        them: ``+`` joins two lists or two tuples only, and ``+=`` and ``*=`` change a list in place, so every
+        name for it sees the change."""
+        in_place = op in ("+=", "*=") and isinstance(a, ListVariable)
         if op.startswith("*"):
             seq, n = (a, b) if isinstance(a, TupleVariable) else (b, a)
             items = seq.items * n.as_python()
-        else:
-            if type(a) is not type(b) and not a.is_python_constant() and not b.is_python_constant():
-                raise Unsupported(f"can only concatenate {a.python_type().__name__} to the same type", "exception")
+        elif in_place or a.python_type() is b.python_type():  # (``+=`` extends a list by any sequence)
             items = a.unpack(self) + b.unpack(self)
-        if op == "+=" and isinstance(a, ListVariable):
-            a.before_change(self, "list +=")
+        else:
+            raise Unsupported(f"can only concatenate {a.python_type().__name__} to the same type", "exception")
+        if in_place:
+            a.before_change(self, f"list {op}")
             a.items[:] = items
             return a
         return type(a if isinstance(a, TupleVariable) else b)(items)
