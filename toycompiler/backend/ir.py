@@ -225,15 +225,25 @@ def substitute(e: Expr, mapping: dict) -> Expr:
     return e
 
 
-def in_range(v: Expr, size: sympy.Expr) -> Expr:
-    """Index value ``v`` into a dim of ``size`` as kernels read it: a negative one counts from the end,
-    as in torch, and the result is clamped into ``[0, size)``. Eager raises IndexError for an index out
-    of range; the clamp keeps the kernel's read inside the tensor, and a check in the output code raises
-    eager's error (``launcher.check_index``)."""
-    i64 = torch.int64
-    negative = Op("lt", (v, Const(0, i64)), torch.bool)
-    wrapped = Op("where", (negative, Op("add", (v, IndexValue(size, i64)), i64), v), i64)
-    return Op("minimum", (Op("maximum", (wrapped, Const(0, i64)), i64), IndexValue(size - 1, i64)), i64)
+def in_range(v: Expr, size: sympy.Expr, dtype: torch.dtype = torch.int64) -> Expr:
+    """Index value ``v`` into a dim of ``size`` as kernels read it, in ``dtype``: a negative one counts from
+    the end, as in torch, and the result is clamped into ``[0, size)``. Eager raises IndexError for an
+    index out of range; the clamp keeps the kernel's read inside the tensor, and a check in the output
+    code raises eager's error (``launcher.check_index``)."""
+    v = Op("to_dtype", (v,), dtype) if dtype != torch.int64 else v  # (v: int64, from the lowering)
+    if not nonnegative(v):
+        negative = Op("lt", (v, Const(0, dtype)), torch.bool)
+        wrapped = Op("where", (negative, Op("add", (v, IndexValue(size, dtype)), dtype), v), dtype)
+        v = Op("maximum", (wrapped, Const(0, dtype)), dtype)
+    return Op("minimum", (v, IndexValue(size - 1, dtype)), dtype)
+
+
+def nonnegative(e: Expr) -> bool:
+    """Whether ``e`` is never negative by its form: upsampling's index ``int(max(y, 0.0))`` needs no wrap."""
+    if isinstance(e, (Const, IndexValue)):
+        return bool(e.value >= 0) if isinstance(e, Const) else e.index.is_nonnegative is True
+    ops = {"maximum": any, "minimum": all, "add": all, "to_dtype": all, "identity": all}
+    return isinstance(e, Op) and e.op in ops and ops[e.op](map(nonnegative, e.args))
 
 
 MAX_INLINED_OPS = 32  # a longer pointwise chain is read from memory: recomputing it would cost more
