@@ -93,8 +93,8 @@ def view(node, x, *_: Any) -> TensorValue:
 @register_lowering(aten.permute, view=True)
 def permute(node, x, dims) -> TensorValue:
     dims = [canonicalize_dim(len(x.size), d) for d in dims]
-    inverse = [dims.index(i) for i in range(len(dims))]
-    return view_of(x, tuple(x.size[d] for d in dims), lambda idx: tuple(idx[inverse[i]] for i in range(len(dims))))
+    # out dim k reads input dim dims[k], so the input's index is the out index sorted by dims
+    return view_of(x, tuple(x.size[d] for d in dims), lambda idx: tuple(i for _, i in sorted(zip(dims, idx))))
 
 
 @register_lowering(aten.expand, view=True)

@@ -67,12 +67,11 @@ def compile_training(gm: torch.fx.GraphModule, example_inputs: list, compile_gra
         return make_boxed_func(call)  # AOTAutograd passes one list, freed as it goes
 
     # Compile the backward now rather than at the first .backward(), so the report shows it.
-    eager_backward = {"force_non_lazy_backward_lowering": True} \
-        if hasattr(functorch_config, "force_non_lazy_backward_lowering") else {}
+    eager_backward = functorch_config.patch(force_non_lazy_backward_lowering=True)
     # The inference path's decompositions; attention takes its math form (matmuls and a softmax) before
     # autograd differentiates it, so that the backward is made of ops the backend lowers too.
     math_attention = torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH)
-    with functorch_config.patch(**eager_backward), TRACING, math_attention:
+    with eager_backward, TRACING, math_attention:
         run = aot_autograd(fw_compiler=partial(compile_one, "forward"), bw_compiler=partial(compile_one, "backward"),
                            decompositions=decomposition_table())(gm, example_inputs)
     return CompiledGraph(run, dataclasses.replace(artifacts["forward"], backward=artifacts.get("backward")))

@@ -79,6 +79,9 @@ template <int N, typename F> static inline auto toy_tile(int64_t a0, int64_t b0,
 # The binary op (in `CppRenderer.ops`) that folds one more value into a reduction's accumulator; an argmax
 # is a max, then a search (`reductions`).
 COMBINE = {"sum": "add", "prod": "mul", "max": "maximum", "min": "minimum"}
+# The binary ops that C writes as an operator between the operands (CppRenderer.ops: ``{0} + {1}``)
+INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "gt": ">", "lt": "<", "ge": ">=", "le": "<=", "eq": "==",
+         "ne": "!=", "logical_and": "&&", "logical_or": "||", "bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^"}
 # The OpenMP reduction clause that lets a row loop vectorise; max and min are declared in PRELUDE so that
 # NaN propagates (OpenMP's own max would drop it).
 REDUCE_CLAUSE = {"sum": "+", "prod": "*", "max": "toy_max", "min": "toy_min"}
@@ -140,18 +143,16 @@ def vector_math(used: set[str]) -> list[str]:
     so the kernel text is the same everywhere. ``used``: the kernel's ops (toy_sigmoid calls exp)."""
     used = used | ({"exp"} if "sigmoid" in used else set())
 
-    def declare(names):
-        return [f'__attribute__((simd("notinbranch"))) {t} {name}{suffix}({t}{f", {t}" * (name in MATH_OPS2)})'
-                " noexcept;" for name in names if name in used for t, suffix in (("float", "f"), ("double", ""))]
-
     def clones(isa, n):  # TOY_SLEEF(d, 8, expf, expf8_u10): in AVX2 code, expf of 8 floats is SLEEF's expf8_u10
         return [f"TOY_SLEEF({isa}, {n}, {op}f, {op}f{n}_{SLEEF[op]})" for op in sorted(used & SLEEF.keys())]
     if not used & LIBMVEC:
         return []
+    declarations = [f'__attribute__((simd("notinbranch"))) {t} {name}{suffix}({t}{f", {t}" * (name in MATH_OPS2)})'
+                    " noexcept;" for name in sorted(used & LIBMVEC) for t, suffix in (("float", "f"), ("double", ""))]
     sleef = [*SLEEF_PRELUDE.splitlines(), "#ifdef __AVX2__", *clones("d", 8), "#endif", "#ifdef __AVX512F__",
              *clones("e", 16), "#endif"]
     return ["#include <features.h>", "#if defined(__x86_64__) && defined(__GLIBC__) && __GLIBC_PREREQ(2, 35)",
-            'extern "C" {', *declare(sorted(LIBMVEC)), *sleef * bool(used & SLEEF.keys()), "}", "#endif"]
+            'extern "C" {', *declarations, *sleef * bool(used & SLEEF.keys()), "}", "#endif"]
 
 
 class CppRenderer(KernelRenderer):
@@ -167,19 +168,15 @@ class CppRenderer(KernelRenderer):
         **{op: f"std::{op}({{0}})" for op in ("sin", "cos", "exp", "log", "sqrt", "erf", "abs", "floor", "ceil",
                                               "isnan", "signbit", *MATH_OPS)},
         **{op: f"std::{op}({{0}}, {{1}})" for op in ("fmod", *MATH_OPS2)},
+        **{op: f"{{0}} {operator} {{1}}" for op, operator in INFIX.items()},  # add: {0} + {1}...
         "round": "std::nearbyint({0})",  # to the nearest, ties to even: torch.round's rounding
         "rsqrt": "{dtype}(1) / std::sqrt({0})", "reciprocal": "{dtype}(1) / {0}",
         "neg": "-{0}", "relu": "toy_relu({0})", "sigmoid": "toy_sigmoid({0})", "sign": "toy_sign({0})",
-        "add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "div": "{0} / {1}",
         # integers: C's % and /, a zero divisor giving 0 instead of a crash
         "imod": "({1} == 0 ? {dtype}(0) : {dtype}({0} % {1}))",
         "truncdiv": "({1} == 0 ? {dtype}(0) : {dtype}({0} / {1}))",
         "maximum": "toy_maximum({0}, {1})", "minimum": "toy_minimum({0}, {1})",
-        "gt": "{0} > {1}", "lt": "{0} < {1}", "ge": "{0} >= {1}", "le": "{0} <= {1}",
-        "eq": "{0} == {1}", "ne": "{0} != {1}", "where": "{0} ? {1} : {2}",
-        "logical_not": "!{0}", "logical_and": "{0} && {1}", "logical_or": "{0} || {1}",
-        "bitwise_not": "static_cast<{dtype}>(~{0})", "bitwise_and": "{0} & {1}", "bitwise_or": "{0} | {1}",
-        "bitwise_xor": "{0} ^ {1}",
+        "where": "{0} ? {1} : {2}", "logical_not": "!{0}", "bitwise_not": "static_cast<{dtype}>(~{0})",
     }
 
     def type_name(self, dtype: torch.dtype) -> str:
@@ -291,11 +288,17 @@ class CppRenderer(KernelRenderer):
         return ["@DEDENT@", "}"] * self.open_loops.pop()  # as many loops as the matching open opened
 
     def row_loop_open(self):
-        """Column reductions: the innermost loop, over the block of columns (vectorised)."""
+        """Column reductions: the innermost loop, over the block of columns (vectorised), opened on its own
+        (for a row value or a row's store; ``r_loop_open`` opens it inside the loops over r)."""
         if not self.column:
             return []
         self.push()
-        self.open_loops.append(1)
+        self.open_loops.append(0)
+        return self.block_loop()
+
+    def block_loop(self) -> list[str]:
+        """The loop over the block of columns, counted with the loops the last open opened (closed with them)."""
+        self.open_loops[-1] += 1
         return ["#pragma omp simd", f"for (int64_t {self.xlast} = xb; {self.xlast} < xe; ++{self.xlast}) {{",
                 "@INDENT@"]
 
@@ -307,12 +310,7 @@ class CppRenderer(KernelRenderer):
         rr = self.rr or (1,)
         inner = "" if self.column else "#pragma omp simd" if purpose == "store" else purpose
         lines = self.loops("r", rr, [""] * (len(rr) - 1) + [inner])
-        if self.column:
-            count = self.open_loops.pop()
-            lines += self.row_loop_open()
-            self.pop()
-            self.open_loops[-1] += count
-        return lines
+        return lines + self.block_loop() if self.column else lines
 
     def r_loop_close(self):
         self.pop()
