@@ -96,3 +96,15 @@ def test_embedding_and_its_sum_are_one_vectorised_loop():
     assert len(backend.kernels) == 1 and ", size=100, dim=0)" in backend.output_code.source
     if "g++" in os.path.basename(toycompiler.config.cxx):
         assert gcc_vectorises(backend.kernels[0].source)
+
+
+def test_a_gather_of_loaded_indices_along_the_vector_loop_is_not_forced_to_vectorise():
+    """Forced by ``omp simd``, a gather of loaded indices ran slower than scalar code (GCC's cost model then
+    decides); indices computed from the position (upsampling) and an embedding's row index, the same along
+    the vector loop, keep the forced vector loop."""
+    def source(fn, *args):
+        assert_same(fn, *args, backend="cpp")
+        return toycompiler.explain(fn, backend="cpp")(*args).frames[0].backend.kernels[-1].source
+    assert "simd" not in source(lambda x, i: x.gather(1, i) * 2, torch.randn(8, 40), idx(0, 40, 8, 30))
+    assert "#pragma omp simd" in source(CASES["nearest_odd_size"][0], torch.randn(2, 3, 5, 7))
+    assert "#pragma omp simd" in source(lambda w, i: F.embedding(i, w) * 2, torch.randn(11, 64), idx(0, 11, 3, 5))

@@ -22,7 +22,7 @@ Leaves out: Inductor's inner functions (closures), templates, and most mutation.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import sympy
 import torch
@@ -135,7 +135,8 @@ class Load:
 
     buf: str
     index: sympy.Expr
-    indirect: tuple[tuple[sympy.Symbol, Expr, sympy.Expr], ...] = ()  # (symbol, its value, the dim's size)
+    indirect: tuple[tuple[sympy.Symbol, Expr, sympy.Expr], ...] = field(default=(), repr=False)  # (symbol, its
+    # value, the dim's size); str() shows them
 
     def __str__(self) -> str:
         return f"load({self.buf}, {self.index}{''.join(f', {s} = {v}' for s, v, _ in self.indirect)})"
