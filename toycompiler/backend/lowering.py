@@ -437,7 +437,9 @@ class GraphLowering:
         # Constants and index ramps (``full``, ``arange``) load nothing: consumers recompute them inline. So is a
         # pointwise value read only by a cat (``torch.cat((-x2, x1), -1)``): the cat's kernel computes it where it
         # takes it, where a buffer of its own (another iteration space, which no kernel fuses) was written and read.
-        cheap = value.ref is None and not loads(value.loader(index_vars(len(value.size))))
+        # A lookup (one load through an index: a position embedding [T, C] added to [B, T, C]) is read the same way.
+        element = value.loader(index_vars(len(value.size)))
+        cheap = value.ref is None and (not loads(element) or isinstance(element, Load) and bool(element.indirect))
         inline = value.ref is None and [u.target for u in node.users] == [aten.cat.default]
         return value if cheap or inline else self.realize(value, node, self.orders.get(node))
 
