@@ -149,6 +149,16 @@ class CompiledFunction:
             self.resume_functions[resume_fn.__code__] = CompiledFunction(resume_fn, **self.compile_options, parent=self)
         return self.resume_functions[resume_fn.__code__]
 
+    def fallback_reasons(self) -> list[str]:
+        """Why parts of this function ran eagerly: a backend that gave up on a graph (the forward, or the
+        backward AOTAutograd made), a frame that could not resume after its graph break, a frame given up on
+        (the recompile limit, a failed compile). ``explain()``'s report and ``assert_same`` both list these."""
+        backends = [b for f in self.compiled_frames for b in (f.backend, f.backend and f.backend.backward) if b]
+        reasons = [b.fallback_reason for b in backends if b.fallback_reason]
+        reasons += [f"{b.frame} {b.filename}:{b.line}: frame ran eagerly: {b.no_resume_reason}"
+                    for f in self.compiled_frames if (b := f.translation.graph_break) and b.no_resume_reason]
+        return reasons + [f"{m.frame}: {m.outcome}" for m in self.all_misses if not m.outcome.startswith("compiled")]
+
     def __get__(self, obj: Any, objtype: Any = None) -> Any:  # so it works as a method too
         return self if obj is None else functools.partial(self, obj)
 
@@ -211,13 +221,9 @@ def explain(fn: Callable, **compile_options: Any) -> Callable[..., A.Report]:
         compiled = compile(fn, **compile_options)
         target = getattr(compiled, "_compiled_forward", compiled)
         compiled(*args, **kwargs)
-        frames = tuple(target.compiled_frames)
-        fallbacks = tuple(f.backend.fallback_reason for f in frames if f.backend and f.backend.fallback_reason)
-        fallbacks += tuple(f"{b.frame} {b.filename}:{b.line}: frame ran eagerly: {b.no_resume_reason}"
-                           for f in frames if (b := f.translation.graph_break) and b.no_resume_reason)
         misses = tuple(target.all_misses)
-        fallbacks += tuple(f"{m.frame}: {m.outcome}" for m in misses if not m.outcome.startswith("compiled"))
-        return A.Report(frames, fallbacks, tuple(f for m in misses for f in m.failures), misses)
+        return A.Report(tuple(target.compiled_frames), tuple(target.fallback_reasons()),
+                        tuple(f for m in misses for f in m.failures), misses)
     return run
 
 

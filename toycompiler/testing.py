@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from torch.utils._pytree import tree_flatten
 
-from .api import compile
+from .api import CompiledFunction, compile
 
 
 def assert_same(fn: Callable, *args: Any, backend: str | Callable = "cpp", rtol: float = 1e-5,
@@ -62,16 +62,13 @@ def assert_same(fn: Callable, *args: Any, backend: str | Callable = "cpp", rtol:
 
 
 def fallback_reasons(compiled: Any) -> list[str]:
-    """Why parts of ``compiled`` ran eagerly: a compiled function or module, or what a backend returned."""
+    """Why parts of ``compiled`` ran eagerly: a compiled function or module (``CompiledFunction.fallback_reasons``,
+    what ``explain()`` reports too), or what a backend returned (its graph, or AOTAutograd's backward graph)."""
     target = getattr(compiled, "_compiled_forward", compiled)  # toycompiler.compile(module)
-    frames = getattr(target, "compiled_frames", ())
-    backends = [f.backend for f in frames] if frames else [getattr(compiled, "artifacts", None)]
-    backends += [b.backward for b in backends if b is not None]  # AOTAutograd's backward graphs
-    reasons = [b.fallback_reason for b in backends if b is not None and b.fallback_reason]
-    reasons += [f"{b.filename}:{b.line}: frame ran eagerly: {b.no_resume_reason}"
-                for b in (f.translation.graph_break for f in frames) if b and b.no_resume_reason]
-    reasons += [m.outcome for m in getattr(target, "all_misses", ()) if not m.outcome.startswith("compiled")]
-    return reasons
+    if isinstance(target, CompiledFunction):
+        return target.fallback_reasons()
+    backend = getattr(compiled, "artifacts", None)
+    return [b.fallback_reason for b in (backend, backend and backend.backward) if b and b.fallback_reason]
 
 
 def assert_close_tree(actual: Any, expected: Any, rtol: float = 1e-5, atol: float = 1e-5) -> None:

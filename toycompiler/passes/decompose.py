@@ -122,9 +122,7 @@ for _op, _value, _index in ((aten.max, aten.amax, aten.argmax), (aten.min, aten.
     register(_op.default)(lambda x, v=_value: v(x, []))
 
 
-@register(aten.var.correction)
-def var(x, dims=None, *, correction=None, keepdim=False):
-    return var_mean(x, dims, correction=correction, keepdim=keepdim)[0]
+register(aten.var.correction)(lambda *args, **kwargs: var_mean(*args, **kwargs)[0])  # var_mean's variance
 
 
 def _without_alpha(op):
