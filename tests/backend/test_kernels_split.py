@@ -144,9 +144,12 @@ def test_split_softmax_recomputes_the_exponential_instead_of_storing_it(fn):
     """After a split, no kernel writes ``exp(x - max)``, or the masked scores it is computed from, only for the
     division by the sum to read them back (a wasted write and read of the whole input): the division
     computes them from ``x`` (the scores, computed before the max, are inlined into it: ``ir._reinline``)."""
+    torch.manual_seed(0)
     for shape, dtype in [((3, 1001), torch.float32), ((2, 517), torch.bfloat16)]:
         x = (torch.randn(*shape) * 4).to(dtype).to(device_for("triton"))
-        assert_same(fn, x, backend="triton", rtol=2e-2 if dtype == torch.bfloat16 else 1e-5, atol=1e-5)
+        # bfloat16 keeps 8 bits: a log_softmax near 0 is off by more than 2% of itself after one rounding
+        tol = 2e-2 if dtype == torch.bfloat16 else 1e-5
+        assert_same(fn, x, backend="triton", rtol=tol, atol=tol)
         with toycompiler.config.patch(graph_cache=False):
             sched = toycompiler.explain(fn, backend="triton")(x).frames[0].backend.schedule
         assert [g.kind for g in sched.groups] == ["reduction"] * 2 + ["pointwise"]  # partials, finals, division
