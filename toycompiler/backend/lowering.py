@@ -274,9 +274,8 @@ def index(graph, node, x, indices) -> TensorValue:
     """``x[i, :, j]`` with integer tensors ``i`` and ``j`` (and, through torch's decompositions, ``embedding``,
     ``index_select``, nearest and bilinear upsampling). The index tensors broadcast together; their dims
     take the place of the dims they index when those are neighbours, and come first when a slice parts
-    them (numpy's rule)."""
-    if any(t is not None and t.dtype in (torch.bool, torch.uint8) for t in indices):
-        return fallback_kernel(graph, node, x, indices)  # a mask: how many elements it keeps is data
+    them (numpy's rule). A bool mask never gets here: how many elements it keeps is data, which the passes'
+    fake tensors cannot size (the graph runs eagerly, with that reason)."""
     x = x if x.ref is not None else graph.realize(x, node)
     tensors = {d: index_tensor(graph, node, t, x.size[d], d) for d, t in enumerate(indices) if t is not None}
     shape = broadcast_shapes(*(t.size for t in tensors.values()))

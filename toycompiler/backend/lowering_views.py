@@ -251,13 +251,10 @@ def full(node, *args: Any, **_: Any) -> TensorValue:
 
 @register_lowering(torch.ops.prims.iota)
 def iota(node, length, *, start=0, step=1, **_: Any) -> TensorValue:
-    """Element d0 is ``start + d0 * step`` (the length is the node's size)."""
+    """Element d0 is ``start + d0 * step`` (the length is the node's size). An integer: ``prims.iota`` takes no
+    other dtype (a float ``arange`` is this, converted, then scaled and shifted in torch's decomposition)."""
     dtype = node.meta["val"].dtype
 
     def loader(idx: tuple):
-        if dtype.is_floating_point:
-            x = cast(IndexValue(idx[0], torch.int64), torch.int64, torch.float64)
-            return cast(Op("add", (Op("mul", (x, Const(float(step), torch.float64)), torch.float64),
-                                   Const(float(start), torch.float64)), torch.float64), torch.float64, dtype)
         return cast(IndexValue(sympy.Integer(start) + idx[0] * step, torch.int64), torch.int64, dtype)
     return TensorValue(out_size(node), dtype, str(node.meta["val"].device), loader)
