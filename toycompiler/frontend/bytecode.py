@@ -24,6 +24,7 @@ import dis
 import functools
 import sys
 import types
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,9 +71,9 @@ LOW_BIT_FLAG = {"LOAD_GLOBAL": "LOAD_GLOBAL", "LOAD_SUPER_ATTR": "LOAD_SUPER_ATT
 # How the transformed code spells the few instructions it emits (the ``bytecode`` package names
 # instructions as CPython does; only these differ). Other versions are refused at ``import toycompiler``.
 _EMIT: dict[tuple[int, int], dict[str, Any]] = {
-    # 3.11 calls in two steps, LOAD_ATTR's argument is the name, and a conditional jump names its direction
-    (3, 11): {"call": ("PRECALL", "CALL"), "attr_arg": lambda name: name,
-              "POP_JUMP_IF_FALSE": "POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_IF_TRUE": "POP_JUMP_FORWARD_IF_TRUE"},
+    # 3.11 calls in two steps, and LOAD_ATTR's argument is the name (a branch re-emits the original's jump opcode,
+    # which names its direction on 3.11: see resume._branch)
+    (3, 11): {"call": ("PRECALL", "CALL"), "attr_arg": lambda name: name},
     (3, 12): {"call": ("CALL",), "attr_arg": lambda name: (False, name)},  # LOAD_ATTR's low bit: method load
 }
 EMIT = _EMIT[VERSION]
@@ -107,7 +108,7 @@ class Inst:
 def normalise(code: types.CodeType) -> list[Inst]:
     """``dis`` instructions of ``code`` with the version table applied and lines filled in."""
     out: list[Inst] = []
-    raw = _with_lines(code, code.co_firstlineno)
+    raw = list(_with_lines(code, code.co_firstlineno))
     next_offset = {a.offset: b.offset for (a, _), (b, _) in zip(raw, raw[1:])}
     for ins, line in raw:
         low_bit = ins.opname in LOW_BIT_FLAG and bool(ins.arg & 1)
@@ -121,15 +122,13 @@ def normalise(code: types.CodeType) -> list[Inst]:
     return out
 
 
-def _with_lines(code: types.CodeType, line: int | None) -> list[tuple[dis.Instruction, int | None]]:
+def _with_lines(code: types.CodeType, line: int | None) -> Iterator[tuple[dis.Instruction, int | None]]:
     """``dis`` instructions (``dis`` leaves out the CACHE entries), each with its line (carried over from the
     last known)."""
-    out = []
     for ins in dis.get_instructions(code):
         if ins.positions is not None and ins.positions.lineno is not None:
             line = ins.positions.lineno
-        out.append((ins, line))
-    return out
+        yield ins, line
 
 
 def disassemble(code: types.CodeType, name: str | None = None) -> BytecodeArtifact:
@@ -161,9 +160,9 @@ def liveness(code: types.CodeType) -> dict[int, frozenset[str]]:
     handlers = exception_ranges(code)
     uses, defs, succ = {}, {}, {}  # offset -> names read, names written, successor offsets
     for k, ins in enumerate(insts):
-        names = set(ins.argval) if isinstance(ins.argval, tuple) else {ins.argval}
-        uses[ins.offset] = names if ins.opname.startswith(("LOAD_FAST", "DELETE_FAST")) else set()
-        defs[ins.offset] = names if ins.opname.startswith("STORE_FAST") else set()
+        # (LOAD_FAST_AND_CLEAR's name too; 3.13's LOAD_FAST_LOAD_FAST, with a pair of names, is refused at import)
+        uses[ins.offset] = {ins.argval} if ins.opname.startswith(("LOAD_FAST", "DELETE_FAST")) else set()
+        defs[ins.offset] = {ins.argval} if ins.opname.startswith("STORE_FAST") else set()
         nxt = [insts[k + 1].offset] if ins.opname not in NO_FALLTHROUGH and k + 1 < len(insts) else []
         jump = [ins.argval] if ins.opcode in JUMPS else []
         succ[ins.offset] = nxt + jump + [t for start, end, t in handlers if start <= ins.offset < end]

@@ -51,7 +51,7 @@ from typing import Any
 import bytecode as pybc
 
 from ..artifacts import BytecodeArtifact
-from .bytecode import EMIT, disassemble, index_by_offset, instruction_at
+from .bytecode import disassemble, index_by_offset, instruction_at
 from .calls import graph_break  # noqa: F401  (toycompiler.graph_break is re-exported from here)
 from .reconstruct import ORIGINS, Codegen, ResumePoint, TransformPlan, origin_of
 from .variables import NullVariable
@@ -117,9 +117,10 @@ def resume_code(code: types.CodeType, point: ResumePoint) -> types.CodeType:
     for i, null in enumerate(point.stack_nulls):
         prologue.emit("PUSH_NULL") if null else prologue.emit("LOAD_FAST", f"___stack{i}")
     prologue.emit("JUMP_FORWARD", target)
+    # RESUME's index is also its index among the instructions: before it are only instructions (MAKE_CELL,
+    # COPY_FREE_VARS), no label (nothing jumps there) and no try block
     first_resume = next(k for k, item in enumerate(items) if isinstance(item, pybc.Instr) and item.name == "RESUME")
     items[first_resume + 1:first_resume + 1] = prologue.instrs
-    resume_index = sum(isinstance(item, pybc.Instr) for item in items[:first_resume])
     n = sum(1 for origin, _ in ORIGINS.values() if origin is code)  # resume functions made from it so far
     items.argnames = [f"___stack{i}" for i, null in enumerate(point.stack_nulls) if not null] + list(point.locals)
     items.argcount, items.posonlyargcount, items.kwonlyargcount = len(items.argnames), 0, 0
@@ -127,7 +128,7 @@ def resume_code(code: types.CodeType, point: ResumePoint) -> types.CodeType:
     items.name, items.qualname = f"__resume_at_{point.offset}_{n}", f"{code.co_qualname}.<resume at {point.offset}>"
     items.docstring = pybc.UNSET  # constants numbered by first use, as in every code this module makes
     new = items.to_code()
-    ORIGINS[new] = (code, _offset_map(new, code, resume_index, len(prologue.instrs)))
+    ORIGINS[new] = (code, _offset_map(new, code, first_resume, len(prologue.instrs)))
     return new
 
 
@@ -156,8 +157,8 @@ def _branch(cg: Codegen, plan: TransformPlan, the_inst: pybc.Instr, resumes: lis
     """``if <tensor>: return resume_fallthrough(...) else: return resume_target(...)`` (same jump opcode)."""
     cg.reconstruct(plan.operands[0])
     taken = pybc.Label()
-    jump = the_inst.name.replace("_FORWARD", "").replace("_BACKWARD", "")
-    cg.emit(EMIT.get(jump, jump), taken, the_inst.location)
+    # the original's opcode, forward: 3.11's POP_JUMP_BACKWARD_IF_TRUE (a while loop's test) jumps forward here
+    cg.emit(the_inst.name.replace("_BACKWARD", "_FORWARD"), taken, the_inst.location)
     built = dict(cg.built)  # containers built before the jump; each branch builds its own after it
     _return_resume(cg, plan, 0, resumes)
     cg.instrs.append(taken)

@@ -25,6 +25,7 @@ solving and ``maybe_mark_dynamic``.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from typing import Any
 
 import sympy
@@ -105,20 +106,17 @@ class ShapePolicy:
 
     # -- guards --------------------------------------------------------------------
 
-    def guards(self) -> list[tuple[str, str, str, str]]:
+    def guards(self) -> Iterator[tuple[str, str, str, str]]:
         """(expression, reason, actual, expected) for every fact about the symbols."""
-        out = []
         for sym, where in self.symbols.items():
-            vr = self.shape_env.var_to_range.get(sym)
-            lower = int(vr.lower) if vr is not None and vr.lower.is_finite else 0
-            out.append((f"{where} >= {lower}", f"{where} is symbolic ({self.why[where]}); sizes below {lower} "
-                        "are specialised", where, f">= {lower}"))
-        out += [(f"{where} == {first}", "both sizes were equal when traced (the same symbol)", where, first)
-                for where, first in self.aliases]
+            lower = int(self.shape_env.var_to_range[sym].lower)  # every size symbol has a range, finite below
+            yield (f"{where} >= {lower}", f"{where} is symbolic ({self.why[where]}); sizes below {lower} "
+                   "are specialised", where, f">= {lower}")
+        for where, first in self.aliases:
+            yield f"{where} == {first}", "both sizes were equal when traced (the same symbol)", where, first
         for guard in self.shape_env.guards:
             if (text := self.render(guard.expr)) != "True":  # actual: the left-hand side
-                out.append((text, "the trace relied on it (a shape computation)", text.split(" ")[0], text))
-        return out
+                yield text, "the trace relied on it (a shape computation)", text.split(" ")[0], text
 
     def render(self, expr: Any) -> str:
         """A sympy condition over symbols as Python over the user's names: ``x.shape[0] == y.shape[0]``."""

@@ -86,7 +86,7 @@ class FrameState:
     locals: dict[str, Variable | _Unread] = field(default_factory=dict)
     ip: int = 0  # index into the instruction list
     kw_names: tuple[str, ...] = ()
-    cells: dict[str, Variable] = field(default_factory=dict)  # closure cells by name (MAKE_CELL, COPY_FREE_VARS)
+    cells: dict[str, Variable] = field(default_factory=dict)  # closure cells by name (the free variables, MAKE_CELL)
 
     def snapshot(self) -> FrameState:
         """A copy to go back to if the next instruction breaks (variables shared, not copied)."""
@@ -132,12 +132,15 @@ class InstructionTranslator:
         self.enter_frame(fn.__code__, fn.__globals__, {k: _Unread(v) for k, v in bound.arguments.items()}, closure)
 
     def enter_frame(self, code: types.CodeType, globals_: dict, locals_: dict, closure: list[Variable]) -> None:
-        """The state of this frame alone: its code, globals, stack and locals, log, and how it ended."""
-        self.code, self.globals, self.closure = code, globals_, closure
+        """The state of this frame alone: its code, globals, stack, locals and cells, log, and how it ended.
+
+        The closure's cells are the free variables from the start: what ``COPY_FREE_VARS``, in the code's
+        prologue, does in CPython."""
+        self.code, self.globals = code, globals_
         builtins_ = globals_.get("__builtins__", __builtins__)
         self.builtins = vars(builtins_) if isinstance(builtins_, types.ModuleType) else builtins_
         self.instructions, self.index_of = bc.instructions_of(code)
-        self.state = FrameState(locals=dict(locals_))
+        self.state = FrameState(locals=dict(locals_), cells=dict(zip(code.co_freevars, closure)))
         self.steps: list[TranslationStep] = []
         self.returned: Variable | None = None
         self.broke: GraphBreak | None = None  # where tracing stopped and why (see break_at)
@@ -270,7 +273,8 @@ class InstructionTranslator:
     def NOP(self, inst):
         """Does nothing (also PRECALL on 3.11)."""
 
-    RESUME = NOP
+    # ``COPY_FREE_VARS n`` does nothing here either: the frame starts with its closure's cells (enter_frame)
+    RESUME = COPY_FREE_VARS = NOP
 
     def POP_TOP(self, inst):
         self.pop()
@@ -340,16 +344,14 @@ class InstructionTranslator:
         self.push(self.state.stack[-1].getattr(self, inst.argval))
 
     # -- closure cells -----------------------------------------------------------------
+    # Every name the DEREF instructions and LOAD_CLOSURE name has a cell in ``state.cells``: a free
+    # variable from the frame's start (enter_frame), a cell variable from MAKE_CELL, in the code's prologue.
 
     def MAKE_CELL(self, inst):
         """``MAKE_CELL y`` -- ``y`` is captured by an inner function: its value moves to a cell."""
         name = inst.argval
         self.state.cells[name] = CellVariable(self.load_local(name) if name in self.state.locals else None, name)
         self.state.locals.pop(name, None)
-
-    def COPY_FREE_VARS(self, inst):
-        """``COPY_FREE_VARS n`` -- the function's closure cells become its free variables."""
-        self.state.cells.update(zip(self.code.co_freevars, self.closure))
 
     def read_cell(self, cell: CellVariable) -> Variable:
         if cell.cell is not None and cell.contents is None:  # a real cell, read for the first time
@@ -362,18 +364,13 @@ class InstructionTranslator:
             raise Unsupported(f"free variable {cell.name!r} is used before it is assigned", "exception")
         return cell.contents
 
-    def cell_named(self, name: str) -> CellVariable:
-        if name not in self.state.cells:
-            raise Unsupported(f"closure variable {name!r} has no cell", "unsupported-opcode")
-        return self.state.cells[name]
-
     def LOAD_DEREF(self, inst):
         """``LOAD_DEREF y`` -- read a closure cell (``nonlocal`` / captured variable)."""
-        self.push(self.read_cell(self.cell_named(inst.argval)))
+        self.push(self.read_cell(self.state.cells[inst.argval]))
 
     def STORE_DEREF(self, inst):
         """``STORE_DEREF y`` -- assign a closure cell; a real outer function's cell: a break."""
-        cell = self.cell_named(inst.argval)
+        cell = self.state.cells[inst.argval]
         if cell.cell is not None:
             raise Unsupported(f"assigning `nonlocal {inst.argval}` changes a variable of an enclosing function "
                               "outside the compiled code", "mutation")
@@ -382,7 +379,7 @@ class InstructionTranslator:
 
     def LOAD_CLOSURE(self, inst):
         """``LOAD_CLOSURE y`` -- push the cell itself, to build an inner function's closure."""
-        self.push(self.cell_named(inst.argval))
+        self.push(self.state.cells[inst.argval])
 
     # -- attributes -----------------------------------------------------------------------
 
@@ -700,9 +697,9 @@ class InstructionTranslator:
         self.push(ConstantVariable(None))
 
     def YIELD_VALUE(self, inst):
-        """``yield v`` -- collected; ``None`` is what the generator receives back."""
-        if self.yielded is None:
-            raise Unsupported("yield outside an inlined generator", "unsupported-opcode")
+        """``yield v`` -- collected; ``None`` is what the generator receives back.
+
+        (``yielded`` is a list here: code that yields starts with RETURN_GENERATOR, which stops where it is None.)"""
         self.yielded.append(self.pop())
         self.push(ConstantVariable(None))
 
