@@ -324,3 +324,32 @@ def test_a_list_plus_a_tuple_raises_as_in_eager():
     assert_same(list_plus_tuple, x, y, backend="eager", allow_fallback="the handler of the exception is not traced")
     (brk,) = toycompiler.explain(list_plus_tuple, backend="eager")(x, y).breaks
     assert brk.kind == "exception", brk
+
+
+# -- a generator function, and a list display across a graph break -------------------------------
+
+
+def yields_twice(x):
+    yield x + 1
+    yield x * 2
+
+
+def test_a_compiled_generator_function_returns_a_generator():
+    """Its frame runs eagerly (it returned None: the translator ran the body to the end, as it does for a
+    generator it inlines)."""
+    x = torch.randn(3)
+    gen = toycompiler.compile(yields_twice, backend="eager")(x)
+    assert [t.tolist() for t in gen] == [t.tolist() for t in yields_twice(x)]
+
+
+def list_display_across_a_break(a, x):
+    return [*a, print("in the middle"), x + 1]
+
+
+def test_a_list_display_keeps_its_items_across_a_graph_break(capsys):
+    """The resumed frame appends to the list built before the break (the item appended was lost)."""
+    a, x = [torch.randn(2)], torch.randn(2)
+    out = toycompiler.compile(list_display_across_a_break, backend="eager")(a, x)
+    expected = list_display_across_a_break(a, x)
+    assert len(out) == 3 and out[1] is None and torch.equal(out[2], expected[2]) and out[0] is a[0]
+    assert capsys.readouterr().out.count("in the middle") == 2  # once each

@@ -144,7 +144,7 @@ class InstructionTranslator:
         self.steps: list[TranslationStep] = []
         self.returned: Variable | None = None
         self.broke: GraphBreak | None = None  # where tracing stopped and why (see break_at)
-        self.yielded: list[Variable] | None = [] if code.co_flags & 0x20 else None  # CO_GENERATOR
+        self.yielded: list[Variable] | None = None  # an inlined generator's values (InliningTranslator)
 
     # -- the main loop ------------------------------------------------------------
 
@@ -550,11 +550,6 @@ class InstructionTranslator:
         keys = self.pop().as_python()
         self.push(DictVariable(dict(zip(keys, self.popn(inst.arg)))))
 
-    def LIST_APPEND(self, inst):
-        """In a list comprehension: append to the list ``arg`` slots down."""
-        value = self.pop()
-        self.state.stack[-inst.arg].items.append(value)
-
     def LIST_TO_TUPLE(self, inst):
         """``(*a,)`` (3.12: ``CALL_INTRINSIC_1 INTRINSIC_LIST_TO_TUPLE``, renamed by the table)."""
         self.push(TupleVariable(list(self.pop().items)))
@@ -565,12 +560,15 @@ class InstructionTranslator:
         self.state.stack[-inst.arg].items[key.as_python()] = value
 
     def SET_ADD(self, inst):
-        """``{x for ...}``, ``{*a}``, ``{**a, **b}``, ``[*a, *b]`` -- call the method :data:`CONTAINER_METHODS`
-        names (``add``, ``update``, ``extend``) on the set, dict or list ``arg`` slots down, with the popped value."""
+        """``{x for ...}``, ``{*a}``, ``{**a, **b}``, ``[*a, *b]``, ``[x for ...]`` -- call the method
+        :data:`CONTAINER_METHODS` names (``add``, ``update``, ``extend``, ``append``) on the set, dict or list
+        ``arg`` slots down, with the popped value. As a method call it sees whether the container came from
+        outside the graph: ``[*a, print(), x]`` resumes after the break with the list built so far, which the
+        method changes only with a break of its own (appended to as a plain list, the item was lost)."""
         value = self.pop()
         self.state.stack[-inst.arg].call_method(self, CONTAINER_METHODS[inst.opname], [value], {})
 
-    SET_UPDATE = DICT_UPDATE = LIST_EXTEND = SET_ADD
+    SET_UPDATE = DICT_UPDATE = LIST_EXTEND = LIST_APPEND = SET_ADD
     DICT_MERGE = SET_ADD  # ``f(**a, **b)``: like DICT_UPDATE, plus a duplicate-key error we don't model
 
     # -- unpacking ---------------------------------------------------------------------------
@@ -727,6 +725,7 @@ class InliningTranslator(InstructionTranslator):
         # shared with the caller: one graph, one set of guards, one list of inputs
         self.output, self.guards, self.guard_objects = parent.output, parent.guards, parent.guard_objects
         self.enter_frame(code, globals_, local_vars, closure)
+        self.yielded = [] if code.co_flags & inspect.CO_GENERATOR else None  # (a compiled generator runs eagerly)
 
     def run_inline(self) -> Variable:
         """Run to ``RETURN_VALUE``; a break propagates to the caller with this frame's location."""
@@ -757,7 +756,7 @@ COMPARE_OPS = {"<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": ope
                ">=": operator.ge}
 BUILDERS = {"BUILD_TUPLE": tuple, "BUILD_LIST": list, "BUILD_SET": set}
 CONTAINER_METHODS = {"SET_ADD": "add", "SET_UPDATE": "update", "DICT_UPDATE": "update", "DICT_MERGE": "update",
-                     "LIST_EXTEND": "extend"}
+                     "LIST_EXTEND": "extend", "LIST_APPEND": "append"}
 # When each conditional jump is taken, given the variable it tests.
 JUMP_CONDITIONS = {"POP_JUMP_IF_TRUE": lambda v: v.truth(), "POP_JUMP_IF_FALSE": lambda v: not v.truth(),
                    "POP_JUMP_IF_NONE": is_none, "POP_JUMP_IF_NOT_NONE": lambda v: not is_none(v),
