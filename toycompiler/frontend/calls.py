@@ -141,11 +141,10 @@ def call_method(tx: Tx, x: TensorVariable, name: str, args: list[Variable], kwar
 def call_module(tx: Tx, module: torch.nn.Module, source: str | None, args: list[Variable],
                 kwargs: dict[str, Variable]) -> Variable:
     """``self.fc(x)``: inline ``type(fc).forward`` with ``self`` = the module."""
-    from torch.nn.modules import module as module_mod
-
     hook_kinds = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
     hooks = [name for name in hook_kinds if getattr(module, name, None)]
-    if any(getattr(module_mod, f"_global{n}", None) for n in hooks + ["_forward_hooks", "_forward_pre_hooks"]):
+    # global hooks (nn.modules.module._global_forward_hooks...): the forward ones, and those of the kinds it has
+    if any(getattr(torch.nn.modules.module, f"_global{n}", None) for n in {*hook_kinds[:2], *hooks}):
         hooks.append("global hooks")
     if hooks:
         raise Unsupported(f"{type(module).__name__} has hooks registered ({', '.join(hooks)}); "
@@ -153,7 +152,7 @@ def call_module(tx: Tx, module: torch.nn.Module, source: str | None, args: list[
     self_var = tx.wrap(module, source) if source else ObjectVariable(module)
     if not isinstance(forward := type(module).forward, types.FunctionType):
         raise Unsupported(f"{type(module).__name__}.forward is not a Python function", "unsupported-call")
-    return BoundMethodVariable(ObjectVariable(forward), self_var).call(tx, args, kwargs)
+    return BoundMethodVariable(ObjectVariable(forward), [self_var]).call(tx, args, kwargs)
 
 
 def construct_module(tx: Tx, cls: type, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:

@@ -288,21 +288,21 @@ class ReadOnFirstUse:
     (Dynamo's LazyVariableTracker.)
     """
 
-    _items: Any = None
     read: Any = None  # () -> the items, wrapped and guarded
 
-    @property
-    def items(self) -> Any:
-        if self._items is None:
-            self._items = self.read()
-        return self._items
+    def __init__(self, items: Any, source: str | None = None) -> None:
+        """The container's fields, set by hand: ``items`` None (as the builder makes one) is read when first used."""
+        if items is not None:  # a slice of one (``TupleVariable.getitem``): its items are known
+            self.items = items
+        self.source = source
 
-    @items.setter
-    def items(self, value: Any) -> None:
-        self._items = value
+    @functools.cached_property
+    def items(self) -> Any:
+        """Read on first use, then kept in the instance (where a change or a rollback also sets it)."""
+        return self.read()
 
     def describe(self) -> str:
-        return super().describe() if self._items is not None else f"{self.python_type().__name__} {self.source}"
+        return super().describe() if "items" in vars(self) else f"{self.python_type().__name__} {self.source}"
 
 
 # The classes of a caller's containers: CallerTupleVariable(ReadOnFirstUse, TupleVariable), CallerListVariable,

@@ -42,6 +42,7 @@ from .variables import (
 
 # A handler has the builtin's own signature, with the translator first and variables for values, so Python
 # binds the call's arguments: ``def _sum(tx, iterable, /, start=ZERO)`` for ``sum(iterable, /, start=0)``.
+# One that serves several builtins takes the one called before the translator (``handles(..., pass_fn=True)``).
 Handler = Callable[..., Variable]
 HANDLERS: dict[Any, Handler] = {}
 NONE, ZERO, EMPTY = ConstantVariable(None), ConstantVariable(0), TupleVariable([])  # the builtins' defaults
@@ -64,9 +65,11 @@ def callable_name(fn: Any) -> str:
     return type(fn).__name__
 
 
-def handles(*fns: Any) -> Callable[[Handler], Handler]:
+def handles(*fns: Any, pass_fn: bool = False) -> Callable[[Handler], Handler]:
+    """Register ``h`` as the handler of ``fns``; ``pass_fn``: it is told which one was called, ``h(fn, tx, *args)``."""
+
     def register(h: Handler) -> Handler:
-        HANDLERS.update(dict.fromkeys(fns, h))
+        HANDLERS.update({fn: functools.partial(h, fn) if pass_fn else h for fn in fns})
         return h
 
     return register
@@ -137,12 +140,10 @@ def _abs(tx, x, /):
 # -- building containers and iterators -------------------------------------------
 
 
-def _building(cls: type) -> Handler:
+@handles(list, tuple, pass_fn=True)
+def _building(kind: type, tx, iterable=EMPTY, /):
     """``list(xs)``, ``tuple(xs)``: the items, in a new list or tuple of variables."""
-    return lambda tx, iterable=EMPTY, /: cls(iterable.unpack(tx))
-
-
-HANDLERS[list], HANDLERS[tuple] = _building(ListVariable), _building(TupleVariable)
+    return (ListVariable if kind is list else TupleVariable)(iterable.unpack(tx))
 
 
 @handles(dict)
@@ -188,14 +189,11 @@ def _items(tx, v: Variable) -> Any:
     return v.drawn(tx) if isinstance(v, IteratorVariable) else v.unpack(tx)
 
 
-def _rearranging(fn: Any) -> Handler:
+@handles(enumerate, reversed, itertools.chain, itertools.product, itertools.zip_longest, pass_fn=True)
+def _rearranging(fn: Any, tx, /, *args, **kwargs):
     """``enumerate(xs, 1)``, ``reversed(xs)``, ``itertools.chain/product/zip_longest``: :func:`_rearrange` on
     the items, all of them (listing an ``itertools.count()`` is refused: it would never end)."""
-    return lambda tx, /, *args, **kwargs: _rearrange(tx, fn, [a.unpack(tx) for a in args], kwargs)
-
-
-for _fn in (enumerate, reversed, itertools.chain, itertools.product, itertools.zip_longest):
-    HANDLERS[_fn] = _rearranging(_fn)
+    return _rearrange(tx, fn, [a.unpack(tx) for a in args], kwargs)
 
 
 def _shortest(tx, fn: Any, iterables: tuple[Variable, ...]) -> list:
@@ -241,22 +239,19 @@ def _accumulate(tx, iterable, func=NONE, *, initial=NONE):
     return _rearrange(tx, itertools.accumulate, [iterable.unpack(tx), _as_function(tx, add)], {"initial": initial})
 
 
-def _fold_over_items(fn: Any, why: str) -> Handler:
+# Builtins that compare their items, and why they break over tensors.
+COMPARING = {sorted: "sorted() over tensors compares their values (data-dependent)",
+             min: "min()/max() of tensors compares their values (data-dependent); use torch.minimum/maximum"}
+COMPARING[max] = COMPARING[min]
+
+
+@handles(*COMPARING, pass_fn=True)
+def _fold_over_items(fn: Any, tx, /, *args, **kwargs):
     """``sorted(xs)``, ``min(xs)``, ``max(a, b)``: folded when every item is a constant."""
-
-    def handler(tx, /, *args, **kwargs):
-        items = args[0].unpack(tx) if len(args) == 1 else list(args)
-        if not all(v.is_python_constant() for v in [*items, *kwargs.values()]):
-            raise Unsupported(why, "data-dependent-branch")
-        return fold(tx, fn, [ObjectVariable([i.as_python() for i in items])], kwargs)
-
-    return handler
-
-
-HANDLERS[sorted] = _fold_over_items(sorted, "sorted() over tensors compares their values (data-dependent)")
-for _fn in (min, max):
-    HANDLERS[_fn] = _fold_over_items(_fn, "min()/max() of tensors compares their values (data-dependent); "
-                                     "use torch.minimum/maximum")
+    items = args[0].unpack(tx) if len(args) == 1 else list(args)
+    if not all(v.is_python_constant() for v in [*items, *kwargs.values()]):
+        raise Unsupported(COMPARING[fn], "data-dependent-branch")
+    return fold(tx, fn, [ObjectVariable([i.as_python() for i in items])], kwargs)
 
 
 # -- reductions over iterables ------------------------------------------------------
@@ -270,12 +265,10 @@ def _sum(tx, iterable, /, start=ZERO):
     return functools.reduce(_as_function(tx, ObjectVariable(operator.add)), items, start)
 
 
-def _truth_of_items(fn: Any) -> Handler:
+@handles(any, all, pass_fn=True)
+def _truth_of_items(fn: Any, tx, iterable, /):
     """``any(xs)``, ``all(xs)``: each item's truth is known now (a tensor's is not: a break)."""
-    return lambda tx, iterable, /: ConstantVariable(fn(v.truth() for v in iterable.unpack(tx)))
-
-
-HANDLERS[any], HANDLERS[all] = _truth_of_items(any), _truth_of_items(all)
+    return ConstantVariable(fn(v.truth() for v in iterable.unpack(tx)))
 
 
 @handles(functools.reduce)
@@ -356,20 +349,13 @@ HANDLERS[torch.is_tensor] = lambda tx, obj, /: ConstantVariable(isinstance(obj, 
 HANDLERS[torch.cond] = trace_cond
 
 
-def _global_state(fn: Any, expr: str) -> Handler:
-    """Global torch state the function reads: its value now, and a guard that it stays so."""
-
-    def handler(tx):
-        value = fn()
-        line = tx.output.current_line
-        tx.guards.add(f"{expr} == {value}", "GLOBAL_STATE", f"{expr} was read", line, expr, str(value))
-        return ConstantVariable(value)
-
-    return handler
-
-
-HANDLERS[torch.is_grad_enabled] = _global_state(torch.is_grad_enabled, "torch.is_grad_enabled()")
-HANDLERS[torch.get_default_dtype] = _global_state(torch.get_default_dtype, "torch.get_default_dtype()")
+@handles(torch.is_grad_enabled, torch.get_default_dtype, pass_fn=True)
+def _global_state(fn: Any, tx) -> Variable:
+    """Global torch state ``fn`` reads (``torch.is_grad_enabled()``): its value now, and a guard that it stays so."""
+    value = fn()
+    expr = f"torch.{fn.__name__}()"
+    tx.guards.add(f"{expr} == {value}", "GLOBAL_STATE", f"{expr} was read", tx.output.current_line, expr, str(value))
+    return ConstantVariable(value)
 
 
 HANDLERS[torch.no_grad] = lambda tx: GradModeVariable(False)

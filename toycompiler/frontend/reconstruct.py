@@ -223,7 +223,7 @@ class Codegen:
 
     def reconstruct(self, *values: Variable) -> None:
         """Push the real value of each symbolic value, in order: each kind of variable says how, in its
-        own ``reconstruct(cg)`` method (a kind without one is read from its source again).
+        own ``reconstruct(cg)`` method (a kind without one can't be rebuilt: :class:`CannotResume` says why).
 
         A container the caller passed in (it has a source) is read from there: the translator
         refuses to change such an object, so it still holds what the trace saw.

@@ -148,12 +148,11 @@ class Variable:
     def reconstruct(self, cg: Codegen) -> None:
         """Emit, through ``cg``, instructions that push this value as a real one.
 
-        Each kind that can be rebuilt overrides this; here: a value is read from its source again."""
+        Each kind that can be rebuilt overrides this (a value from the caller is read from its source
+        again); here: a kind that can't, with its reason."""
         if self.cannot_rebuild is not None:
             raise CannotResume(f"can't rebuild {self.describe()}: {self.cannot_rebuild}")
-        if not simple_source(self.source):
-            raise CannotResume(f"can't rebuild {self.describe()} ({type(self).__name__}) as a Python value")
-        cg.load_source(self.source)
+        raise CannotResume(f"can't rebuild {self.describe()} ({type(self).__name__}) as a Python value")
 
 
 def identity_key(v: Variable) -> Any:
@@ -265,7 +264,7 @@ class ObjectVariable(KnownVariable):
         if isinstance(attr, types.MethodType) and attr.__self__ is self.value and isinstance(attr.__func__,
                                                                                              types.FunctionType):
             # ``self.helper``: inline the function with this object as ``self``
-            return BoundMethodVariable(ObjectVariable(attr.__func__), self)
+            return BoundMethodVariable(ObjectVariable(attr.__func__), [self])
         source = attribute_source(self.value, self.source, name) if self.source else None
         return tx.wrap(attr, source, identity=not isinstance(self.value, types.ModuleType))
 
@@ -469,32 +468,12 @@ class UserFunctionVariable(Variable):
 
 
 @dataclass(eq=False)
-class BoundMethodVariable(Variable):
-    """``obj.method`` where ``method`` is a Python function: calling it inlines with ``self``."""
-
-    function: Variable
-    self_var: Variable
-
-    def describe(self) -> str:
-        return f"bound {self.function.describe()}"
-
-    def as_python(self) -> Any:
-        return types.MethodType(self.function.as_python(), self.self_var.as_python())
-
-    def call(self, tx, args, kwargs):
-        return self.function.call(tx, [self.self_var, *args], kwargs)
-
-    def reconstruct(self, cg):
-        cg.call_function(types.MethodType, [self.function, self.self_var])
-
-
-@dataclass(eq=False)
 class PartialVariable(Variable):
     """``functools.partial(fn, *args, **kwargs)`` built while tracing."""
 
     function: Variable
     args: list[Variable]
-    kwargs: dict[str, Variable]
+    kwargs: dict[str, Variable] = field(default_factory=dict)
 
     def describe(self) -> str:
         return f"partial({self.function.describe()})"
@@ -504,6 +483,21 @@ class PartialVariable(Variable):
 
     def reconstruct(self, cg):
         cg.call_function(functools.partial, [self.function, *self.args], self.kwargs)
+
+
+class BoundMethodVariable(PartialVariable):
+    """``obj.method`` where ``method`` is a Python function: the function with ``self`` bound first, as a
+    partial (``args == [self]``), so calling it inlines the function with ``self``. It is rebuilt as
+    ``types.MethodType(function, self)``, and known at compile time when both parts are."""
+
+    def describe(self) -> str:
+        return f"bound {self.function.describe()}"
+
+    def as_python(self) -> Any:
+        return types.MethodType(self.function.as_python(), self.args[0].as_python())
+
+    def reconstruct(self, cg):
+        cg.call_function(types.MethodType, [self.function, *self.args])
 
 
 @dataclass(eq=False)
@@ -517,7 +511,7 @@ class SuperVariable(Variable):
     def getattr(self, tx, name):
         attr = getattr(super(self.cls, self.self_var.as_python()), name)
         if isinstance(attr, types.MethodType) and isinstance(attr.__func__, types.FunctionType):
-            return BoundMethodVariable(ObjectVariable(attr.__func__), self.self_var)
+            return BoundMethodVariable(ObjectVariable(attr.__func__), [self.self_var])
         return tx.wrap(attr, None)
 
 
