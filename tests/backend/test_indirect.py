@@ -93,7 +93,7 @@ def test_embedding_and_its_sum_are_one_vectorised_loop():
     fn, args = CASES["embedding_plus_position"][0], (torch.randn(100, 64), idx(0, 100, 4, 16), torch.randn(16, 64))
     assert_same(fn, *args, backend="cpp")
     backend = toycompiler.explain(fn, backend="cpp")(*args).frames[0].backend
-    assert len(backend.kernels) == 1 and ", size=100, dim=0)" in backend.output_code.source
+    assert len(backend.kernels) == 1 and ", size=100, dim=0, negative=True)" in backend.output_code.source
     if "g++" in os.path.basename(toycompiler.config.cxx):
         assert gcc_vectorises(backend.kernels[0].source)
 

@@ -7,6 +7,9 @@
   real module, so tracebacks, ``inspect.getsource`` and Triton's JIT (which
   reads the source) all work.
 
+The output code calls into this module: it loads its kernels here, and checks an index tensor before a
+kernel reads through it (:func:`check_index`).
+
 Mirrors: torch/_inductor/codecache.py (CppCodeCache, PyCodeCache).
 Leaves out: compiling in worker processes, and file locks between processes
 (writes go to a temporary file and are renamed into place instead).
@@ -220,3 +223,13 @@ def _discard(paths: list[str], why: str) -> tuple[None, str]:
     for p in paths:
         Path(p).unlink(missing_ok=True)
     return None, f"{why}: discarded and compiled again"
+
+
+def check_index(index: torch.Tensor, size: int, dim: int, negative: bool = True) -> None:
+    """Eager's error for an index out of range: IndexError from ``x[i]`` (a negative index counts from the
+    end), RuntimeError from ``gather`` (no negative index). The kernel that reads through ``index`` clamped
+    it, so it read nothing stray; its result is dropped with this error."""
+    low, high = torch.aminmax(index) if index.numel() else (0, 0)  # one pass over the index
+    if low < (-size if negative else 0) or high >= size:
+        raise (IndexError if negative else RuntimeError)(
+            f"index {int(high if high >= size else low)} is out of bounds for dimension {dim} with size {size}")

@@ -230,7 +230,7 @@ def in_range(v: Expr, size: sympy.Expr, dtype: torch.dtype = torch.int64) -> Exp
     """Index value ``v`` into a dim of ``size`` as kernels read it, in ``dtype``: a negative one counts from
     the end, as in torch, and the result is clamped into ``[0, size)``. Eager raises IndexError for an
     index out of range; the clamp keeps the kernel's read inside the tensor, and a check in the output
-    code raises eager's error (``launcher.check_index``)."""
+    code raises eager's error (``codecache.check_index``)."""
     v = Op("to_dtype", (v,), dtype) if dtype != torch.int64 else v  # (v: int64, from the lowering)
     if not nonnegative(v):
         negative = Op("lt", (v, Const(0, dtype)), torch.bool)

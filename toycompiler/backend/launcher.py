@@ -242,18 +242,6 @@ def apply_choices(launchers: list[TritonLauncher], artifact: AutotuneArtifact | 
         launcher.choice = by_name.get(launcher.name, launcher.choice)
 
 
-def check_index(index: torch.Tensor, size: int, dim: int, negative: bool = True) -> None:
-    """Eager's error for an index out of range: IndexError from ``x[i]`` (a negative index counts from the
-    end), RuntimeError from ``gather`` (no negative index). The kernel that reads through ``index`` clamped
-    it, so it read nothing stray; its result is dropped with this error."""
-    lowest = -size if negative else 0
-    low, high = torch.aminmax(index) if index.numel() else (0, 0)  # one pass over the index
-    if low < lowest or high >= size:
-        bad = int(low if low < lowest else high)
-        raise (IndexError if negative else RuntimeError)(f"index {bad} is out of bounds for dimension {dim} "
-                                                         f"with size {size}")
-
-
 def random_like(t: torch.Tensor) -> torch.Tensor:
     """A real tensor with ``t``'s sizes, strides, dtype and device (``t`` may be fake)."""
     size, stride = [int(s) for s in t.shape], [int(s) for s in t.stride()]

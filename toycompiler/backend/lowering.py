@@ -254,14 +254,14 @@ def indirect(x: TensorValue, idx: list) -> Load:
 
 def index_tensor(graph, node, t: TensorValue, size: sympy.Expr, dim: int, negative: bool = True) -> TensorValue:
     """An index tensor, as int64 values. On the CPU it is stored, and checked where the output code runs
-    (eager's IndexError for an index out of range, ``launcher.check_index``); the kernel clamps its reads
+    (eager's IndexError for an index out of range, ``codecache.check_index``); the kernel clamps its reads
     anyway (``ir.in_range``). On the GPU the kernel only clamps: a check would wait for the GPU on every
     call, which a CUDA graph cannot do."""
     if t.device == "cpu" and (id(t), size) not in graph.checked:  # once per tensor (upsampling reads each twice)
         stored = graph.realize(t, node)
         empty = Layout((sympy.Integer(0),), (sympy.Integer(1),), torch.bool, t.device)
-        checks = (("size", str(size)), ("dim", str(dim))) + ((("negative", "False"),) if not negative else ())
-        graph.add_buffer(ExternKernel, empty, "check_index", (stored.ref,), checks, node=node)
+        graph.add_buffer(ExternKernel, empty, "codecache.check_index", (stored.ref,),
+                         (("size", str(size)), ("dim", str(dim)), ("negative", str(negative))), node=node)
         # an index that loads nothing (upsampling's, from the output's position) is still computed where it is
         # used: read from its buffer, the kernel would wait for the check's
         graph.checked[id(t), size] = t if t.ref is None and not loads(t.loader(index_vars(len(t.size)))) else stored

@@ -80,8 +80,6 @@ def wrapper_source(ir: GraphIR, kernels: list[RenderedKernel], loads: list[str],
              "import triton" if language == "triton" else "",
              "from toycompiler.backend import codecache",
              "from toycompiler.backend.launcher import empty_strided  # torch.empty without its Python overhead",
-             *(["from toycompiler.backend.launcher import check_index"] if any(
-                 getattr(b, "op", "") == "check_index" for b in ir.buffers) else []),
              "",
              *loads,
              "",
