@@ -353,3 +353,28 @@ def test_a_list_display_keeps_its_items_across_a_graph_break(capsys):
     expected = list_display_across_a_break(a, x)
     assert len(out) == 3 and out[1] is None and torch.equal(out[2], expected[2]) and out[0] is a[0]
     assert capsys.readouterr().out.count("in the middle") == 2  # once each
+
+
+# -- a slice of a named tuple, super() of a classmethod -----------------------------------------------
+
+
+def topk_slice(t):
+    r = torch.topk(t, 2)[:1]
+    print("break")  # the slice crosses a graph break (it was rebuilt as NoneType(...): a TypeError)
+    return isinstance(r, tuple) and not hasattr(r, "values"), r[0] * 2
+
+
+class Named(torch.nn.Module):
+    @classmethod
+    def scale(cls, t):
+        return t * len(cls.__name__)
+
+
+class Child(Named):
+    def forward(self, t):
+        return super().scale(t) + 1  # the classmethod gets the class (it got the instance: no __name__)
+
+
+@pytest.mark.parametrize("fn", [topk_slice, Child().forward], ids=["topk_slice", "super_classmethod"])
+def test_slices_of_named_tuples_and_super_classmethods_match_eager(fn):
+    assert_same(fn, torch.randn(5), backend="eager")

@@ -103,7 +103,7 @@ class TupleVariable(ContainerVariable):
     def getitem(self, tx, index):
         key = index.as_python()
         item = Unsupported.if_raises(f"{self.describe()}[{key!r}]", lambda: self.items[key])
-        return type(self)(item) if isinstance(key, slice) else item
+        return (ListVariable if self.kind is list else TupleVariable)(item) if isinstance(key, slice) else item
 
     def call_method(self, tx, name, args, kwargs):
         """``xs.index(x)``, ``xs.count(x)``: Python's own, on the items compared as :class:`.variables.Compared`

@@ -510,7 +510,8 @@ class SuperVariable(Variable):
 
     def getattr(self, tx, name):
         attr = getattr(super(self.cls, self.self_var.as_python()), name)
-        if isinstance(attr, types.MethodType) and isinstance(attr.__func__, types.FunctionType):
+        if isinstance(attr, types.MethodType) and isinstance(attr.__func__, types.FunctionType) \
+                and attr.__self__ is self.self_var.as_python():  # (a classmethod's is the class)
             return BoundMethodVariable(ObjectVariable(attr.__func__), [self.self_var])
         return tx.wrap(attr, None)
 

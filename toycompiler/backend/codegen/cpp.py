@@ -224,9 +224,8 @@ class CppRenderer(KernelRenderer):
     def finish(self):
         if not self.gathers():
             return super().finish()
-        unforced = [(re.sub(r"#pragma omp simd.*|(?<=parallel for) simd", "", line), owner)
-                    for line, owner in super().finish()]
-        return [(line, owner) for line, owner in unforced if line.strip()]
+        return [(re.sub(r"(?<=parallel for) simd", "", line), owner) for line, owner in super().finish()
+                if not line.strip().startswith("#pragma omp simd")]
 
     # -- loops ----------------------------------------------------------------------
     def setup(self):
