@@ -153,3 +153,14 @@ def test_backward_of_normalizations_and_conv():
     args = (torch.randn(2, 3, 5, 5, requires_grad=True), torch.randn(4, 3, 3, 3, requires_grad=True),
             torch.randn(4, requires_grad=True), torch.randn(4, requires_grad=True))
     assert_same(f, *args, backward=True, rtol=1e-3, atol=1e-3)
+
+
+def test_a_slice_starting_before_the_first_element_is_clamped_as_in_python():
+    """``z[-100:] = y`` of 10 rows writes every row (``slice_scatter`` took the start as -90, and wrote the
+    wrong rows); a view ``x[-100:2]`` and a negative range within the dim as before."""
+    def assign(x, y):
+        z = x.clone()
+        z[-100:] = y
+        z[:, -12:-2] = 0
+        return z, x[-100:2] * 2
+    check(assign, torch.randn(10, 11), torch.randn(10, 11))

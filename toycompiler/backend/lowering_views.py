@@ -114,12 +114,17 @@ def flip(node, x, dims) -> TensorValue:
 
 @register_lowering(aten.slice, view=True)
 def slice_(node, x, dim=0, start=None, end=None, step=1) -> TensorValue:
-    dim = canonicalize_dim(len(x.size), dim)
-    start = 0 if start is None else start
-    if isinstance(start, int) and (start < 0 or x.size[dim].is_Integer):  # from the end, clamped, as Python does
-        start = slice(start, None).indices(int(x.size[dim]))[0]
+    dim, start = slice_start(x, dim, start)
     size = out_size(node)
     return view_of(x, size, lambda idx: tuple(sym(start) + i * step if k == dim else i for k, i in enumerate(idx)))
+
+
+def slice_start(x: TensorValue, dim: int, start: Any) -> tuple[int, Any]:
+    """The dim a slice of ``x`` runs along (``-1``: the last), and its first index as Python takes it: counted
+    from the end if negative, clamped into the dim (``x[-100:]`` of 10 rows starts at 0)."""
+    dim = canonicalize_dim(len(x.size), dim)
+    known = isinstance(start, int) and (start < 0 or x.size[dim].is_Integer)
+    return dim, slice(start, None).indices(int(x.size[dim]))[0] if known else 0 if start is None else start
 
 
 @register_lowering(aten.select, view=True)
@@ -215,8 +220,7 @@ def constant_pad_nd(node, x, pad, value=0) -> TensorValue:
 def slice_scatter(node, x, src, dim=0, start=None, end=None, step=1) -> TensorValue:
     """``x[:, 1:] = y`` once functionalized: ``out[.., i] = src[.., (i - start) // step]`` for ``i`` in the
     slice, ``x[.., i]`` elsewhere. The slice's end follows from ``src``'s length."""
-    dim = canonicalize_dim(len(x.size), dim)
-    start = 0 if start is None else start + int(x.size[dim]) if isinstance(start, int) and start < 0 else start
+    dim, start = slice_start(x, dim, start)
     dtype = node.meta["val"].dtype
 
     def loader(idx: tuple):
