@@ -234,13 +234,14 @@ def in_range(v: Expr, size: sympy.Expr, dtype: torch.dtype = torch.int64) -> Exp
     v = Op("to_dtype", (v,), dtype) if dtype != torch.int64 else v  # (v: int64, from the lowering)
     if not nonnegative(v):
         negative = Op("lt", (v, Const(0, dtype)), torch.bool)
-        wrapped = Op("where", (negative, Op("add", (v, IndexValue(size, dtype)), dtype), v), dtype)
-        v = Op("maximum", (wrapped, Const(0, dtype)), dtype)
-    return Op("minimum", (v, IndexValue(size - 1, dtype)), dtype)
+        v = Op("where", (negative, Op("add", (v, IndexValue(size, dtype)), dtype), v), dtype)
+    # clamped at 0 even so: a NaN made an integer (int(max(nan, 0.0))) is negative
+    return Op("minimum", (Op("maximum", (v, Const(0, dtype)), dtype), IndexValue(size - 1, dtype)), dtype)
 
 
 def nonnegative(e: Expr) -> bool:
-    """Whether ``e`` is never negative by its form: upsampling's index ``int(max(y, 0.0))`` needs no wrap."""
+    """Whether ``e`` is never negative by its form: upsampling's index ``int(max(y, 0.0))`` needs no wrap
+    (though NaN makes it negative: :func:`in_range` clamps it anyway)."""
     if isinstance(e, (Const, IndexValue)):
         return bool(e.value >= 0) if isinstance(e, Const) else e.index.is_nonnegative is True
     ops = {"maximum": any, "minimum": all, "add": all, "to_dtype": all, "identity": all}

@@ -371,7 +371,7 @@ class GraphLowering:
         self.values: dict[torch.fx.Node, Any] = {}
         self.params: list[str] = []
         self.size_vars: dict[str, str] = {}
-        self.checked: dict[tuple, TensorValue] = {}  # index tensors, stored and checked (lowering_views.index_tensor)
+        self.checked: dict[tuple, TensorValue] = {}  # index tensors, stored and checked (see index_tensor)
         # Nodes stored in eager's dim order (see realize): graph outputs whose eager layout is permuted, and the
         # nodes whose every user is one of them (a chain of pointwise ops on a channels-last input). Any other
         # node stays row-major, so that it fuses with consumers that index it in its logical order.
