@@ -108,3 +108,14 @@ def test_a_gather_of_loaded_indices_along_the_vector_loop_is_not_forced_to_vecto
     assert "simd" not in source(lambda x, i: x.gather(1, i) * 2, torch.randn(8, 40), idx(0, 40, 8, 30))
     assert "#pragma omp simd" in source(CASES["nearest_odd_size"][0], torch.randn(2, 3, 5, 7))
     assert "#pragma omp simd" in source(lambda w, i: F.embedding(i, w) * 2, torch.randn(11, 64), idx(0, 11, 3, 5))
+
+
+def test_an_index_made_from_nan_raises_as_in_eager():
+    """``int(max(nan, 0.0))`` is negative though its form says otherwise: the kernel clamps it at 0 anyway,
+    and the check raises eager's IndexError."""
+    fn = lambda x, y: x[(y.clamp(min=0) * 2).long()] * 2  # noqa: E731
+    x, y = torch.randn(10, 4), torch.tensor([0.5, float("nan"), 3.0])
+    with pytest.raises(IndexError, match="out of bounds for dimension 0 with size 10"):
+        fn(x, y)
+    with pytest.raises(IndexError, match="out of bounds for dimension 0 with size 10"):
+        toycompiler.compile(fn, backend="cpp")(x, y)
