@@ -378,3 +378,14 @@ class Child(Named):
 @pytest.mark.parametrize("fn", [topk_slice, Child().forward], ids=["topk_slice", "super_classmethod"])
 def test_slices_of_named_tuples_and_super_classmethods_match_eager(fn):
     assert_same(fn, torch.randn(5), backend="eager")
+
+
+def enumerate_from_one(t):
+    return [a * i for i, a in enumerate([t, t + 1], 1)] + [list(reversed((1, 2, 3)))[0] * t]
+
+
+def test_enumerate_with_a_start_traces_without_a_break():
+    """``enumerate(xs, 1)``: the start goes in as a number (it was unpacked as an iterable: a graph break)."""
+    t = torch.randn(3)
+    assert_same(enumerate_from_one, t, backend="eager")
+    assert not toycompiler.explain(enumerate_from_one, backend="eager")(t).breaks

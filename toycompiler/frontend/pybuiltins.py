@@ -192,8 +192,10 @@ def _items(tx, v: Variable) -> Any:
 @handles(enumerate, reversed, itertools.chain, itertools.product, itertools.zip_longest, pass_fn=True)
 def _rearranging(fn: Any, tx, /, *args, **kwargs):
     """``enumerate(xs, 1)``, ``reversed(xs)``, ``itertools.chain/product/zip_longest``: :func:`_rearrange` on
-    the items, all of them (listing an ``itertools.count()`` is refused: it would never end)."""
-    return _rearrange(tx, fn, [a.unpack(tx) for a in args], kwargs)
+    the items, all of them (listing an ``itertools.count()`` is refused: it would never end). A constant goes
+    in as its value, as a constant keyword does: ``enumerate``'s start (unpacked, it was "not iterable")."""
+    columns = [a.as_python() if isinstance(a, ConstantVariable) else a.unpack(tx) for a in args]
+    return _rearrange(tx, fn, columns, kwargs)
 
 
 def _shortest(tx, fn: Any, iterables: tuple[Variable, ...]) -> list:
