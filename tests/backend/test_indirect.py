@@ -119,3 +119,32 @@ def test_an_index_made_from_nan_raises_as_in_eager():
         fn(x, y)
     with pytest.raises(IndexError, match="out of bounds for dimension 0 with size 10"):
         toycompiler.compile(fn, backend="cpp")(x, y)
+
+
+def _lookup_then_write(w, i):
+    e = w[i]
+    w.add_(1)  # after the lookup: e holds the old rows
+    return e
+
+
+def _cat_then_write(x, y):
+    a = x * 2  # read only by the cat, which comes after the write
+    x.add_(1)
+    return torch.cat([a, y])
+
+
+def _lookup_then_write_index(w, i):
+    e = w[i]
+    i.add_(1)
+    return e
+
+
+@pytest.mark.parametrize("backend", ["cpp", "triton"])
+@pytest.mark.parametrize("fn", [_lookup_then_write, _cat_then_write, _lookup_then_write_index])
+def test_a_value_read_where_used_sees_the_input_before_a_later_write(fn, backend):
+    """A lookup, or a value read only by a cat, is not stored: its readers load through it. Where the graph
+    then writes into the input it reads, it is stored before the write (the lookup returned the new rows)."""
+    dev = device_for(backend)
+    args = (torch.randn(10, 4, device=dev), torch.tensor([1, 3], device=dev)) if fn is not _cat_then_write \
+        else (torch.randn(4, device=dev), torch.randn(3, device=dev))
+    assert_same(fn, *args, backend=backend)

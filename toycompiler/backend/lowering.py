@@ -372,6 +372,7 @@ class GraphLowering:
         self.params: list[str] = []
         self.size_vars: dict[str, str] = {}
         self.checked: dict[tuple, TensorValue] = {}  # index tensors, stored and checked (see index_tensor)
+        self.written = {n.args[0] for n in gm.graph.nodes if n.target is aten.copy_.default}  # inputs written to
         # Nodes stored in eager's dim order (see realize): graph outputs whose eager layout is permuted, and the
         # nodes whose every user is one of them (a chain of pointwise ops on a channels-last input). Any other
         # node stays row-major, so that it fuses with consumers that index it in its logical order.
@@ -437,10 +438,12 @@ class GraphLowering:
         # pointwise value read only by a cat (``torch.cat((-x2, x1), -1)``): the cat's kernel computes it where it
         # takes it, where a buffer of its own (another iteration space, which no kernel fuses) was written and read.
         # A lookup (one load through an index: a position embedding [T, C] added to [B, T, C]) is read the same way.
+        # Not a value that reads an input the graph writes to later: read where it is used, it would see the new data.
         element = value.loader(index_vars(len(value.size)))
         cheap = value.ref is None and (not loads(element) or isinstance(element, Load) and bool(element.indirect))
         inline = value.ref is None and [u.target for u in node.users] == [aten.cat.default]
-        return value if cheap or inline else self.realize(value, node, self.orders.get(node))
+        stale = {ld.buf for ld in loads(element)} & {self.values[n].ref.buf for n in self.written if n in self.values}
+        return value if (cheap or inline) and not stale else self.realize(value, node, self.orders.get(node))
 
     def realize(self, value: TensorValue, node: torch.fx.Node, order: list | None = None) -> TensorValue:
         """Store ``value`` in a new buffer (unless it already is a whole one), returned as a view of it.
