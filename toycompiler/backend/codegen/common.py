@@ -59,6 +59,7 @@ from ..ir import (
     merge_ranges,
     op_names,
     store_index,
+    streamed,
     unravel,
 )
 from ..scheduler import Kernel, node_vars, placement
@@ -462,12 +463,13 @@ def reads_columns(kernel: Kernel) -> bool:
     True when no load is contiguous in the innermost reduced index but some load is in the innermost
     kept one: then the loops must run over r outside and over a block of x inside to read contiguously.
     Only loads from memory count: a split softmax's partial sum reads its chunk's max at ``x`` from the
-    registers of the same kernel, which computed it (``ir._online_softmax``).
+    registers of the same kernel, which computed it (``ir._online_softmax``); and only loads that vary
+    along x (``ir.streamed``).
     """
     if kernel.kind != "reduction" or not kernel.xranges or not kernel.rranges:
         return False
-    x, r = index_vars(len(kernel.xranges), "x")[-1], index_vars(len(kernel.rranges), "r")[-1]
-    indices = load_indices(kernel, kernel.reads() - kernel.names())  # from memory
+    xs, r = index_vars(len(kernel.xranges), "x"), index_vars(len(kernel.rranges), "r")[-1]
+    indices, x = streamed(load_indices(kernel, kernel.reads() - kernel.names()), xs), xs[-1]
     return all(i.coeff(r) != 1 for i in indices) and any(i.coeff(x) == 1 for i in indices)
 
 

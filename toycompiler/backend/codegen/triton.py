@@ -71,6 +71,7 @@ COMBINE = {"sum": "{acc} + {v}", "prod": "{acc} * {v}", "max": "max_combine({acc
            "min": "min_combine({acc}, {v})"}
 
 
+COMPARING = ("max", "min", "argmax", "argmin")  # reductions that compare (looped rows: steps of 2048, see setup)
 ONLINE_MIN_ROW_BYTES = 65536  # longer rows of a looped softmax take its max and sum in one loop (reduction_group)
 
 TL_DOT = (torch.float32, torch.float16, torch.bfloat16)  # input dtypes of the matmul template
@@ -221,10 +222,12 @@ class TritonRenderer(KernelRenderer):
             # config); over [4096, 20000] 225.1 (312.7; 294.0); layer norm over [1024, 65536] 246.3 (290.5;
             # 264.6 in steps of 4096 with 16 warps). A kernel with a max (softmax, log_softmax, cross entropy)
             # keeps steps of 2048 with 16 warps: the benchmark's cross entropy over [4096, 50257] floats took
-            # 465.3 us in steps of 8192 (torch.compile 350.1; 309 before, bench/results/h100.json)
-            softmax = any(n.reduction and n.reduction.op == "max" for n in self.kernel.nodes)
-            step = min(next_power_of_2(self.config.max_block), 2048 if softmax else 8192)
-            self.blocks = (("XBLOCK", 1), ("RBLOCK", step), ("num_warps", 16 if softmax else 32))
+            # 465.3 us in steps of 8192 (torch.compile 350.1; 309 before, bench/results/h100.json). So does one that
+            # compares (a min, an argmax): 8 floats a thread made argmax over [4096, 50257] take 422 us, 4 took 212
+            # (steps of 2048 with 16 warps or 1024 with 8; torch.compile 260; H200); bfloat16 argmin 206 and 112 (148)
+            compares = any(n.reduction and n.reduction.op in COMPARING for n in self.kernel.nodes)
+            step = min(next_power_of_2(self.config.max_block), 2048 if compares else 8192)
+            self.blocks = (("XBLOCK", 1), ("RBLOCK", step), ("num_warps", 16 if compares else 32))
 
     def loads_together(self) -> bool:
         """Whether every load of this pointwise kernel reads 2-byte data along the innermost index (or one
@@ -351,11 +354,11 @@ class TritonRenderer(KernelRenderer):
         (361). A shorter row stays in L2 between loops (about 500 rows in flight, 32 MB of the
         H100's 50 MB at 64 KB a row), so the second read costs less than the second ``exp``: bfloat16
         cross entropy over [8192, 32000] (rows of 64 KB) took 304 us without, 391 with."""
-        group = super().reduction_group(first)
+        group, x = super().reduction_group(first), dict(self.blocks).get("XBLOCK", 1)  # rows (columns) a program reads
         for m in [m for m in group if m.reduction.op == "max" and not self.persistent]:
             v = substitute(m.body, self.vars(m))
             itemsize = max((self.dtypes[ld.buf].itemsize for ld in loads(m.body)), default=4)  # 4: an index's max
-            s = next((s for s in self.kernel.nodes if (self.rnumel * itemsize - ONLINE_MIN_ROW_BYTES).is_positive
+            s = next((s for s in self.kernel.nodes if (self.rnumel * itemsize * x - ONLINE_MIN_ROW_BYTES).is_positive
                       and s.reduction and s.reduction.op == "sum" and s not in group
                       and self.row_inputs(s) <= self.row_values.keys() | {m.name}
                       and exp_of_difference(substitute(s.body, self.vars(s)), v, m.name)), None)
