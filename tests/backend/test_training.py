@@ -107,3 +107,34 @@ def test_embedding_gradient_adds_each_row_into_its_index(backend, dtype):
         assert "index_add" not in backward.output_code.source
     finally:
         torch.use_deterministic_algorithms(False)
+
+
+@pytest.mark.parametrize("backend", ["cpp", "triton"])
+def test_a_cast_is_read_from_its_source_where_it_is_used(backend):
+    """``w.double()`` is not stored: each reader loads ``w`` and converts it. Stored, it was a kernel of its own
+    (a [40] vector, another iteration space than x's), and the product read it back."""
+    dev = device_for(backend)
+    dtype = torch.float64 if backend == "cpp" else torch.float32
+    fn = lambda x, w: x.to(dtype) * w.to(dtype) + 1  # noqa: E731
+    args = torch.randn(30, 40, device=dev).to(torch.float16 if backend == "triton" else torch.float32), \
+        torch.randn(40, device=dev).to(torch.float16 if backend == "triton" else torch.float32)
+    assert_same(fn, *args, backend=backend)
+    assert len(toycompiler.explain(fn, backend=backend)(*args).frames[0].backend.kernels) == 1
+
+
+def test_a_bfloat16_layer_norm_backward_is_a_row_and_a_column_kernel():
+    """A bfloat16 layer norm's backward computes in float32: ``x``, ``w`` and the incoming gradient are cast up.
+    The casts are recomputed where they are read, and the column sums of the weight and bias gradients take
+    their order from ``g`` and ``x``, not from each row's mean and rstd (``ir.streamed``): one kernel for the
+    input's gradient, row by row, one for the two column sums. Five kernels before, two of them storing a
+    float32 copy of the gradient and of the normalised ``x``; 0.48x torch.compile on an H200, 0.85x after."""
+    dev = device_for("triton")
+    fn = lambda x, w, b: torch.nn.functional.layer_norm(x, (32,), w, b)  # noqa: E731
+    args = [torch.randn(*s, device=dev, dtype=torch.bfloat16, requires_grad=True) for s in ((16, 32), (32,), (32,))]
+    assert_same(fn, *args, backend="triton", rtol=2e-2, atol=5e-2, backward=True)  # sums of 16 rounded to bfloat16
+    compiled = toycompiler.compile(fn, backend="triton")
+    out = compiled(*args)
+    out.backward(torch.ones_like(out))
+    backward = compiled.compiled_frames[0].backend.backward
+    assert len(backward.kernels) == 2, backward.output_code.source
+    assert "torch.float32" not in backward.output_code.source  # no float32 copy of anything

@@ -53,6 +53,7 @@ from .ir import (
     contiguous_strides,
     index_vars,
     loads,
+    op_names,
     sym,
     verify,
 )
@@ -372,6 +373,7 @@ class GraphLowering:
         self.params: list[str] = []
         self.size_vars: dict[str, str] = {}
         self.checked: dict[tuple, TensorValue] = {}  # index tensors, stored and checked (see index_tensor)
+        self.stored: dict[tuple, tuple] = {}  # (id of a value, order) -> (the value, kept alive; it stored)
         self.written = {n.args[0] for n in gm.graph.nodes if n.target is aten.copy_.default}  # inputs written to
         # Nodes stored in eager's dim order (see realize): graph outputs whose eager layout is permuted, and the
         # nodes whose every user is one of them (a chain of pointwise ops on a channels-last input). Any other
@@ -438,9 +440,12 @@ class GraphLowering:
         # pointwise value read only by a cat (``torch.cat((-x2, x1), -1)``): the cat's kernel computes it where it
         # takes it, where a buffer of its own (another iteration space, which no kernel fuses) was written and read.
         # A lookup (one load through an index: a position embedding [T, C] added to [B, T, C]) is read the same way.
+        # And a cast of stored data: a reader in another kernel reads the source where a stored copy would be
+        # written and read (a bfloat16 layer norm's backward read x and the gradient cast to float32 from copies).
         # Not a value that reads an input the graph writes to later: read where it is used, it would see the new data.
         element = value.loader(index_vars(len(value.size)))
-        cheap = value.ref is None and (not loads(element) or isinstance(element, Load) and bool(element.indirect))
+        cheap = value.ref is None and (not loads(element) or isinstance(element, Load) and bool(element.indirect)
+                                       or op_names(element) == ["to_dtype", "identity"] and len(loads(element)) == 1)
         inline = value.ref is None and [u.target for u in node.users] == [aten.cat.default]
         stale = {ld.buf for ld in loads(element)} & {self.values[n].ref.buf for n in self.written if n in self.values}
         return value if (cheap or inline) and not stale else self.realize(value, node, self.orders.get(node))
@@ -456,11 +461,14 @@ class GraphLowering:
         r, n = value.ref, len(value.size)
         if r is not None and r == TensorRef(r.buf, value.size, contiguous_strides(value.size)):  # a whole buffer
             return value
+        if (key := (id(value), tuple(order or ()))) in self.stored:  # stored once for all its readers (library calls)
+            return self.stored[key][1]
         dims = order or list(range(n))  # the buffer's dims, outermost first, as dims of the value
         inverse = [dims.index(d) for d in range(n)]  # where each dim of the value sits in the buffer
         stored = self.add_computed(tuple(value.size[d] for d in dims), value.dtype, value.device,
                                    value.loader(tuple(index_vars(n)[k] for k in inverse)), node)
-        return lowering_views.permute(node, stored, inverse) if order else stored  # viewed in the value's order
+        self.stored[key] = value, lowering_views.permute(node, stored, inverse) if order else stored  # value's order
+        return self.stored[key][1]
 
     def add_computed(self, size: tuple, dtype: torch.dtype, device: str, body: Expr, node: torch.fx.Node,
                      reduction: Any = None) -> TensorValue:

@@ -12,11 +12,18 @@ and hands each to a compiler: here, toycompiler's own backend, so both become
 fused kernels. The result is an ``autograd.Function`` whose ``forward`` and
 ``backward`` run the generated code.
 
+The split is AOTAutograd's min-cut partitioner, as Inductor's: it saves the
+fewest bytes it can and lets the backward recompute cheap pointwise values
+from them (the default partitioner saves whatever the backward reads). A
+hand-written RMS norm's training step over [8192, 2048] floats then no longer
+writes ``x * rstd`` in the forward to read it back in the backward: 0.78x
+torch.compile before, 0.88x after (an H200, GPU time); a softmax's 1.13x
+became 1.35x.
+
 Mirrors: torch/_inductor/compile_fx.py (``compile_fx`` handing
-``fw_compiler``/``bw_compiler`` to ``aot_autograd``).
-Leaves out: the min-cut partitioner's recomputation choices (AOTAutograd's
-default partitioner saves what the backward reads), and inference graphs
-compiled without autograd when grad mode is off at call time.
+``fw_compiler``/``bw_compiler``/``partition_fn`` to ``aot_autograd``).
+Leaves out: inference graphs compiled without autograd when grad mode is off
+at call time.
 """
 
 from __future__ import annotations
@@ -54,6 +61,7 @@ def compile_training(gm: torch.fx.GraphModule, example_inputs: list, compile_gra
     from torch._dynamo.backends.common import aot_autograd
     from torch._functorch import config as functorch_config
     from torch._functorch.aot_autograd import make_boxed_func
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
 
     artifacts: dict[str, Any] = {}  # "forward", "backward" -> what compiling that graph recorded
 
@@ -73,7 +81,8 @@ def compile_training(gm: torch.fx.GraphModule, example_inputs: list, compile_gra
     math_attention = torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH)
     with eager_backward, TRACING, math_attention:
         run = aot_autograd(fw_compiler=partial(compile_one, "forward"), bw_compiler=partial(compile_one, "backward"),
-                           decompositions=decomposition_table())(gm, example_inputs)
+                           decompositions=decomposition_table(), partition_fn=min_cut_rematerialization_partition)(
+            gm, example_inputs)
     return CompiledGraph(run, dataclasses.replace(artifacts["forward"], backward=artifacts.get("backward")))
 
 
