@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .containers import CALLER_CONTAINERS, wrap_constant_result
+from .containers import CALLER_CONTAINERS, DictVariable, wrap_constant_result
 from .variables import CONSTANT_TYPES, CellVariable, ConstantVariable, ObjectVariable, Unsupported, Variable
 
 if TYPE_CHECKING:
@@ -99,9 +99,7 @@ def _wrap_container(tx: Tx, value: Any, source: str, line: int | None) -> Variab
     (``log.append`` reads no item, and must not recompile when ``log`` grows)."""
     kind = type(value).__name__
     tx.guards.add(f"type({source}) is {kind}", "TYPE_MATCH", f"{source} was read as a {kind}", line)
-    var = CALLER_CONTAINERS[type(value)](None, source)
-    var.read = lambda: _read_container(tx, value, source)
-    return var
+    return CALLER_CONTAINERS[type(value)](None, source, lambda: _read_container(tx, value, source))
 
 
 def _read_container(tx: Tx, value: Any, source: str) -> list[Variable] | dict[Any, Variable]:
@@ -121,9 +119,8 @@ def _wrap_dict_by_value(tx: Tx, value: dict, source: str, line: int | None) -> V
                           "constants; not traced")
     copy = register_object(tx, dict(value))
     tx.guards.add(f"{source} == {copy}", "DICT_MATCH", f"{source} was read as a constant dict", line)
-    var = wrap_constant_result(value)
-    var.source = source  # the caller's object: changing it is a "mutation" break
-    return var
+    # with its source: the caller's object, so changing it is a "mutation" break
+    return DictVariable({k: wrap_constant_result(v) for k, v in value.items()}, source)
 
 
 def wrap_cell(tx: Tx, cell: types.CellType, name: str) -> CellVariable:

@@ -105,9 +105,8 @@ class Inst:
         return self.argval
 
 
-def normalise(code: types.CodeType) -> list[Inst]:
+def normalise(code: types.CodeType) -> Iterator[Inst]:
     """``dis`` instructions of ``code`` with the version table applied and lines filled in."""
-    out: list[Inst] = []
     raw = list(_with_lines(code, code.co_firstlineno))
     next_offset = {a.offset: b.offset for (a, _), (b, _) in zip(raw, raw[1:])}
     for ins, line in raw:
@@ -118,8 +117,7 @@ def normalise(code: types.CodeType) -> list[Inst]:
             opname = INTRINSICS.get(ins.argrepr, opname)
         if ins.opname in JUMPS_SKIP_THEIR_END:
             argval = next_offset.get(argval, argval)
-        out.append(Inst(ins.offset, opname, ins.arg, argval, ins.argrepr, line, flag))
-    return out
+        yield Inst(ins.offset, opname, ins.arg, argval, ins.argrepr, line, flag)
 
 
 def _with_lines(code: types.CodeType, line: int | None) -> Iterator[tuple[dis.Instruction, int | None]]:
@@ -141,7 +139,7 @@ def disassemble(code: types.CodeType, name: str | None = None) -> BytecodeArtifa
 @functools.lru_cache(maxsize=512)
 def instructions_of(code: types.CodeType) -> tuple[list[Inst], dict[int, int]]:
     """The normalised instructions of ``code`` and, for each offset, its index (cached per code object)."""
-    insts = normalise(code)
+    insts = list(normalise(code))
     return insts, {inst.offset: i for i, inst in enumerate(insts)}
 
 

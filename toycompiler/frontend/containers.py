@@ -14,7 +14,7 @@ Leaves out: sets of tensors, dict views as live objects, user-defined containers
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -288,13 +288,12 @@ class ReadOnFirstUse:
     (Dynamo's LazyVariableTracker.)
     """
 
-    read: Any = None  # () -> the items, wrapped and guarded
-
-    def __init__(self, items: Any, source: str | None = None) -> None:
-        """The container's fields, set by hand: ``items`` None (as the builder makes one) is read when first used."""
-        if items is not None:  # a slice of one (``TupleVariable.getitem``): its items are known
+    def __init__(self, items: Any, source: str | None = None, read: Callable[[], Any] | None = None) -> None:
+        """The container's fields, set by hand: ``items`` None (as the builder makes one) is read when first used,
+        by ``read()``, which wraps the items and adds their guards."""
+        if items is not None:  # one made from another's items (``xs + [y]``, ``sequence_op``): its items are known
             self.items = items
-        self.source = source
+        self.source, self.read = source, read
 
     @functools.cached_property
     def items(self) -> Any:

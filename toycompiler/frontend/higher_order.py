@@ -51,11 +51,10 @@ def trace_cond(tx, /, *args: Variable, **kwargs: Variable) -> Variable:
 
 
 def _trace_branch(tx, fn: Variable, fakes: list, what: str) -> tuple[torch.fx.GraphModule, tuple, bool]:
-    try:
-        python_fn = fn.as_python()
-    except Unsupported:
+    if not fn.is_python_constant():
         raise Unsupported(f"torch.cond {what} captures values only known while tracing; pass them as operands",
-                          "unsupported-call") from None
+                          "unsupported-call")
+    python_fn = fn.as_python()
     single = []
 
     def as_tuple(*xs: Any) -> tuple:

@@ -257,9 +257,8 @@ class InstructionTranslator:
         return self.state.stack.pop()
 
     def popn(self, n: int) -> list[Variable]:
-        items = self.state.stack[len(self.state.stack) - n:]
-        del self.state.stack[len(self.state.stack) - n:]
-        return items
+        """The top ``n`` items, popped, in the order they were pushed."""
+        return [self.pop() for _ in range(n)][::-1]
 
     def push_loaded(self, inst: bc.Inst, value: Variable) -> None:
         """Push what a load produced, after a NULL when the instruction's flag asks for one (a method

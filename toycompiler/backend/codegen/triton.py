@@ -71,7 +71,6 @@ COMBINE = {"sum": "{acc} + {v}", "prod": "{acc} * {v}", "max": "max_combine({acc
            "min": "min_combine({acc}, {v})"}
 
 
-COMPARING = ("max", "min", "argmax", "argmin")  # reductions that compare (looped rows: steps of 2048, see setup)
 ONLINE_MIN_ROW_BYTES = 65536  # longer rows of a looped softmax take its max and sum in one loop (reduction_group)
 
 TL_DOT = (torch.float32, torch.float16, torch.bfloat16)  # input dtypes of the matmul template
@@ -225,7 +224,7 @@ class TritonRenderer(KernelRenderer):
             # 465.3 us in steps of 8192 (torch.compile 350.1; 309 before, bench/results/h100.json). So does one that
             # compares (a min, an argmax): 8 floats a thread made argmax over [4096, 50257] take 422 us, 4 took 212
             # (steps of 2048 with 16 warps or 1024 with 8; torch.compile 260; H200); bfloat16 argmin 206 and 112 (148)
-            compares = any(n.reduction and n.reduction.op in COMPARING for n in self.kernel.nodes)
+            compares = {n.reduction.op for n in self.kernel.nodes if n.reduction} & {"max", "min", "argmax", "argmin"}
             step = min(next_power_of_2(self.config.max_block), 2048 if compares else 8192)
             self.blocks = (("XBLOCK", 1), ("RBLOCK", step), ("num_warps", 16 if compares else 32))
 
