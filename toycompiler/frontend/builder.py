@@ -9,7 +9,7 @@ module or function an ID_MATCH (plus ``training`` for modules), a list or
 dict its type, and its length or keys and each item only when first used.
 
 Functions of the translator ``tx`` (its graph, guards and registered objects),
-which it offers to variables as ``tx.wrap`` and ``tx.register_object``.
+which it offers to variables as ``tx.wrap``.
 
 Mirrors: torch/_dynamo/variables/builder.py (VariableBuilder).
 Leaves out: dynamic shapes for wrapped sizes, weak references for ID guards.

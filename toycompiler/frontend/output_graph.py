@@ -110,10 +110,9 @@ class OutputGraph:
             if type(example) not in (tuple, list):  # torch.return_types.topk(values, indices)
                 return NamedTupleVariable(items, example=example)
             return TupleVariable(items) if isinstance(example, tuple) else ListVariable(items)
-        if example is None and op == "call_function" and target is not None:
-            self.create_node(op, target, node_args, node_kwargs, None)  # e.g. torch.add(a, b, out=c)
-            return ConstantVariable(None)
-        if example is None or isinstance(example, CONSTANT_TYPES) or type(example) in (tuple, list):
+        if example is None and op == "call_function":  # e.g. torch.add(a, b, out=c): a node, and None
+            self.create_node(op, target, node_args, node_kwargs, None)
+        if isinstance(example, CONSTANT_TYPES) or type(example) in (tuple, list):  # None is a constant too
             return wrap_constant_result(example)
         raise Unsupported(f"{target} returned {type(example).__name__}, which the translator can't track")
 

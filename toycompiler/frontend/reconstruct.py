@@ -137,7 +137,7 @@ def plan_break(code: types.CodeType, instructions: list, stack: list[Variable], 
 def _with_graph_outputs(plan: TransformPlan, code: types.CodeType) -> TransformPlan:
     """A dry run of the rebuilding: the tensors the transformed code needs from the graph (graph
     inputs are reloaded from their source); :class:`CannotResume` for a value it can't rebuild."""
-    cg = Codegen(set(bc.index_by_offset(code)[0].argnames), {}, (), 0, planning=True)
+    cg = Codegen(set(bc.index_by_offset(code)[0].argnames), {}, (), 0)  # no outputs yet: they are collected
     cg.reconstruct(*plan.below, *plan.operands)
     for point in plan.resumes:
         for name in point.locals:
@@ -167,12 +167,11 @@ class Codegen:
     """
 
     def __init__(self, params: set[str], namespace: dict[str, Any], graph_outputs: tuple[torch.fx.Node, ...],
-                 lineno: int, planning: bool = False) -> None:
+                 lineno: int) -> None:
         self.params, self.namespace = params, namespace
         self.outputs = {node: i for i, node in enumerate(graph_outputs)}  # (planning: grows, in order of need)
         self.location = InstrLocation(lineno, None, None, None)
         self.instrs: list[Any] = []
-        self.planning = planning  # a dry run made by plan_break: collects the graph outputs needed
         self.built: dict[int, str] = {}  # id(container made while tracing) -> temporary local holding it
         self.building: set[int] = set()
 
@@ -243,13 +242,10 @@ class Codegen:
         self.emit(opname, len(items))
 
     def load_graph_output(self, v: TensorVariable) -> None:
-        """``___graph_out[i]``; while planning, the tensor is added to the graph's outputs."""
-        if v.node not in self.outputs:
-            if not self.planning:
-                raise CannotResume(f"tensor {v.describe()} is neither a graph output nor an input")
-            self.outputs[v.node] = len(self.outputs)
+        """``___graph_out[i]``; while planning, the tensor is added to the graph's outputs (the real run rebuilds
+        the same values, so it finds each one there: planning is a dry run of the same code)."""
         self.emit("LOAD_FAST", "___graph_out")
-        self.emit("LOAD_CONST", self.outputs[v.node])
+        self.emit("LOAD_CONST", self.outputs.setdefault(v.node, len(self.outputs)))
         self.emit("BINARY_SUBSCR")
 
     def call_function(self, fn: Any, args: list[Variable], kwargs: dict[str, Variable] | None = None) -> None:

@@ -238,7 +238,6 @@ class InstructionTranslator:
     # (defined in builder.py and calls.py, with the translator as first argument)
 
     wrap = builder.wrap
-    register_object = builder.register_object
     call_python = calls.call_python
     call_method = calls.call_method
 
@@ -328,7 +327,8 @@ class InstructionTranslator:
         """``LOAD_GLOBAL torch`` -- a global (or builtin), guarded by value or identity."""
         name = inst.argval
         if name in self.globals:  # compiled code reaches the compiled function's own globals as ``G``
-            where = self.register_object(self.globals)  # ``G``, or ``___obj_N`` for an inlined function's module
+            # ``G``, or ``___obj_N`` for an inlined function's module
+            where = builder.register_object(self, self.globals)
             return self.push_loaded(inst, self.wrap(self.globals[name], f"{where}[{name!r}]"))
         if name not in self.builtins:
             raise Unsupported(f"name {name!r} is not defined", "name-error")
@@ -654,19 +654,11 @@ class InstructionTranslator:
         self.state.stack[-1:] = when_done
         self.jump(inst)
 
-    def END_FOR(self, inst):
-        """3.12: pops the exhausted iterator and its last value (not reached: FOR_ITER skips it)."""
-        self.popn(2)
-
     def SEND(self, inst):
         """``yield from``'s loop: [iterator, sent] -> [iterator, next item], or, when the
         iterator is done, [return value] and a jump (past 3.12's END_SEND, as CPython does)."""
         self.pop()  # the value sent in: always None for an inlined generator
         self.FOR_ITER(inst, ConstantVariable(None))  # the return value of a finished generator: None
-
-    def END_SEND(self, inst):
-        """3.12: [iterator, value] -> [value] (not reached: SEND skips it)."""
-        del self.state.stack[-2]
 
     # -- with blocks -----------------------------------------------------------------------------
 
@@ -794,6 +786,9 @@ UNSUPPORTED: dict[str, str] = {
     "ASYNC_GEN_WRAP": "(async generators) is not traced",
     "CLEANUP_THROW": "(generator.throw) is not traced",
     "INTERPRETER_EXIT": "(the interpreter's own exit) never appears in a function",
+    # 3.12's END_FOR (pops the exhausted iterator and its last value) and END_SEND ([iterator, value] -> [value]):
+    # the bytecode table moves FOR_ITER's and SEND's targets past them, as CPython skips them at run time
+    **dict.fromkeys(("END_FOR", "END_SEND"), "(3.12) is never reached: FOR_ITER and SEND jump past it (bytecode.py)"),
 }
 
 

@@ -196,7 +196,6 @@ def is_none(v: Variable) -> bool:
     return isinstance(v, ConstantVariable) and v.value is None
 
 
-@dataclass(eq=False)
 class NullVariable(Variable):
     """CPython's NULL stack marker (pushed before a plain function call)."""
 
@@ -207,7 +206,6 @@ class NullVariable(Variable):
         cg.emit("PUSH_NULL")
 
 
-@dataclass(eq=False)
 class UnboundVariable(Variable):
     """What 3.12's ``LOAD_FAST_AND_CLEAR`` saves for a local that had no value yet."""
 
