@@ -45,8 +45,9 @@ def bcast(x, y):
     return a + y  # loops over [4, 8]
 bcast(torch.randn(8), torch.randn(4, 8))"""  # lesson 09: "cannot fuse buf0+buf1 with buf2: iteration spaces differ"
 DEEP = """%%compile --backend cpp --no-timing
-deep = torch.nn.Sequential(*[m for _ in range(12) for m in (torch.nn.Linear(16, 16), torch.nn.ReLU())])
-deep(torch.randn(4, 16));"""  # a 12-layer model: 12 kernels, 225 guards
+layers = [m for _ in range(12) for m in (torch.nn.Linear(16, 16), torch.nn.ReLU())]
+deep = torch.nn.Sequential(*layers).requires_grad_(False)
+deep(torch.randn(4, 16));"""  # a 12-layer model for inference: 12 kernels, 225 guards
 
 # Every visible box whose content is wider than it, and which cannot be scrolled sideways: cut off.
 CUT_OFF_JS = """(root) => {
