@@ -389,3 +389,15 @@ def test_enumerate_with_a_start_traces_without_a_break():
     t = torch.randn(3)
     assert_same(enumerate_from_one, t, backend="eager")
     assert not toycompiler.explain(enumerate_from_one, backend="eager")(t).breaks
+
+
+def reversed_iterator(t):
+    return [a * 2 for a in reversed(iter([t, t + 1]))]
+
+
+def test_reversed_of_an_iterator_raises_eagers_type_error():
+    """An iterator is not reversible: eager raises TypeError, and so does the compiled function (a graph break
+    that runs the call eagerly). Its items were listed and reversed, and the call returned a list."""
+    with pytest.raises(TypeError, match="not reversible"):
+        toycompiler.compile(reversed_iterator, backend="eager")(torch.randn(3))
+    assert_same(lambda t: [a * 2 for a in reversed([t, t + 1])], torch.randn(3), backend="eager")

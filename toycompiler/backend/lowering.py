@@ -373,6 +373,7 @@ class GraphLowering:
         self.params: list[str] = []
         self.size_vars: dict[str, str] = {}
         self.checked: dict[tuple, TensorValue] = {}  # index tensors, stored and checked (see index_tensor)
+        self.stored: dict[tuple, tuple] = {}  # (id of a value, order) -> (the value, kept alive; where it is stored)
         self.written = {n.args[0] for n in gm.graph.nodes if n.target is aten.copy_.default}  # inputs written to
         # Nodes stored in eager's dim order (see realize): graph outputs whose eager layout is permuted, and the
         # nodes whose every user is one of them (a chain of pointwise ops on a channels-last input). Any other
@@ -460,11 +461,14 @@ class GraphLowering:
         r, n = value.ref, len(value.size)
         if r is not None and r == TensorRef(r.buf, value.size, contiguous_strides(value.size)):  # a whole buffer
             return value
+        if (key := (id(value), tuple(order or ()))) in self.stored:  # stored once for all its readers (library calls)
+            return self.stored[key][1]
         dims = order or list(range(n))  # the buffer's dims, outermost first, as dims of the value
         inverse = [dims.index(d) for d in range(n)]  # where each dim of the value sits in the buffer
         stored = self.add_computed(tuple(value.size[d] for d in dims), value.dtype, value.device,
                                    value.loader(tuple(index_vars(n)[k] for k in inverse)), node)
-        return lowering_views.permute(node, stored, inverse) if order else stored  # viewed in the value's order
+        self.stored[key] = value, lowering_views.permute(node, stored, inverse) if order else stored  # value's order
+        return self.stored[key][1]
 
     def add_computed(self, size: tuple, dtype: torch.dtype, device: str, body: Expr, node: torch.fx.Node,
                      reduction: Any = None) -> TensorValue:

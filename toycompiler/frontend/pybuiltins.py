@@ -194,6 +194,8 @@ def _rearranging(fn: Any, tx, /, *args, **kwargs):
     """``enumerate(xs, 1)``, ``reversed(xs)``, ``itertools.chain/product/zip_longest``: :func:`_rearrange` on
     the items, all of them (listing an ``itertools.count()`` is refused: it would never end). A constant goes
     in as its value, as a constant keyword does: ``enumerate``'s start (unpacked, it was "not iterable")."""
+    if fn is reversed and args and isinstance(args[0], IteratorVariable):  # eager: "... is not reversible"
+        raise Unsupported("reversed() of an iterator raises TypeError: it is not reversible", "exception")
     columns = [a.as_python() if isinstance(a, ConstantVariable) else a.unpack(tx) for a in args]
     return _rearrange(tx, fn, columns, kwargs)
 
