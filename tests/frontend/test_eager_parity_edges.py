@@ -401,3 +401,14 @@ def test_reversed_of_an_iterator_raises_eagers_type_error():
     with pytest.raises(TypeError, match="not reversible"):
         toycompiler.compile(reversed_iterator, backend="eager")(torch.randn(3))
     assert_same(lambda t: [a * 2 for a in reversed([t, t + 1])], torch.randn(3), backend="eager")
+
+
+def named_tuples_joined(t):
+    r = torch.topk(t, 2) + torch.topk(t, 1)  # a plain tuple of 4, as is topk * 2
+    s = torch.topk(t, 1) * 2
+    return type(r).__name__, type(s).__name__, isinstance(r, tuple), len(r), r[2] * 2, s[1] + 1
+
+
+def test_named_tuples_joined_or_repeated_are_plain_tuples():
+    """``+`` and ``*`` on named tuples make a plain tuple (they made a named tuple of no class: 'NoneType')."""
+    assert_same(named_tuples_joined, torch.randn(5), backend="eager")

@@ -465,7 +465,8 @@ class InstructionTranslator:
             a.before_change(self, f"list {op}")
             a.items[:] = items
             return a
-        return type(a if isinstance(a, TupleVariable) else b)(items)
+        seq = a if isinstance(a, TupleVariable) else b  # the list or tuple (a named tuple's result is a plain tuple)
+        return (ListVariable if isinstance(seq, ListVariable) else TupleVariable)(items)
 
     def COMPARE_OP(self, inst):
         """``COMPARE_OP <`` -- on tensors a node (a bool tensor); on constants folded."""
