@@ -10,6 +10,7 @@
 """
 
 import collections
+import dataclasses
 import itertools
 import re
 
@@ -412,3 +413,40 @@ def named_tuples_joined(t):
 def test_named_tuples_joined_or_repeated_are_plain_tuples():
     """``+`` and ``*`` on named tuples make a plain tuple (they made a named tuple of no class: 'NoneType')."""
     assert_same(named_tuples_joined, torch.randn(5), backend="eager")
+
+
+@dataclasses.dataclass
+class Scale:  # eq=True: instances do not hash (a lookup in a table of functions raised "unhashable type")
+    k: float
+
+    def __call__(self, x):
+        return x * self.k
+
+
+class Shift:
+    def __init__(self, b):
+        self.b = b
+
+    def __call__(self, x, twice=False):
+        return x + self.b * (2 if twice else 1)
+
+
+SCALE, SHIFT = Scale(2.0), Shift(torch.ones(3))
+
+
+def calls_objects(x):
+    return SHIFT(SCALE(x), twice=True) + 1
+
+
+def test_an_object_with_a_call_method_is_inlined_and_guarded():
+    """Calling an object runs its class's ``__call__``, inlined as a method (it was a graph break, and an internal
+    error for an object that does not hash); what it reads of the object is guarded like any attribute."""
+    x = torch.randn(3)
+    assert not toycompiler.explain(calls_objects, backend="eager")(x).breaks
+    compiled = toycompiler.compile(calls_objects, backend="eager")
+    assert_same(calls_objects, x, compiled=compiled)
+    SCALE.k, SHIFT.b = 3.0, torch.zeros(3)
+    try:
+        assert_same(calls_objects, x, compiled=compiled)  # a recompile: the guards saw the changes
+    finally:
+        SCALE.k, SHIFT.b = 2.0, torch.ones(3)

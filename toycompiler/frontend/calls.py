@@ -121,6 +121,8 @@ def call_python_function(tx: Tx, fn: Any, source: str | None, args: list[Variabl
         bound = [tx.wrap(a, None) for a in fn.args]
         keywords = {k: tx.wrap(v, None) for k, v in fn.keywords.items()}
         return PartialVariable(inner, bound, keywords).call(tx, args, kwargs)
+    if isinstance(getattr(type(fn), "__call__", None), types.FunctionType):  # an object of a class with __call__
+        return call_python_function(tx, fn.__call__, source and f"{source}.__call__", args, kwargs)
     if isinstance(fn, type) and issubclass(fn, BaseException):
         raise Unsupported(f"{callable_name(fn)}(...) makes an exception to raise: raising is not traced (the graph "
                           "can't raise; the code around it runs as Python)", "exception")
@@ -211,7 +213,7 @@ def is_torch_op(fn: Any) -> bool:
     # in torch: "torch" or "torch.*", not torchvision, torchaudio ... (user code)
     if module.split(".")[0] == "torch" and not module.startswith(("torch._dynamo", "torch.fx", "torch.compiler")):
         return True
-    return fn in OPERATOR_FUNCTIONS
+    return _hashable(fn) and fn in OPERATOR_FUNCTIONS
 
 
 def _foldable(fn: Any) -> bool:
