@@ -444,10 +444,11 @@ class GraphLowering:
         # written and read (a bfloat16 layer norm's backward read x and the gradient cast to float32 from copies).
         # Not a value that reads an input the graph writes to later: read where it is used, it would see the new data.
         element = value.loader(index_vars(len(value.size)))
-        cheap = value.ref is None and (not loads(element) or isinstance(element, Load) and bool(element.indirect)
-                                       or op_names(element) == ["to_dtype", "identity"] and len(loads(element)) == 1)
+        read = loads(element)  # (a cast's one load: ``identity(to_dtype(load))``)
+        cheap = value.ref is None and (not read or isinstance(element, Load) and bool(element.indirect)
+                                       or op_names(element) == ["to_dtype", "identity"])
         inline = value.ref is None and [u.target for u in node.users] == [aten.cat.default]
-        stale = {ld.buf for ld in loads(element)} & {self.values[n].ref.buf for n in self.written if n in self.values}
+        stale = {ld.buf for ld in read} & {self.values[n].ref.buf for n in self.written if n in self.values}
         return value if (cheap or inline) and not stale else self.realize(value, node, self.orders.get(node))
 
     def realize(self, value: TensorValue, node: torch.fx.Node, order: list | None = None) -> TensorValue:
