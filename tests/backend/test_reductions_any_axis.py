@@ -147,19 +147,24 @@ def test_column_reduction_spreads_few_columns_over_more_programs(columns, per_pr
 def test_triton_launch_fits_the_tile():
     """The warps and the step along r follow the tile: a row held whole takes a warp per KB of the row, to the
     nearest power of two (1000 floats: 4 warps, 1000 bfloat16: 2, 600 floats: 2, 1037 floats: 4 in a tile of 2048;
-    at most 8 for rows up to 16384 elements, 16 past that); a row too long to hold (looped) steps 8192 elements with
-    32 warps (4096 where max_block is 4096), 2048 with 16 warps if it compares (a max, a min, or their index); a
-    looped column reduction steps 512 elements ([8 columns, 64 rows] for few columns), or 1024 with 8 warps for 16
-    or 32 columns a program (not for 4); a pointwise kernel gives each thread 4 floats, or 8 bfloat16 where Triton
-    can load them together (an even count), else 4, and takes 2-D blocks for a transposed read. These choices were
-    timed on an H100 (the comparing ones on an H200). Each still gives eager's answer."""
+    at most 8 for rows up to 16384 elements, 16 past that), a warp per 2 KB if it finds an index (1 to 8); a row
+    too long to hold (looped) steps 8192 elements with 32 warps (4096 where max_block is 4096), 2048 with 16 warps
+    if it compares (a max, a min, or their index); a looped column reduction steps 512 elements ([8 columns, 64
+    rows] for few columns), or 1024 with 8 warps for 16 or 32 columns a program (not for 4); a pointwise kernel
+    gives each thread 8 elements, but 4 of 2-byte data unless Triton can load them together (an even count, or an
+    odd one whose full blocks are unmasked), and takes 2-D blocks for a transposed read. These choices were timed
+    on an H100 or an H200. Each still gives eager's answer."""
     dev = device_for("triton")
     softmax = lambda x: torch.softmax(x, -1)  # noqa: E731
     gelu = lambda x: torch.nn.functional.gelu(x, approximate="tanh")  # noqa: E731
     cases = [(softmax, (3, 1000), torch.float32, {}, "XBLOCK=1, RBLOCK=1024, num_warps=4)"),
              (softmax, (3, 1000), torch.bfloat16, {}, "XBLOCK=1, RBLOCK=1024, num_warps=2)"),
              (softmax, (3, 600), torch.float32, {}, "XBLOCK=1, RBLOCK=1024, num_warps=2)"),
-             (lambda x: x.max(-1), (3, 1037), torch.float32, {}, "XBLOCK=1, RBLOCK=2048, num_warps=4)"),
+             # finding an index: a warp per 2 KB, 1 to 8
+             (lambda x: x.max(-1), (3, 1037), torch.float32, {}, "XBLOCK=1, RBLOCK=2048, num_warps=2)"),
+             (lambda x: x.argmax(-1), (3, 1037), torch.bfloat16, {}, "XBLOCK=1, RBLOCK=2048, num_warps=1)"),
+             (lambda x: x.argmin(-1), (3, 3000), torch.bfloat16, {}, "XBLOCK=1, RBLOCK=4096, num_warps=4)"),
+             (lambda x: x.amax(-1), (3, 1037), torch.float32, {}, "XBLOCK=1, RBLOCK=2048, num_warps=4)"),  # no index
              (softmax, (2, 5000), torch.float32, {}, "XBLOCK=1, RBLOCK=8192, num_warps=8)"),
              (softmax, (2, 5000), torch.bfloat16, {}, "XBLOCK=1, RBLOCK=8192, num_warps=8)"),
              (softmax, (2, 5000), torch.float32, {"max_block": 4096}, "XBLOCK=1, RBLOCK=2048, num_warps=16)"),
@@ -174,8 +179,10 @@ def test_triton_launch_fits_the_tile():
              (lambda x: x.sum(0), (200, 3000), torch.float32, {"max_block": 512}, "XBLOCK=16, RBLOCK=64, num_warps=8)"),
              (lambda x: x.sum(0), (200, 64), torch.float32, {"max_block": 256}, "XBLOCK=4, RBLOCK=128)"),
              (gelu, (4096,), torch.bfloat16, {}, "XBLOCK=1024, num_warps=4)"),  # 8 a thread, in 16-byte loads
-             (gelu, (4096,), torch.float32, {}, "XBLOCK=1024, num_warps=8)"),  # 4 floats a thread: 16 bytes
-             (gelu, (4133,), torch.bfloat16, {}, "XBLOCK=1024, num_warps=8)"),  # odd size: loaded one by one
+             (gelu, (4096,), torch.float32, {}, "XBLOCK=1024, num_warps=4)"),  # 8 floats a thread
+             (gelu, (999,), torch.float32, {}, "XBLOCK=1024, num_warps=4)"),  # one by one, still a 128-byte line
+             (gelu, (4133,), torch.bfloat16, {}, "XBLOCK=1024, num_warps=4)"),  # odd size: full blocks unmasked
+             (gelu, (999,), torch.bfloat16, {}, "XBLOCK=1024, num_warps=8)"),  # odd, one masked block: one by one
              (gelu, (4098,), torch.bfloat16, {}, "XBLOCK=1024, num_warps=4)"),  # even: loaded in pairs at least
              # a transposed read: 2-D blocks (R rows by C columns), each load contiguous along one of their axes
              (lambda x: x.t().contiguous() * 2, (48, 64), torch.bfloat16, {},

@@ -138,7 +138,7 @@ class TritonRenderer(KernelRenderer):
         along x, see :func:`reads_columns`) takes 64 columns per program, so each load reads 64
         neighbouring elements of a row (coalesced) and the tile is reduced across its rows.
         """
-        self.dot = self.dot_operands()
+        self.dot, self.full = self.dot_operands(), False
         self.online: dict[str, str] = {}  # a softmax's sum -> its max, computed in one loop (reduction_group)
         if self.dot:  # a matmul template: one [BLOCK_M, BLOCK_N] tile of the output per program, k in BLOCK_K steps
             (m, n), k = map(int, self.xr), int(self.rr[0])
@@ -163,13 +163,16 @@ class TritonRenderer(KernelRenderer):
         self.persistent = self.kernel.kind == "pointwise" or (
             rows is not None and rows * (8 * x if self.column else 1) <= self.config.max_block)
         if self.kernel.kind == "pointwise":
-            # the block is pointwise_block(xnumel), 16 * x, with 4 elements per thread. With Triton's default
-            # 4 warps a 1024 block gives each thread 8, and a transcendental chain then runs 1.1-1.9x slower
-            # on an H100 (fewer threads in flight). 2-byte data takes 8 a thread where Triton can load them
-            # together (loads_together): a bfloat16 tanh-GELU over 2^26 elements took 91.7 us so, 105.3 with 4 a
-            # thread (torch.compile 91.2); over 2^24 + 2, 26.1 and 28.8 (26.1), a silu(x) * y 31.6 and 37.9
-            # (32.8). Loaded one by one, 8 a thread are slower: 59.3 us for a GELU over 2^24 + 37 bfloat16
-            # elements (bench's gelu_cube_bf16), where 4 a thread took 31.9
+            # the block is pointwise_block(xnumel), 16 * x, with 8 elements per thread (Triton's default 4 warps
+            # for a block of 1024, as Inductor's). H200, 8 and 4 floats a thread over 2^24 elements: sin + cos 47.6
+            # and 51.0 us (torch.compile 48.2), tanh-GELU 33.5 and 34.1 (33.3), the bench's transcendental chain
+            # 141.9 and 136.7 (137.7); an add, a chain of 8 ops and the 10-op function within 0.5%. (On an H100
+            # an earlier transcendental chain had run 1.1-1.9x slower with 8 a thread.) 2-byte data take 8 a
+            # thread only where Triton can load them together (loads_together): a bfloat16 tanh-GELU over 2^26
+            # elements took 91.7 us so, 105.3 with 4 a thread (torch.compile 91.2); over 2^24 + 2, 26.1 and 28.8
+            # (26.1), a silu(x) * y 31.6 and 37.9 (32.8). Loaded one by one, 8 a thread are slower: 59.3 us for a
+            # GELU over 2^24 + 37 bfloat16 elements, where 4 a thread took 31.9 (H100; before full blocks)
+            self.full = self.xnumel.is_Integer and self.xnumel % 16 and self.xnumel > 16 * x  # see finish
             self.blocks = (("XBLOCK", 16 * x), ("num_warps", max(1, x // (16 if self.loads_together() else 8))))
             # A transposed read (transposed_loads): 2-D blocks, YBLOCK rows (every loop but the last, flattened)
             # by XBLOCK columns, so that each load is contiguous along one of the block's axes: Triton lays out
@@ -186,7 +189,7 @@ class TritonRenderer(KernelRenderer):
             if self.transposed_loads() and self.xnumel.is_Integer and self.xnumel // self.xr[-1] < 65536 * 32:
                 y, x, warps = (64, 128, 8) if self.xnumel >= 1 << 22 else (32, 64, 4)
                 rows_cols = (("R", int(self.xnumel // self.xr[-1])), ("C", int(self.xr[-1])))
-                self.blocks = (*rows_cols, ("YBLOCK", y), ("XBLOCK", x), ("num_warps", warps))
+                self.blocks, self.full = (*rows_cols, ("YBLOCK", y), ("XBLOCK", x), ("num_warps", warps)), False
         elif self.column:  # looped: steps of 512 elements, [64, 8] as Inductor's outer reductions. [64, 64]
             # steps had a column sum [32765, 1037] take 55.0 us instead of 51.4, in float16 45.4 instead of 31
             # (H100); [8, 8] steps, the final sum of 1024 partials per column ran 7 us longer than [8, 64].
@@ -212,8 +215,15 @@ class TritonRenderer(KernelRenderer):
             # 105). Rows of more than 16384 elements take 16 warps (32 floats a thread): a layer norm over [4096, 32768]
             # floats took 372.9 us so, 463.1 looped (torch.compile 366.5), over [4096, 20000] 228.4 and 321.2 (334.5);
             # softmax over [1024, 32768] 92.5 and 123.6 (117.9), over bfloat16 [4096, 32000] 192.4 and 217.2 (297.8);
-            # cross entropy over [8192, 32000] floats 368.6 and 362.9 (383.9). 32 warps were within 2% of 16 either way
-            warps = max(2, min(16 if rows > 16384 else 8, 1 << round(math.log2(max(row_bytes / 1024, 1)))))
+            # cross entropy over [8192, 32000] floats 368.6 and 362.9 (383.9). 32 warps were within 2% of 16 either way.
+            # A kernel that finds an index (argmax, argmin, torch.max(x, dim)) takes a warp per 2 KB, 1 to 8. H200, 1, 2,
+            # 4 and 8 warps: torch.max(x, -1) over [32765, 1037] floats 35.7, 36.7, 40.5, 52.5 us (a copy of the same
+            # bytes 36.0), in bfloat16 32.5, 35.2, 40.6, 52.2; argmax of the floats 35.3, 36.3, 40.0, 51.5; bfloat16
+            # argmin over [16384, 3000] 45.7, 35.8, 37.1, 46.1; over [16384, 2048] floats 35.0, 37.5, 34.7, 34.6. A max
+            # alone (amax, softmax) and a sum were within 1% from 1 to 4 warps over rows of 1024 or 1037 floats
+            index = any(n.reduction.op in ("argmax", "argmin") for n in self.kernel.nodes if n.reduction)
+            per_warp = row_bytes / (1024 << index)
+            warps = max(2 >> index, min(16 if rows > 16384 else 8, 1 << round(math.log2(max(per_warp, 1)))))
             self.blocks = (("XBLOCK", block), ("RBLOCK", rows), ("num_warps", warps))
         else:  # looped rows: steps of 8192 elements and 32 warps (1024 threads, 8 elements each) keep few rows
             # in flight, so a row read again by a later loop is still in L2. H100, RMS norm over [2048, 32768]
@@ -229,14 +239,16 @@ class TritonRenderer(KernelRenderer):
             self.blocks = (("XBLOCK", 1), ("RBLOCK", step), ("num_warps", 16 if compares else 32))
 
     def loads_together(self) -> bool:
-        """Whether every load of this pointwise kernel reads 2-byte data along the innermost index (or one
-        element for all of it: a broadcast) and the kernel's element count is even (a symbolic count: where
-        sympy can tell). The mask's bound is that number itself (:meth:`bound`), so Triton knows that
-        neighbouring elements share a mask at least in pairs, and loads 2 to 8 of them at once (16 bytes
-        where 16 divides the count)."""
+        """Whether Triton can move this pointwise kernel's narrow data (under 4 bytes an element) several
+        elements at a time: every such load reads along the innermost index (or one element for all of it: a
+        broadcast), and the kernel's element count is even (a symbolic count: where sympy can tell) or its full
+        blocks are unmasked (:meth:`finish`). The mask's bound is that number itself (:meth:`bound`), so Triton
+        knows that neighbouring elements share a mask at least in pairs, and loads 2 to 8 of them at once (16
+        bytes where 16 divides the count). Floats loaded one by one still fill a warp's 128-byte line."""
         x = index_vars(len(self.kernel.xranges), "x")[-1:]  # (a kernel of one element has none, and 1 is odd)
-        return bool(self.xnumel.is_even) and all(self.dtypes[b].itemsize == 2 for b in self.inputs) \
-            and all(i.coeff(x[0]) in (0, 1) for i in load_indices(self.kernel, self.inputs))
+        narrow = [b for b in self.inputs if self.dtypes[b].itemsize < 4]
+        return not narrow or bool(self.xnumel.is_even or self.full) \
+            and all(i.coeff(x[0]) in (0, 1) for i in load_indices(self.kernel, narrow))
 
     def dot_operands(self):
         """``((a, index), (b, index))`` if the kernel's one reduction is a matmul, else None.
@@ -422,8 +434,21 @@ class TritonRenderer(KernelRenderer):
         the next loop (``evict_last``) and let go in the last (``evict_first``), as Inductor's loads.
         H100, the same kernels without and with the hints: softmax over rows of 16384, 65.6 and 54.8 us;
         bfloat16 rows of 32000, 266.1 and 217.3 us; rows of 50257 floats (200 KB, too long for the rows
-        in flight to stay in L2 anyway), 722 and 735 us."""
+        in flight to stay in L2 anyway), 722 and 735 us.
+
+        A pointwise kernel over a known count that 16 does not divide has its body written twice: once for
+        the full blocks, whose mask is all True (so Triton loads and stores 16 bytes at a time), once for the
+        last block, masked. With one masked body, Triton sees a mask that may change at any element and moves
+        them one by one. H200, a bfloat16 tanh-GELU over 2^24 + 37 elements: 29.6 us, 24.2 with the full
+        blocks (torch.compile 36.1, a copy of the same bytes 20.8); in float16 the same; in float32 34.9 and
+        33.3 (34.1; 35.6)."""
         out, loops, seen = super().finish(), "\n".join(self.lines).count("for roffset"), 0
+        if self.full:  # the body twice: unmasked for full blocks, masked for the last (see the docstring)
+            i = next(i for i, (line, _) in enumerate(out) if line.lstrip().startswith("xmask"))
+            body = [("    " + line, owner) for line, owner in out[i + 1:]]
+            out[i:] = [(f"    if tl.program_id(0) * XBLOCK + XBLOCK <= {self.xnumel}:  # a full block", None),
+                       ("        xmask = tl.full([XBLOCK], True, tl.int1)", None), *body, ("    else:", None),
+                       ("    " + out[i][0], out[i][1]), *body]
         for i, (line, owner) in enumerate(out):
             seen += line.lstrip().startswith("for roffset")
             hint = f"'evict_{'first' if seen == loops else 'last'}'" if loops > 1 else None
@@ -478,9 +503,7 @@ class TritonRenderer(KernelRenderer):
         if dtype.is_floating_point:
             value = float(value)
             return f'float("{value}")' if math.isinf(value) or math.isnan(value) else repr(value)
-        if dtype == torch.bool:
-            return "True" if value else "False"
-        return str(int(value))
+        return str(bool(value)) if dtype == torch.bool else str(int(value))
 
     def cast(self, value, dtype, source=None):
         if dtype in HALF:  # round to half precision, keep computing in float32
