@@ -37,7 +37,6 @@ class Config:
     inline_user_functions: bool = True
 
     # -- passes ------------------------------------------------------------
-    decompose: bool = True
     cse: bool = True
     constant_folding: bool = True
     simplify: bool = True

@@ -285,22 +285,6 @@ def native_dropout(x, p, train):
     return x * mask * (1 / (1 - p) if p < 1 else 0.0), mask.to(torch.bool)
 
 
-@register(aten.scaled_dot_product_attention.default)
-def sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None, enable_gqa=False):
-    """Attention through its math form (matmul, softmax, matmul) on the CPU: two bmm library calls and a
-    fused softmax kernel.
-
-    On a GPU torch's own choice stays: a fused kernel (flash, memory-efficient or cuDNN attention), called
-    as a library kernel (backend/lowering.py), as Inductor does. It never writes the scores out: over ViT-B's
-    [64, 12, 197, 64] in bfloat16 the math form took 525 us and flash attention 48 (H100); causal over
-    1024 tokens, 2052 against 85. Training traces the math form (backend/training.py).
-    """
-    if q.is_cuda:
-        return NotImplemented
-    return aten._scaled_dot_product_attention_math.default(q, k, v, attn_mask, dropout_p, is_causal,
-                                                           scale=scale, enable_gqa=enable_gqa)[0]
-
-
 def matmul_as_sum(a, b, bias=None, beta=1, alpha=1):
     """``a @ b`` (plus ``beta * bias``) as the reduction it is: ``out[m, n] = sum over k of a[m, k] * b[k, n]``.
 
@@ -378,8 +362,12 @@ def decompose(gm: torch.fx.GraphModule, example_inputs: list,
         # Running through an Interpreter lets FX copy each node's provenance onto the ATen nodes it becomes.
         interpret = torch.func.functionalize(torch.fx.Interpreter(gm).run, remove="mutations")
         fake_mode, fakes = fake_inputs(example_inputs, gm)
-        # torch picks an attention kernel per device while tracing; on the CPU, asking for the math one makes
-        # the decomposition above apply whatever the CPU's own choice; on a GPU torch's fused kernel stays.
+        # torch picks an attention kernel per device while tracing. On the CPU, asking for the math one makes
+        # attention two bmm library calls and a fused softmax kernel, whatever the CPU's own choice. On a GPU
+        # torch's fused kernel (flash, memory-efficient or cuDNN attention) stays, called as a library kernel
+        # (backend/lowering.py), as Inductor does: it never writes the scores out. Over ViT-B's
+        # [64, 12, 197, 64] in bfloat16 the math form took 525 us and flash attention 48 (H100); causal over
+        # 1024 tokens, 2052 against 85. Training traces the math form (backend/training.py).
         cuda = any(isinstance(t, torch.Tensor) and t.is_cuda for t in fakes)
         math_attention = torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH)
         with fake_mode, TRACING, contextlib.nullcontext() if cuda else math_attention:
