@@ -184,11 +184,11 @@ def test_unsupported_op_falls_back_with_a_clear_reason():
     import toycompiler
 
     x = torch.randn(4)
-    gm = capture(lambda x: torch.cummax(x, 0)[0], x)  # a scan: no loop nest of this IR, and no fallback kernel
-    with pytest.warns(UserWarning, match="no lowering for"):
+    gm = capture(lambda x: torch.cond(x.sum() > 0, lambda v: v * 2, lambda v: v - 1, (x,)), x)
+    with pytest.warns(UserWarning, match="running this graph eagerly"):  # a higher-order op: branches are graphs
         compiled = toycompiler.get_backend("cpp")(gm, [x])
-    assert "no lowering for" in compiled.artifacts.fallback_reason
-    torch.testing.assert_close(compiled(x)[0], torch.cummax(x, 0)[0])  # ran eagerly, and right
+    assert "true_graph_0" in compiled.artifacts.fallback_reason
+    torch.testing.assert_close(compiled(x)[0], x * 2 if x.sum() > 0 else x - 1)  # ran eagerly, and right
     half = torch.randn(4, dtype=torch.float16)
     with pytest.warns(UserWarning, match="does not support torch.float16"):
         compiled = toycompiler.get_backend("cpp")(capture(lambda x: x.sin(), half), [half])

@@ -15,10 +15,13 @@ and torch/_inductor/graph.py (GraphLowering.run_node).
 Ops with no lowering here either decompose first (:mod:`toycompiler.passes.decompose`,
 torch's tables) or, when the loop IR cannot express them (indexing by loaded
 values, scans, sorting), run torch's own kernel: ``FALLBACKS`` lists them, each
-with its reason, as Inductor's ``make_fallback`` does.
+with its reason, as Inductor's ``make_fallback`` does. Any other ATen or custom
+operator with tensor results (``torch.library.custom_op``, a pooling or special
+function no table decomposes) runs torch's kernel as well, the generated kernels
+around it, as Inductor's ``implicit_fallbacks``: only an operator that returns no
+tensor or writes to its inputs (and ``torch.cond``) sends the graph to eager.
 
-Leaves out: layouts other than contiguous for buffers that are not graph outputs, and fallback
-kernels for ops not listed in ``FALLBACKS`` (such an op sends the graph to eager).
+Leaves out: layouts other than contiguous for buffers that are not graph outputs.
 """
 
 from __future__ import annotations
@@ -303,6 +306,12 @@ def gather(graph, node, x, dim, index, sparse_grad=False) -> TensorValue:
 
 INDIRECT = "it writes through loaded indices (the loop IR reads through them: ir.Load.indirect)"
 RANDOM = "random numbers come from torch's own generator: on the CPU the same draws as eager's, in its order"
+IMPLICIT = "no lowering or decomposition here: torch's own kernel, called as a library function (implicit fallback)"
+# Ops that torch's own kernel computes, each with its reason. Others with no lowering fall back implicitly
+# (implicit_fallback): convolution_backward (a library kernel, like convolution itself), nn.MultiheadAttention's
+# fused inference kernel (no decomposition in torch), torch's fused attention kernels on the GPU (flash,
+# memory-efficient, cuDNN: they never write the scores out, which the loop IR's math form, two matmuls and a
+# softmax, would), a custom operator.
 FALLBACKS = {
     "aten.index_put": INDIRECT, "aten.scatter": INDIRECT,
     "aten.scatter_add": INDIRECT, "aten.scatter_reduce": INDIRECT, "aten.index_add": INDIRECT,
@@ -311,16 +320,10 @@ FALLBACKS = {
     "aten.cumprod": "a scan (see cumsum)",
     **dict.fromkeys(["aten.sort", "aten.topk", "aten.median"], "sorting is no loop nest of this IR"),
     **dict.fromkeys(["aten.avg_pool2d", "aten.avg_pool2d_backward"], "a window reduction (the IR's reduce dims)"),
-    "aten.convolution_backward": "a library kernel, like convolution itself",
     "aten.max_pool2d_with_indices": "it returns where each window's max is (a window reduction with its index; "
                                     "the loop IR reduces over whole dims)",
     "aten.max_pool2d_with_indices_backward": "it writes through those indices (indirect indexing)",
     "aten.bernoulli": RANDOM,
-    "aten._native_multi_head_attention": "nn.MultiheadAttention's fused inference kernel (no decomposition in torch)",
-    **dict.fromkeys(["aten._scaled_dot_product_flash_attention", "aten._scaled_dot_product_efficient_attention",
-                     "aten._scaled_dot_product_cudnn_attention"],
-                    "torch's fused attention kernel on the GPU: it never writes the scores out, which the loop IR's "
-                    "math form (two matmuls and a softmax) would"),
 }
 
 
@@ -340,7 +343,7 @@ def fallback_kernel(graph: GraphLowering, node: torch.fx.Node, *args: Any, **kwa
         if isinstance(a, (list, tuple)):
             return "[" + ", ".join(map(text, a)) + "]"
         return repr(str(a)) if isinstance(a, torch.device) else str(a) if isinstance(a, sympy.Expr) else repr(a)
-    why = FALLBACKS[str(node.target).rsplit(".", 1)[0]]  # aten.gather.default -> aten.gather
+    why = FALLBACKS.get(str(node.target).rsplit(".", 1)[0], IMPLICIT)  # aten.gather.default -> aten.gather
     named = {**{arg.name: a for arg, a in zip(node.target._schema.arguments, args)}, **kwargs}
     texts = [(name, text(a)) for name, a in named.items()]
     vals = node.meta["val"]
@@ -357,6 +360,15 @@ def fallback_kernel(graph: GraphLowering, node: torch.fx.Node, *args: Any, **kwa
 
 
 register_lowering(*(getattr(aten, name.split(".")[1]) for name in FALLBACKS), needs_graph=True)(fallback_kernel)
+
+
+def implicit_fallback(node: torch.fx.Node) -> Callable | None:
+    """:func:`fallback_kernel` for an operator with no lowering whose results are all tensors (or None: an
+    output it was asked not to compute) and that writes to none of its arguments; None (the graph runs
+    eagerly) for any other."""
+    schema = getattr(node.target, "_schema", None)  # an ATen or custom operator's (torch.cond has none)
+    tensors = all(isinstance(v, torch.Tensor) for v in torch.utils._pytree.tree_leaves(node.meta.get("val")))
+    return fallback_kernel if schema and not schema.is_mutable and tensors else None
 
 
 # -- the driver -----------------------------------------------------------------
@@ -430,7 +442,7 @@ class GraphLowering:
         if target is operator.getitem:
             return self.values[node.args[0]][node.args[1]]
         packet = getattr(target, "overloadpacket", None)
-        if (lower := LOWERINGS.get(target) or LOWERINGS.get(packet)) is None:
+        if (lower := LOWERINGS.get(target) or LOWERINGS.get(packet) or implicit_fallback(node)) is None:
             raise LoweringError(f"no lowering for {target} (node {node.name})")
         args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: self.values[n])
         value = lower(self, node, *args, **kwargs) if lower.needs_graph else lower(node, *args, **kwargs)
