@@ -363,11 +363,11 @@ register_lowering(*(getattr(aten, name.split(".")[1]) for name in FALLBACKS), ne
 
 
 def implicit_fallback(node: torch.fx.Node) -> Callable | None:
-    """:func:`fallback_kernel` for an operator with no lowering whose results are all tensors (or None: an
-    output it was asked not to compute) and that writes to none of its arguments; None (the graph runs
-    eagerly) for any other."""
+    """:func:`fallback_kernel` for an operator with no lowering that returns a tensor (with others, or None for
+    an output it was asked not to compute, or integers: flash attention's sizes) and writes to none of its
+    arguments; None (the graph runs eagerly) for any other: one that returns only a size, or nothing."""
     schema = getattr(node.target, "_schema", None)  # an ATen or custom operator's (torch.cond has none)
-    tensors = all(isinstance(v, torch.Tensor) for v in torch.utils._pytree.tree_leaves(node.meta.get("val")))
+    tensors = any(isinstance(v, torch.Tensor) for v in torch.utils._pytree.tree_leaves(node.meta.get("val")))
     return fallback_kernel if schema and not schema.is_mutable and tensors else None
 
 
