@@ -114,8 +114,9 @@ class CellView(View):
         if r.report is None or not r.report.frames:
             return f"{r.name}: not called in this cell, so not compiled yet"
         rep = r.report
+        ran = "".join(f"; ran eagerly: {reason}" for reason in rep.fallback_reasons)  # a backward's, a frame's too
         return (f"{r.name}: {len(rep.frames)} compilation(s), graphs: {rep.graph_count}, "
-                f"graph breaks: {rep.graph_break_count}")
+                f"graph breaks: {rep.graph_break_count}{ran}")
 
     def text(self) -> str:
         if not self.results:

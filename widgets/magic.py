@@ -225,9 +225,9 @@ class Recorder:
 
     @property
     def report(self) -> Report:
-        frames = tuple(self.target.compiled_frames)
-        fallbacks = tuple(f.backend.fallback_reason for f in frames if f.backend and f.backend.fallback_reason)
-        return Report(frames, fallbacks, tuple(self.target.cache.failures))
+        # every reason anything ran eagerly, as explain()'s report: a backward graph's too
+        return Report(tuple(self.target.compiled_frames), tuple(self.target.fallback_reasons()),
+                      tuple(self.target.cache.failures))
 
 
 def _compiler_failure(e: Exception, cell_file: str) -> bool:
