@@ -50,7 +50,8 @@ def test_strided_broadcast_and_one_byte_inputs():
     row = torch.randn(5, 1, device=DEVICE)
     col = torch.randn(417, device=DEVICE)
     keep = torch.rand(5, 417, device=DEVICE) > 0.5  # bool, 1 byte
-    fn = lambda x, row, col, keep: torch.where(keep, x.view(5, 417) * row + col, -x.view(5, 417))
+    def fn(x, row, col, keep):
+        return torch.where(keep, x.view(5, 417) * row + col, -x.view(5, 417))
     sources = kernels(fn, x, row, col, keep)
     assert any(split(s) for s in sources)
 

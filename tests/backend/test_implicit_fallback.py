@@ -33,6 +33,16 @@ def _(x):
     return None
 
 
+@torch.library.custom_op("toytest::column_major", mutates_args=())
+def column_major(x: torch.Tensor) -> torch.Tensor:
+    return x.t().contiguous().t() * 2  # the values in column-major order
+
+
+@column_major.register_fake
+def _(x):
+    return torch.empty_like(x)  # says row-major, as x: wrong about the strides
+
+
 def explained(fn, *args, backend="cpp"):
     report = toycompiler.explain(fn, backend=backend)(*args)
     code = "\n".join(f.backend.output_code.source for f in report.frames if f.backend and f.backend.output_code)
@@ -98,3 +108,15 @@ def test_an_operator_that_writes_to_its_input_still_sends_the_graph_to_eager():
     with pytest.warns(UserWarning, match="running this graph eagerly"):
         report, _ = explained(fn, x)
     assert "toytest::bump" in report.fallback_reasons[0] and not report.kernels
+
+
+@pytest.mark.parametrize("backend", ["cpp", "triton"])
+def test_a_result_in_other_strides_than_its_fake_said_is_copied_into_them(backend):
+    """The kernels after a library call read its result with the strides its fake tensor gave; where torch's
+    kernel returned others (a custom op's fake kernel is only what its author wrote), codecache.conform copies
+    it into those, so the kernels read the right values."""
+    x = torch.randn(5, 7, device=device_for(backend))
+    fn = lambda x: column_major(x.sin()) + torch.arange(7.0, device=x.device)  # noqa: E731
+    assert_same(fn, x, backend=backend)
+    _, code = explained(fn, x, backend=backend)
+    assert "= codecache.conform(torch.ops.toytest.column_major.default(x=buf0), (7, 1))" in code

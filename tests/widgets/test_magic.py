@@ -201,7 +201,8 @@ def test_help_works_with_no_cell_body(ip, capsys):
 def test_the_headline_says_what_ran_eagerly_a_frame_or_a_backward(ip, capsys):
     """Every reason explain() gives, not only a forward graph's: here a frame that could not resume after a
     break inside its loop."""
-    cell = "def loop(x):\n    for i in range(2):\n        print(i)\n        x = x + 1\n    return x\nloop(torch.ones(2))\n"
+    cell = ("def loop(x):\n    for i in range(2):\n        print(i)\n        x = x + 1\n    return x\n"
+            "loop(torch.ones(2))\n")
     ip.run_cell_magic("compile", "--backend cpp --no-timing", cell)
     text = capsys.readouterr().out
     assert re.search(r"loop: .*; ran eagerly: .*frame ran eagerly: can't resume after FOR_ITER", text), text

@@ -225,6 +225,15 @@ def _discard(paths: list[str], why: str) -> tuple[None, str]:
     return None, f"{why}: discarded and compiled again"
 
 
+def conform(t: torch.Tensor, stride: tuple[int, ...]) -> torch.Tensor:
+    """A fallback op's result in the strides its fake tensor gave, which the generated kernels read it with:
+    itself when torch's kernel returned those (as it does wherever fake and real kernels agree), else a copy.
+    A custom operator's fake kernel says what its author wrote, and a kernel reading with other strides would
+    compute wrong values. (Inductor asserts the strides instead: ``assert_size_stride``.)"""
+    same = all(a == b or n < 2 for a, b, n in zip(t.stride(), stride, t.shape))  # a dim of size 1: any stride
+    return t if same else torch.empty_strided(t.shape, stride, dtype=t.dtype, device=t.device).copy_(t)
+
+
 def check_index(index: torch.Tensor, size: int, dim: int, negative: bool = True) -> None:
     """Eager's error for an index out of range: IndexError from ``x[i]`` (a negative index counts from the
     end), RuntimeError from ``gather`` (no negative index). The kernel that reads through ``index`` clamped

@@ -306,7 +306,6 @@ def gather(graph, node, x, dim, index, sparse_grad=False) -> TensorValue:
 
 INDIRECT = "it writes through loaded indices (the loop IR reads through them: ir.Load.indirect)"
 RANDOM = "random numbers come from torch's own generator: on the CPU the same draws as eager's, in its order"
-IMPLICIT = "no lowering or decomposition here: torch's own kernel, called as a library function (implicit fallback)"
 # Ops that torch's own kernel computes, each with its reason. Others with no lowering fall back implicitly
 # (implicit_fallback): convolution_backward (a library kernel, like convolution itself), nn.MultiheadAttention's
 # fused inference kernel (no decomposition in torch), torch's fused attention kernels on the GPU (flash,
@@ -343,7 +342,7 @@ def fallback_kernel(graph: GraphLowering, node: torch.fx.Node, *args: Any, **kwa
         if isinstance(a, (list, tuple)):
             return "[" + ", ".join(map(text, a)) + "]"
         return repr(str(a)) if isinstance(a, torch.device) else str(a) if isinstance(a, sympy.Expr) else repr(a)
-    why = FALLBACKS.get(str(node.target).rsplit(".", 1)[0], IMPLICIT)  # aten.gather.default -> aten.gather
+    why = FALLBACKS.get(str(node.target).rsplit(".", 1)[0], "no lowering: torch's kernel (implicit fallback)")
     named = {**{arg.name: a for arg, a in zip(node.target._schema.arguments, args)}, **kwargs}
     texts = [(name, text(a)) for name, a in named.items()]
     vals = node.meta["val"]

@@ -216,11 +216,12 @@ class TritonRenderer(KernelRenderer):
             # floats took 372.9 us so, 463.1 looped (torch.compile 366.5), over [4096, 20000] 228.4 and 321.2 (334.5);
             # softmax over [1024, 32768] 92.5 and 123.6 (117.9), over bfloat16 [4096, 32000] 192.4 and 217.2 (297.8);
             # cross entropy over [8192, 32000] floats 368.6 and 362.9 (383.9). 32 warps were within 2% of 16 either way.
-            # A kernel that finds an index (argmax, argmin, torch.max(x, dim)) takes a warp per 2 KB, 1 to 8. H200, 1, 2,
-            # 4 and 8 warps: torch.max(x, -1) over [32765, 1037] floats 35.7, 36.7, 40.5, 52.5 us (a copy of the same
-            # bytes 36.0), in bfloat16 32.5, 35.2, 40.6, 52.2; argmax of the floats 35.3, 36.3, 40.0, 51.5; bfloat16
-            # argmin over [16384, 3000] 45.7, 35.8, 37.1, 46.1; over [16384, 2048] floats 35.0, 37.5, 34.7, 34.6. A max
-            # alone (amax, softmax) and a sum were within 1% from 1 to 4 warps over rows of 1024 or 1037 floats
+            # A kernel that finds an index (argmax, argmin, torch.max(x, dim)) takes a warp per 2 KB, 1 to 8. H200,
+            # 1, 2, 4 and 8 warps: torch.max(x, -1) over [32765, 1037] floats 35.7, 36.7, 40.5, 52.5 us (a copy of
+            # the same bytes 36.0), in bfloat16 32.5, 35.2, 40.6, 52.2; argmax of the floats 35.3, 36.3, 40.0, 51.5;
+            # bfloat16 argmin over [16384, 3000] 45.7, 35.8, 37.1, 46.1; torch.max over [16384, 2048] floats 35.0,
+            # 37.5, 34.7, 34.6. A max alone (amax, softmax) and a sum were within 1% from 1 to 4 warps over rows of
+            # 1024 or 1037 floats
             index = any(n.reduction.op in ("argmax", "argmin") for n in self.kernel.nodes if n.reduction)
             per_warp = row_bytes / (1024 << index)
             warps = max(2 >> index, min(16 if rows > 16384 else 8, 1 << round(math.log2(max(per_warp, 1)))))
@@ -501,8 +502,7 @@ class TritonRenderer(KernelRenderer):
 
     def constant(self, value, dtype):
         if dtype.is_floating_point:
-            value = float(value)
-            return f'float("{value}")' if math.isinf(value) or math.isnan(value) else repr(value)
+            return repr(float(value)) if math.isfinite(value) else f'float("{float(value)}")'
         return str(bool(value)) if dtype == torch.bool else str(int(value))
 
     def cast(self, value, dtype, source=None):
