@@ -148,7 +148,8 @@ def extern_call(ir: GraphIR, node: ExternKernel) -> str:
     call = f"{node.op}({', '.join(([] if named else args) + kwargs)})"
     if any(k == "out" for k, _ in node.kwargs):
         return call
-    item = f"{call}[{node.item}]" if node.item is not None else call  # a fallback op's, in the strides kernels read:
+    item = f"{call}[{node.item}]" if node.item is not None else call
+    # a fallback op's result goes on in the strides the kernels read it with (codecache.conform)
     return f"{node.name} = codecache.conform({item}, {shape(node.layout.stride)})" if named else f"{node.name} = {item}"
 
 
