@@ -120,3 +120,19 @@ def test_a_result_in_other_strides_than_its_fake_said_is_copied_into_them(backen
     assert_same(fn, x, backend=backend)
     _, code = explained(fn, x, backend=backend)
     assert "= codecache.conform(torch.ops.toytest.column_major.default(x=buf0), (7, 1))" in code
+
+
+@pytest.mark.parametrize("op, falls_back", [(torch.ops.aten.lgamma.default, True),
+                                            (torch.ops.toytest.python_sort.default, True),
+                                            (torch.ops.aten.view_as_real.default, False),  # a view of its input
+                                            (torch.ops.aten.positive.default, False),  # may return its input
+                                            (torch.ops.toytest.bump.default, False),  # writes to its input
+                                            (torch.ops.aten.sym_size.int, False)])  # returns a size
+def test_which_operators_fall_back_implicitly(op, falls_back):
+    """The rule itself, on one node each: a tensor among the results, and no argument written or viewed."""
+    from toycompiler.backend.lowering import fallback_kernel, implicit_fallback
+
+    graph = torch.fx.Graph()
+    node = graph.call_function(op, (graph.placeholder("x"),))
+    node.meta["val"] = 3 if op is torch.ops.aten.sym_size.int else torch.empty(2)
+    assert (implicit_fallback(node) is fallback_kernel) == falls_back

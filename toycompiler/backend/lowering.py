@@ -363,11 +363,13 @@ register_lowering(*(getattr(aten, name.split(".")[1]) for name in FALLBACKS), ne
 
 def implicit_fallback(node: torch.fx.Node) -> Callable | None:
     """:func:`fallback_kernel` for an operator with no lowering that returns a tensor (with others, or None for
-    an output it was asked not to compute, or integers: flash attention's sizes) and writes to none of its
-    arguments; None (the graph runs eagerly) for any other: one that returns only a size, or nothing."""
+    an output it was asked not to compute, or integers: flash attention's sizes) and whose schema annotates
+    none of its arguments: it neither writes to one (``Tensor(a!)``) nor returns a view of one (``Tensor(a)``:
+    the scheduler would take the view for a new buffer, and might reuse the memory it views). None (the graph
+    runs eagerly) for any other: one that returns only a size, or nothing."""
     schema = getattr(node.target, "_schema", None)  # an ATen or custom operator's (torch.cond has none)
     tensors = any(isinstance(v, torch.Tensor) for v in torch.utils._pytree.tree_leaves(node.meta.get("val")))
-    return fallback_kernel if schema and not schema.is_mutable and tensors else None
+    return fallback_kernel if schema and tensors and not any(a.alias_info for a in schema.arguments) else None
 
 
 # -- the driver -----------------------------------------------------------------
