@@ -19,7 +19,8 @@ with its reason, as Inductor's ``make_fallback`` does. Any other ATen or custom
 operator with tensor results (``torch.library.custom_op``, a pooling or special
 function no table decomposes) runs torch's kernel as well, the generated kernels
 around it, as Inductor's ``implicit_fallbacks``: only an operator that returns no
-tensor or writes to its inputs (and ``torch.cond``) sends the graph to eager.
+tensor, writes to an input or returns a view of one (and ``torch.cond``) sends the
+graph to eager.
 
 Leaves out: layouts other than contiguous for buffers that are not graph outputs.
 """
