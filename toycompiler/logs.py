@@ -26,7 +26,6 @@ from . import artifacts as A
 
 CHANNELS = ("graph_breaks", "guards", "recompiles", "bytecode", "graph_code")
 enabled: dict[str, bool] = dict.fromkeys(CHANNELS, False)
-_handler: logging.Handler | None = None
 
 
 def set_logs(**channels: bool) -> None:
@@ -35,7 +34,6 @@ def set_logs(**channels: bool) -> None:
     The first time a channel is on, the messages go to stderr, unless the application (or pytest)
     has already configured logging.
     """
-    global _handler
     if "all" in channels:
         channels = dict.fromkeys(CHANNELS, channels.pop("all")) | channels
     if unknown := set(channels) - set(CHANNELS):
@@ -43,10 +41,11 @@ def set_logs(**channels: bool) -> None:
     for name, on in channels.items():
         enabled[name] = bool(on)
         logging.getLogger(f"toycompiler.{name}").setLevel(logging.INFO if on else logging.WARNING)
-    if _handler is None and any(enabled.values()) and not logging.getLogger().handlers:
-        _handler = logging.StreamHandler()  # to sys.stderr
-        _handler.setFormatter(logging.Formatter("[%(name)s] %(message)s"))
-        logging.getLogger("toycompiler").addHandler(_handler)
+    # A handler already on the "toycompiler" logger (ours, from an earlier call) means it is not added again.
+    if not logging.getLogger("toycompiler").handlers and any(enabled.values()) and not logging.getLogger().handlers:
+        handler = logging.StreamHandler()  # to sys.stderr
+        handler.setFormatter(logging.Formatter("[%(name)s] %(message)s"))
+        logging.getLogger("toycompiler").addHandler(handler)
 
 
 def set_logs_from_env(value: str | None = None) -> None:

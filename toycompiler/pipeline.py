@@ -223,7 +223,6 @@ def runtime_graph(arts: A.BackendArtifacts, constants: list, module: Any, exampl
     launcher.apply_choices(launchers, tuning)
     launch = launchers[0].reason if launchers else "C++ through ctypes (argtypes declared once)"
     use_graphs, graphs_reason = cudagraphs.cudagraphs_decision(config.mode, example_inputs)
-    if use_graphs:
-        call = cudagraphs.CUDAGraphRunner(call)
+    call = cudagraphs.CUDAGraphRunner(call) if use_graphs else call
     runtime = A.RuntimeArtifact(config.mode, launch, graphs_reason, cache, tuning)
     return CompiledGraph(call, dataclasses.replace(arts, runtime=runtime, times=tuple(clock.times)))

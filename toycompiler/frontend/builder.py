@@ -99,7 +99,7 @@ def _wrap_container(tx: Tx, value: Any, source: str, line: int | None) -> Variab
     (``log.append`` reads no item, and must not recompile when ``log`` grows)."""
     kind = type(value).__name__
     tx.guards.add(f"type({source}) is {kind}", "TYPE_MATCH", f"{source} was read as a {kind}", line)
-    return CALLER_CONTAINERS[type(value)](None, source, lambda: _read_container(tx, value, source))
+    return CALLER_CONTAINERS[type(value)](source, lambda: _read_container(tx, value, source))
 
 
 def _read_container(tx: Tx, value: Any, source: str) -> list[Variable] | dict[Any, Variable]:

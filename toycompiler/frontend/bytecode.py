@@ -46,9 +46,8 @@ ALIASES: dict[str, str] = {
     # 3.12 checks for unbound locals in a separate opcode; symbolically the same.
     "LOAD_FAST_CHECK": "LOAD_FAST",
     # 3.11 calls a method in two steps (PRECALL then CALL); PRECALL does nothing for us.
-    "PRECALL": "NOP",
     # dis already folds EXTENDED_ARG into the next instruction's argument.
-    "EXTENDED_ARG": "NOP",
+    **dict.fromkeys(("PRECALL", "EXTENDED_ARG"), "NOP"),
 }
 
 # 3.12 moved rarely used operations into CALL_INTRINSIC_1; those we trace get

@@ -3,7 +3,7 @@
 :func:`call_python` is the one place that decides, in this order:
 
 1. an ``nn.Module`` instance: inline its ``forward`` (after checking for hooks);
-2. a builtin the translator models (``len``, ``zip``, ``isinstance``...: :mod:`.pybuiltins`;
+2. a builtin the translator models (``len``, ``zip``, ``isinstance``, ``record_function``...: :mod:`.pybuiltins`;
    ``torch.cond``: :mod:`.higher_order`);
 3. a torch function, tensor operator or custom op: record a graph node;
 4. a Python function or method: inline it (:func:`inline_function`; the child
@@ -22,7 +22,6 @@ instantiated while tracing.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
 import math
@@ -35,17 +34,7 @@ import torch
 from .builder import wrap_cell
 from .containers import wrap_constant_result
 from .pybuiltins import HANDLERS, callable_name, fold
-from .variables import (
-    CONSTANT_TYPES,
-    BoundMethodVariable,
-    NullContextVariable,
-    ObjectVariable,
-    PartialVariable,
-    TensorVariable,
-    Unsupported,
-    Variable,
-    grad_mode_of,
-)
+from .variables import CONSTANT_TYPES, ObjectVariable, TensorVariable, Unsupported, Variable, grad_mode_of
 
 if TYPE_CHECKING:
     from .translator import InstructionTranslator as Tx
@@ -67,8 +56,6 @@ REFUSED = {
     id: ("unsupported-call", "id() of a traced value has no meaning at run time"),
     **dict.fromkeys((graph_break, torch._dynamo.graph_break), ("explicit", "a graph break asked for on purpose")),
 }
-# Context managers traced as a no-op ``with`` (TorchDynamo does the same for profiler ranges).
-NULL_CONTEXTS = (torch.autograd.profiler.record_function, contextlib.nullcontext)
 OPERATOR_FUNCTIONS = {v for v in vars(operator).values() if callable(v)}
 # Python functions that are pure on constant arguments, so a call can be folded.
 FOLDABLE = {abs, len, min, max, int, float, bool, str, round, pow, tuple, list, dict, set, frozenset, isinstance,
@@ -87,8 +74,6 @@ def call_python(tx: Tx, fn: Any, args: list[Variable], kwargs: dict[str, Variabl
     if _hashable(fn) and fn in REFUSED:  # print(), breakpoint(), graph_break()...: always a graph break
         kind, why = REFUSED[fn]
         raise Unsupported(f"call to {fn.__name__}: {why}", kind)
-    if fn in NULL_CONTEXTS:  # record_function("name"): a profiler range, nothing the graph computes
-        return NullContextVariable(callable_name(fn))
     if getattr(fn, "__name__", None) == "clone" and grad_mode_of(getattr(fn, "__self__", None)):
         return grad_mode_of(fn.__self__)  # @torch.no_grad() makes a fresh context per call
     handler = HANDLERS.get(fn) if _hashable(fn) else None  # the builtins pybuiltins models
@@ -120,7 +105,7 @@ def call_python_function(tx: Tx, fn: Any, source: str | None, args: list[Variabl
         inner = tx.wrap(fn.func, f"{source}.func" if source else None)
         bound = [tx.wrap(a, None) for a in fn.args]
         keywords = {k: tx.wrap(v, None) for k, v in fn.keywords.items()}
-        return PartialVariable(inner, bound, keywords).call(tx, args, kwargs)
+        return inner.call(tx, [*bound, *args], {**keywords, **kwargs})  # the bound arguments first
     if isinstance(getattr(type(fn), "__call__", None), types.FunctionType):  # an object of a class with __call__
         return call_python_function(tx, fn.__call__, source and f"{source}.__call__", args, kwargs)
     if isinstance(fn, type) and issubclass(fn, BaseException):
@@ -154,7 +139,7 @@ def call_module(tx: Tx, module: torch.nn.Module, source: str | None, args: list[
     self_var = tx.wrap(module, source) if source else ObjectVariable(module)
     if not isinstance(forward := type(module).forward, types.FunctionType):
         raise Unsupported(f"{type(module).__name__}.forward is not a Python function", "unsupported-call")
-    return BoundMethodVariable(ObjectVariable(forward), [self_var]).call(tx, args, kwargs)
+    return call_python(tx, forward, [self_var, *args], kwargs)  # ``forward`` with the module first, as ``self``
 
 
 def construct_module(tx: Tx, cls: type, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:

@@ -26,9 +26,8 @@ def wrap_constant_result(value: Any) -> Variable:
     (a builtin run on lists of variables, a dict method's result) stay as they are."""
     if isinstance(value, Variable):
         return value
-    if type(value) in (tuple, list):
-        items = [wrap_constant_result(v) for v in value]
-        return TupleVariable(items) if type(value) is tuple else ListVariable(items)
+    if type(value) in (tuple, list):  # a TupleVariable or a ListVariable (:data:`CONTAINERS`)
+        return CONTAINERS[type(value)]([wrap_constant_result(v) for v in value])
     if type(value) is dict:
         return DictVariable({k: wrap_constant_result(v) for k, v in value.items()})
     return wrap_scalar(value)
@@ -288,11 +287,9 @@ class ReadOnFirstUse:
     (Dynamo's LazyVariableTracker.)
     """
 
-    def __init__(self, items: Any, source: str | None = None, read: Callable[[], Any] | None = None) -> None:
-        """The container's fields, set by hand: ``items`` None (as the builder makes one) is read when first used,
-        by ``read()``, which wraps the items and adds their guards."""
-        if items is not None:  # one made from another's items (``xs + [y]``, ``sequence_op``): its items are known
-            self.items = items
+    def __init__(self, source: str, read: Callable[[], Any]) -> None:
+        """The container's fields, set by hand: no ``items`` yet (the builder makes one only this way); they are read
+        when first used, by ``read()``, which wraps the items and adds their guards."""
         self.source, self.read = source, read
 
     @functools.cached_property
@@ -304,7 +301,8 @@ class ReadOnFirstUse:
         return super().describe() if "items" in vars(self) else f"{self.python_type().__name__} {self.source}"
 
 
+# The variable class of each Python container type, by the type it stands for.
+CONTAINERS = {tuple: TupleVariable, list: ListVariable, dict: DictVariable}
 # The classes of a caller's containers: CallerTupleVariable(ReadOnFirstUse, TupleVariable), CallerListVariable,
 # CallerDictVariable; by the Python type they stand for.
-CALLER_CONTAINERS = {kind: type(f"Caller{cls.__name__}", (ReadOnFirstUse, cls), {})
-                     for kind, cls in ((tuple, TupleVariable), (list, ListVariable), (dict, DictVariable))}
+CALLER_CONTAINERS = {kind: type(f"Caller{cls.__name__}", (ReadOnFirstUse, cls), {}) for kind, cls in CONTAINERS.items()}

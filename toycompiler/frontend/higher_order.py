@@ -54,11 +54,10 @@ def _trace_branch(tx, fn: Variable, fakes: list, what: str) -> tuple[torch.fx.Gr
     if not fn.is_python_constant():
         raise Unsupported(f"torch.cond {what} captures values only known while tracing; pass them as operands",
                           "unsupported-call")
-    python_fn = fn.as_python()
     single = []
 
     def as_tuple(*xs: Any) -> tuple:
-        out = python_fn(*xs)
+        out = fn.as_python()(*xs)  # a constant: the real function (checked above)
         single.append(isinstance(out, torch.Tensor))
         return (out,) if isinstance(out, torch.Tensor) else tuple(out)
 

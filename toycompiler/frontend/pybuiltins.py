@@ -16,6 +16,7 @@ torch/_dynamo/polyfills/ (itertools, functools).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import operator
@@ -30,6 +31,7 @@ from .variables import (
     Compared,
     ConstantVariable,
     GradModeVariable,
+    NullContextVariable,
     ObjectVariable,
     PartialVariable,
     SuperVariable,
@@ -244,9 +246,8 @@ def _accumulate(tx, iterable, func=NONE, *, initial=NONE):
 
 
 # Builtins that compare their items, and why they break over tensors.
-COMPARING = {sorted: "sorted() over tensors compares their values (data-dependent)",
-             min: "min()/max() of tensors compares their values (data-dependent); use torch.minimum/maximum"}
-COMPARING[max] = COMPARING[min]
+MIN_MAX = "min()/max() of tensors compares their values (data-dependent); use torch.minimum/maximum"
+COMPARING = {sorted: "sorted() over tensors compares their values (data-dependent)", min: MIN_MAX, max: MIN_MAX}
 
 
 @handles(*COMPARING, pass_fn=True)
@@ -360,6 +361,13 @@ def _global_state(fn: Any, tx) -> Variable:
     expr = f"torch.{fn.__name__}()"
     tx.guards.add(f"{expr} == {value}", "GLOBAL_STATE", f"{expr} was read", tx.output.current_line, expr, str(value))
     return ConstantVariable(value)
+
+
+@handles(torch.autograd.profiler.record_function, contextlib.nullcontext, pass_fn=True)
+def _null_context(fn: Any, tx, /, *args, **kwargs) -> Variable:
+    """``record_function("name")`` (a profiler range) or ``contextlib.nullcontext()``: nothing the graph computes,
+    so a no-op ``with`` (TorchDynamo does the same for profiler ranges)."""
+    return NullContextVariable(callable_name(fn))
 
 
 HANDLERS[torch.no_grad] = lambda tx: GradModeVariable(False)

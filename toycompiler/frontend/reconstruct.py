@@ -202,16 +202,17 @@ class Codegen:
             self.namespace[const] = value
         self.load_global(const)
 
-    def load_source(self, source: str) -> None:
-        """A guard-style source expression (``x``, ``x.weight``, ``G['w']``, ``args[0]``) as instructions."""
-        self._load_ast(ast.parse(source, mode="eval").body, source)
+    def load_source(self, source: str, node: ast.expr | None = None) -> None:
+        """A guard-style source expression (``x``, ``x.weight``, ``G['w']``, ``args[0]``) as instructions.
 
-    def _load_ast(self, node: ast.AST, source: str) -> None:
+        ``node`` is the part of its syntax tree to load: the whole expression at first, then (recursively) what
+        an attribute or an item is read from."""
+        node = node or ast.parse(source, mode="eval").body
         if isinstance(node, ast.Name):
             return self.emit("LOAD_FAST", node.id) if node.id in self.params else self.load_global(node.id)
         if not isinstance(node, ast.Attribute | ast.Subscript):
             raise CannotResume(f"can't load source {source!r}")  # a call, an operator...
-        self._load_ast(node.value, source)  # what the attribute or item is read from
+        self.load_source(source, node.value)  # what the attribute or item is read from
         if isinstance(node, ast.Attribute):
             return self.load_attr(node.attr)
         try:

@@ -41,7 +41,6 @@ import types
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import torch
 import torch.fx
 
 from ..artifacts import GraphBreak, Guard, SourceArtifact, TranslationArtifact, TranslationStep
@@ -454,9 +453,9 @@ class InstructionTranslator:
         them: ``+`` joins two lists or two tuples only, and ``+=`` and ``*=`` change a list in place, so every
         name for it sees the change."""
         in_place = op in ("+=", "*=") and isinstance(a, ListVariable)
+        seq = a if isinstance(a, TupleVariable) else b  # the list or tuple (a named tuple's result is a plain tuple)
         if op.startswith("*"):
-            seq, n = (a, b) if isinstance(a, TupleVariable) else (b, a)
-            items = seq.items * n.as_python()
+            items = seq.items * (b if seq is a else a).as_python()  # repeated as many times as the other operand
         elif in_place or a.python_type() is b.python_type():  # (``+=`` extends a list by any sequence)
             items = a.unpack(self) + b.unpack(self)
         else:
@@ -465,7 +464,6 @@ class InstructionTranslator:
             a.before_change(self, f"list {op}")
             a.items[:] = items
             return a
-        seq = a if isinstance(a, TupleVariable) else b  # the list or tuple (a named tuple's result is a plain tuple)
         return (ListVariable if isinstance(seq, ListVariable) else TupleVariable)(items)
 
     def COMPARE_OP(self, inst):
@@ -568,8 +566,8 @@ class InstructionTranslator:
         value = self.pop()
         self.state.stack[-inst.arg].call_method(self, CONTAINER_METHODS[inst.opname], [value], {})
 
-    SET_UPDATE = DICT_UPDATE = LIST_EXTEND = LIST_APPEND = SET_ADD
-    DICT_MERGE = SET_ADD  # ``f(**a, **b)``: like DICT_UPDATE, plus a duplicate-key error we don't model
+    # DICT_MERGE, ``f(**a, **b)``: like DICT_UPDATE, plus a duplicate-key error we don't model
+    SET_UPDATE = DICT_UPDATE = LIST_EXTEND = LIST_APPEND = DICT_MERGE = SET_ADD
 
     # -- unpacking ---------------------------------------------------------------------------
 

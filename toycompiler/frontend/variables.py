@@ -259,12 +259,9 @@ class ObjectVariable(KnownVariable):
 
     def getattr(self, tx, name):
         attr = self.attribute(name)
-        if isinstance(attr, types.MethodType) and attr.__self__ is self.value and isinstance(attr.__func__,
-                                                                                             types.FunctionType):
-            # ``self.helper``: inline the function with this object as ``self``
-            return BoundMethodVariable(ObjectVariable(attr.__func__), [self])
         source = attribute_source(self.value, self.source, name) if self.source else None
-        return tx.wrap(attr, source, identity=not isinstance(self.value, types.ModuleType))
+        # ``self.helper``: inline the function with this object as ``self``; any other attribute, wrapped
+        return bound_method(attr, self) or tx.wrap(attr, source, identity=not isinstance(self.value, types.ModuleType))
 
     def call(self, tx, args, kwargs):
         return tx.call_python(self.value, args, kwargs, self.source)
@@ -498,6 +495,15 @@ class BoundMethodVariable(PartialVariable):
         cg.call_function(types.MethodType, [self.function, *self.args])
 
 
+def bound_method(attr: Any, self_var: Variable) -> BoundMethodVariable | None:
+    """``attr``, read from ``self_var``'s value, as a method to inline with ``self_var`` as ``self``, when it is a
+    Python function bound to that very object (``self.helper``; a classmethod is bound to the class); else None."""
+    if isinstance(attr, types.MethodType) and attr.__self__ is self_var.as_python() \
+            and isinstance(attr.__func__, types.FunctionType):
+        return BoundMethodVariable(ObjectVariable(attr.__func__), [self_var])
+    return None
+
+
 @dataclass(eq=False)
 class SuperVariable(Variable):
     """``super()`` inside an inlined method: attribute lookups start after ``cls`` in the MRO."""
@@ -508,10 +514,7 @@ class SuperVariable(Variable):
 
     def getattr(self, tx, name):
         attr = getattr(super(self.cls, self.self_var.as_python()), name)
-        if isinstance(attr, types.MethodType) and isinstance(attr.__func__, types.FunctionType) \
-                and attr.__self__ is self.self_var.as_python():  # (a classmethod's is the class)
-            return BoundMethodVariable(ObjectVariable(attr.__func__), [self.self_var])
-        return tx.wrap(attr, None)
+        return bound_method(attr, self.self_var) or tx.wrap(attr, None)  # (a classmethod's is bound to the class)
 
 
 @dataclass(eq=False)

@@ -29,9 +29,7 @@ def cse(gm: torch.fx.GraphModule) -> list[str]:
 def _hashable(x: object) -> object:
     if isinstance(x, list | tuple):
         return tuple(_hashable(i) for i in x)
-    if isinstance(x, torch.fx.Node):
-        return ("node", x.name)
-    try:
+    try:  # an FX node hashes (and compares) by identity: the same node, the same key
         hash(x)
         return (type(x).__name__, x)
     except TypeError:

@@ -29,13 +29,12 @@ def constant_fold(gm: torch.fx.GraphModule) -> list[str]:
             continue
         if not (small and node.all_input_nodes and all(i in constant for i in node.all_input_nodes)):
             continue
-        name = f"_folded_{node.name}"
-        attr = constant_node(gm, name, _evaluate(gm, node), before=node)
+        attr = constant_node(gm, f"_folded_{node.name}", _evaluate(gm, node), before=node)  # a get_attr node
         attr.meta.update(node.meta)
         node.replace_all_uses_with(attr)
         gm.graph.erase_node(node)
         constant.add(attr)
-        changes.append(f"{node.name} computed at compile time -> {name}")
+        changes.append(f"{node.name} computed at compile time -> {attr.target}")
     return changes
 
 

@@ -42,8 +42,7 @@ def simplify(gm: torch.fx.GraphModule) -> list[str]:
 
 def _same_kind(a: torch.fx.Node, b: torch.fx.Node) -> bool:
     va, vb = a.meta.get("val"), b.meta.get("val")
-    return isinstance(va, torch.Tensor) and isinstance(vb, torch.Tensor) and va.dtype == vb.dtype \
-        and va.shape == vb.shape
+    return all(isinstance(v, torch.Tensor) for v in (va, vb)) and (va.dtype, va.shape) == (vb.dtype, vb.shape)
 
 
 def _scalar(x: object) -> bool:

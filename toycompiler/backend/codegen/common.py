@@ -32,6 +32,7 @@ Inductor's value-range analysis.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -65,6 +66,9 @@ from ..ir import (
 from ..scheduler import Kernel, node_vars, placement
 
 HALF = (torch.float16, torch.bfloat16)
+# The binary ops that C and Triton both write as an operator between the operands (a target's ops: ``{0} + {1}``)
+INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "gt": ">", "lt": "<", "ge": ">=", "le": "<=", "eq": "==",
+         "ne": "!=", "bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^"}
 
 
 @dataclass(frozen=True)
@@ -166,18 +170,18 @@ class KernelRenderer:
         self.lines: list[str] = []
         self.owners: list[ComputedBuffer | None] = []  # per line: the IR buffer it was written for
         self.owner: ComputedBuffer | None = None
-        self.depth = 1  # inside the kernel function
+        # one scope of temporaries per level of indentation (code -> its tmp, see tmp); the first: the kernel function
         self.scopes: list[dict[str, str]] = [{}]
-        self.ntmp = 0
+        self.counter = itertools.count()  # numbers the names fresh makes: tmp0, tmp1, acc2...
         self.row_values: dict[str, str] = {}
         self.spilled: dict[str, str] = {}  # element node -> the stored node whose memory holds its values
         self.used_ops: set[str] = set()  # which ops the kernel renders, and how (the C++ kernel comment says)
         self.indirect_loops: dict[str, set[str]] = {}  # see index_tmp
         self.merge_loops()
+        self.column = reads_columns(kernel)  # a reduction that reads memory along x, not along r (both targets ask)
         self.setup()
         # the loop over x (its variables defined by finish, where @XVARS@ stands), the body inside it
-        self.emit(*self.x_loop_open())
-        self.emit("@XVARS@")
+        self.emit(*self.x_loop_open(), "@XVARS@")
         (self.body_pointwise if kernel.kind == "pointwise" else self.body_reduction)()
         self.emit(*self.x_loop_close())
         body = self.finish()
@@ -309,12 +313,12 @@ class KernelRenderer:
     # -- emitting --------------------------------------------------------------------
     def emit(self, *lines: str) -> None:
         for line in lines:
-            if line == "@INDENT@":
-                self.depth += 1
+            if line == "@INDENT@":  # a loop opens: one level deeper, its temporaries in a scope of their own
+                self.scopes.append({})
             elif line == "@DEDENT@":
-                self.depth -= 1
+                self.scopes.pop()
             else:
-                self.lines.append("    " * self.depth + line if line else "")
+                self.lines.append("    " * len(self.scopes) + line if line else "")
                 self.owners.append(self.owner)
 
     @contextmanager
@@ -331,12 +335,6 @@ class KernelRenderer:
         where = f", line {n.lines[0]}" if n.lines else ""
         self.emit(f"{self.comment_mark} {n.name} = {value} ({', '.join(n.origins)}{where})")
 
-    def push(self) -> None:
-        self.scopes.append({})
-
-    def pop(self) -> None:
-        self.scopes.pop()
-
     def tmp(self, code: str, dtype: torch.dtype) -> str:
         for scope in reversed(self.scopes):
             if code in scope:
@@ -346,9 +344,7 @@ class KernelRenderer:
         return name
 
     def fresh(self, stem: str) -> str:
-        name = f"{stem}{self.ntmp}"
-        self.ntmp += 1
-        return name
+        return f"{stem}{next(self.counter)}"
 
     # -- expressions -----------------------------------------------------------------
     def expr(self, e: Expr, mapping: dict, node: ComputedBuffer) -> str:

@@ -37,7 +37,7 @@ import sympy
 import torch
 
 from ..ir import IDENTITY, MATH_OPS, MATH_OPS2, contiguous_strides, index_exprs, index_vars, linear_index, loads
-from .common import IndexPrinter, KernelRenderer, reads_columns
+from .common import INFIX, IndexPrinter, KernelRenderer
 
 CTYPES = {
     torch.float32: "float", torch.float64: "double", torch.int64: "int64_t", torch.int32: "int32_t",
@@ -80,9 +80,6 @@ template <int N, typename F> static inline auto toy_tile(int64_t a0, int64_t b0,
 # The binary op (in `CppRenderer.ops`) that folds one more value into a reduction's accumulator; an argmax
 # is a max, then a search (`reductions`).
 COMBINE = {"sum": "add", "prod": "mul", "max": "maximum", "min": "minimum"}
-# The binary ops that C writes as an operator between the operands (CppRenderer.ops: ``{0} + {1}``)
-INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "gt": ">", "lt": "<", "ge": ">=", "le": "<=", "eq": "==",
-         "ne": "!=", "logical_and": "&&", "logical_or": "||", "bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^"}
 # The OpenMP reduction clause that lets a row loop vectorise; max and min are declared in PRELUDE so that
 # NaN propagates (OpenMP's own max would drop it).
 REDUCE_CLAUSE = {"sum": "+", "prod": "*", "max": "toy_max", "min": "toy_min"}
@@ -170,6 +167,7 @@ class CppRenderer(KernelRenderer):
                                               "isnan", "signbit", *MATH_OPS)},
         **{op: f"std::{op}({{0}}, {{1}})" for op in ("fmod", *MATH_OPS2)},
         **{op: f"{{0}} {operator} {{1}}" for op, operator in INFIX.items()},  # add: {0} + {1}...
+        "logical_and": "{0} && {1}", "logical_or": "{0} || {1}", "logical_not": "!{0}",  # (C's own spelling)
         "round": "std::nearbyint({0})",  # to the nearest, ties to even: torch.round's rounding
         "rsqrt": "{dtype}(1) / std::sqrt({0})", "reciprocal": "{dtype}(1) / {0}",
         "neg": "-{0}", "relu": "toy_relu({0})", "sigmoid": "toy_sigmoid({0})", "sign": "toy_sign({0})",
@@ -177,7 +175,7 @@ class CppRenderer(KernelRenderer):
         "imod": "({1} == 0 ? {dtype}(0) : {dtype}({0} % {1}))",
         "truncdiv": "({1} == 0 ? {dtype}(0) : {dtype}({0} / {1}))",
         "maximum": "toy_maximum({0}, {1})", "minimum": "toy_minimum({0}, {1})",
-        "where": "{0} ? {1} : {2}", "logical_not": "!{0}", "bitwise_not": "static_cast<{dtype}>(~{0})",
+        "where": "{0} ? {1} : {2}", "bitwise_not": "static_cast<{dtype}>(~{0})",
     }
 
     def type_name(self, dtype: torch.dtype) -> str:
@@ -229,12 +227,10 @@ class CppRenderer(KernelRenderer):
 
     # -- loops ----------------------------------------------------------------------
     def setup(self):
-        self.column = reads_columns(self.kernel)
         # 1 thread, this project's 2-core CPU, column reductions over [1000, 1037] in blocks of 256 columns rather
         # than 64: a softmax over dim 0 0.99 ms against 1.10, a column sum 0.083 against 0.091. 2 threads, 5
         # blocks of 256 between them, softmax 0.60 against 0.43, var 0.095 against 0.064 (torch.compile 0.45, 0.11)
         self.xblock = 64 if self.xnumel.is_Integer and self.xnumel < 4 * XBLOCK * torch.get_num_threads() else XBLOCK
-        self.open_loops: list[int] = []  # how many loops each *_loop_open opened
         # Tiles: (pointer, index) -> the local array that holds it, for each transposed load (transposed_loads).
         #
         # Such a kernel runs in tiles of TILE x TILE. Each tile first copies what a transposed load reads, a
@@ -261,7 +257,6 @@ class CppRenderer(KernelRenderer):
         for k, (v, size) in enumerate(zip(index_vars(len(ranges), prefix), ranges)):
             lines += [pragmas[k]] if pragmas[k] else []
             lines += [f"for (int64_t {v} = 0; {v} < {self.printer(size)}; ++{v}) {{", "@INDENT@"]
-        self.open_loops.append(len(ranges))
         return lines
 
     def x_loop_open(self):
@@ -281,7 +276,6 @@ class CppRenderer(KernelRenderer):
             return self.loops("x", xr, parallel)
         self.xlast = f"x{n - 1}"
         lines = self.loops("x", xr[:-1], parallel[:-1]) + parallel[-1:]  # the block loop is collapsed too
-        self.open_loops[-1] += 1
         size = self.printer(xr[-1])
         return lines + [f"for (int64_t xb = 0; xb < {size}; xb += {self.xblock}) {{", "@INDENT@",
                         f"const int64_t xe = std::min<int64_t>(xb + {self.xblock}, {size});"]
@@ -292,7 +286,6 @@ class CppRenderer(KernelRenderer):
         n, (a, b), sizes = len(xr), index_vars(len(xr), "x")[-2:], tuple(map(self.printer, xr[-2:]))
         lines = [f"#pragma omp parallel for collapse({n}) if(xnumel > 16384)",
                  *self.loops("x", xr[:-2], [""] * (n - 2))]
-        self.open_loops[-1] += 4
         for v, size in zip((a, b), sizes):  # the tiles; the last of a row or column starts TILE before its end
             lines += [f"for (int64_t {v}t = 0; {v}t < {size}; {v}t += {TILE}) {{", "@INDENT@"]
         lines += [f"const int64_t {v}s = std::min<int64_t>({v}t, {size} - {TILE});" for v, size in zip((a, b), sizes)]
@@ -303,20 +296,15 @@ class CppRenderer(KernelRenderer):
         return lines
 
     def x_loop_close(self):
-        return ["@DEDENT@", "}"] * self.open_loops.pop()  # as many loops as the matching open opened
+        return ["@DEDENT@", "}"] * (len(self.scopes) - 1)  # every loop still open (a scope each): the loops over x
 
     def row_loop_open(self):
         """Column reductions: the innermost loop, over the block of columns (vectorised), opened on its own
         (for a row value or a row's store; ``r_loop_open`` opens it inside the loops over r)."""
-        if not self.column:
-            return []
-        self.push()
-        self.open_loops.append(0)
-        return self.block_loop()
+        return self.block_loop() if self.column else []
 
     def block_loop(self) -> list[str]:
-        """The loop over the block of columns, counted with the loops the last open opened (closed with them)."""
-        self.open_loops[-1] += 1
+        """The loop over the block of columns (closed by ``row_loop_close``, or with the loops over r)."""
         return ["#pragma omp simd", f"for (int64_t {self.xlast} = xb; {self.xlast} < xe; ++{self.xlast}) {{",
                 "@INDENT@"]
 
@@ -324,18 +312,16 @@ class CppRenderer(KernelRenderer):
         """Row reductions: one loop per reduced dimension, the innermost vectorised (``purpose`` is its
         pragma: a ``simd`` reduction into the accumulators, or ``store``). Column reductions: the same
         loops, then the loop over the block of columns."""
-        self.push()
         rr = self.rr or (1,)
         inner = "" if self.column else "#pragma omp simd" if purpose == "store" else purpose
         lines = self.loops("r", rr, [""] * (len(rr) - 1) + [inner])
         return lines + self.block_loop() if self.column else lines
 
     def r_loop_close(self):
-        self.pop()
-        return ["@DEDENT@", "}"] * self.open_loops.pop()
+        return ["@DEDENT@", "}"] * (len(self.rr or (1,)) + self.column)  # r_loop_open's loops (and the block loop)
 
     def row_loop_close(self):
-        return self.r_loop_close() if self.column else []
+        return ["@DEDENT@", "}"] if self.column else []  # row_loop_open's loop over the block of columns
 
     def row_value(self, n) -> str:
         """In a column reduction, a row node (the ``log(sum)`` of a log_softmax over dim 0) has one value per

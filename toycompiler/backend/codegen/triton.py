@@ -57,7 +57,7 @@ import torch
 
 from ..ir import COLUMN_WIDTH, IDENTITY, MATH_OPS, MATH_OPS2, Load, Op, exp_of_difference, index_vars, loads, substitute
 from ..scheduler import placement
-from .common import HALF, IndexPrinter, KernelRenderer, load_indices, reads_columns
+from .common import HALF, INFIX, IndexPrinter, KernelRenderer, load_indices
 
 TL_TYPES = {
     torch.float32: "tl.float32", torch.float64: "tl.float64", torch.float16: "tl.float16",
@@ -97,23 +97,19 @@ class TritonRenderer(KernelRenderer):
     ops = {
         **{op: f"libdevice.{op}({{0}})" for op in MATH_OPS},
         **{op: f"libdevice.{op}({{0}}, {{1}})" for op in ("fmod", *MATH_OPS2)},
-        "sin": "tl.sin({0})", "cos": "tl.cos({0})", "exp": "tl.exp({0})", "round": "libdevice.nearbyint({0})",
-        "log": "tl.log({0})", "sqrt": "tl.sqrt({0})", "erf": "tl.erf({0})",
-        "rsqrt": "tl.rsqrt({0})", "reciprocal": "1 / {0}", "abs": "tl.abs({0})", "neg": "-{0}",
-        "relu": "tl.where({0} != {0}, {0}, tl.maximum({0}, 0))", "sigmoid": "tl.sigmoid({0})",
-        "floor": "tl.floor({0})", "ceil": "tl.ceil({0})",
+        **{op: f"tl.{op}({{0}})" for op in ("sin", "cos", "exp", "log", "sqrt", "erf", "rsqrt", "abs", "sigmoid",
+                                             "floor", "ceil")},  # tl.sin(x)...
+        **{op: f"{{0}} {operator} {{1}}" for op, operator in INFIX.items()},  # add: {0} + {1}...
+        "round": "libdevice.nearbyint({0})", "reciprocal": "1 / {0}", "neg": "-{0}", "isnan": "{0} != {0}",
+        "relu": "tl.where({0} != {0}, {0}, tl.maximum({0}, 0))", "where": "tl.where({0}, {1}, {2})",
         "sign": "tl.where({0} > 0, 1, tl.where({0} < 0, -1, 0)).to({dtype})",
-        "add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "div": "{0} / {1}",
         # C's (truncating) remainder and division. Float remainder is libdevice's exact fmod: Triton's float `%`
         # becomes LLVM's frem, which the GPU computes as a - trunc(a / b) * b (1e10 % 0.3 off by 12).
         "imod": "{0} % {1}", "truncdiv": "{0} // {1}",  # (fmod: libdevice's, above)
         "maximum": "tl.maximum({0}, {1}, propagate_nan=tl.PropagateNan.ALL)",
         "minimum": "tl.minimum({0}, {1}, propagate_nan=tl.PropagateNan.ALL)",
-        "gt": "{0} > {1}", "lt": "{0} < {1}", "ge": "{0} >= {1}", "le": "{0} <= {1}",
-        "eq": "{0} == {1}", "ne": "{0} != {1}", "where": "tl.where({0}, {1}, {2})",
         "logical_not": "{0} == 0", "logical_and": "({0} != 0) & ({1} != 0)", "logical_or": "({0} != 0) | ({1} != 0)",
-        "bitwise_not": "~{0}", "bitwise_and": "{0} & {1}", "bitwise_or": "{0} | {1}", "isnan": "{0} != {0}",
-        "bitwise_xor": "{0} ^ {1}", "signbit": "libdevice.signbit({0}) != 0",
+        "bitwise_not": "~{0}", "signbit": "libdevice.signbit({0}) != 0",
     }
 
     def type_name(self, dtype: torch.dtype) -> str:
@@ -146,7 +142,6 @@ class TritonRenderer(KernelRenderer):
             fit = [min(t, max(16, next_power_of_2(size))) for t, size in zip(tile, (m, n, k))]
             self.blocks = (("M", m), ("N", n), ("K", k), *zip(("BLOCK_M", "BLOCK_N", "BLOCK_K"), fit))
             return
-        self.column = reads_columns(self.kernel)
         rows = next_power_of_2(self.rnumel) if self.rnumel.is_Integer else None
         x = pointwise_block(self.xnumel) // 16  # 1 .. 64, fewer for small xnumel
         # A column reduction takes 64 columns per program where that makes 1024 programs or more (a split
@@ -345,15 +340,11 @@ class TritonRenderer(KernelRenderer):
     def r_loop_open(self, purpose):
         if self.persistent:  # the whole row is already in the tile
             return []
-        self.push()
         return ["for roffset in range(0, rnumel, RBLOCK):", "@INDENT@", "rindex = roffset + rbase",
                 f"rmask = rindex < {self.bound('r')}", "@RVARS@"]
 
     def r_loop_close(self):
-        if self.persistent:
-            return []
-        self.pop()
-        return ["@DEDENT@"]
+        return [] if self.persistent else ["@DEDENT@"]
 
     def reduction_group(self, first):
         """Looped over rows of more than 64 KB, a ``max`` also takes the ``sum`` of ``exp(v - max)`` over the
