@@ -2,7 +2,7 @@
 
 The math functions of ``ir.MATH_OPS`` (C's ``<cmath>``, CUDA's libdevice, numpy's under Triton's CPU
 interpreter), ``flip``, ``round(decimals=)``, norms (``F.normalize``, ``cosine_similarity``), ``elu``,
-``avg_pool2d`` (a library call) and others that torch's decompositions turn into ops the backends have.
+and others that torch's decompositions turn into ops the backends have.
 Inputs reach outside each function's domain (NaN, inf, -0.0) and have odd sizes, so vector tails run.
 """
 
@@ -76,10 +76,3 @@ def test_norms_and_activations_compile(backend):
                            torch.linalg.vector_norm(x, 1, -1), F.elu(x), x.unfold(1, 3, 2) * 1,
                            torch.diagonal(x) + 1), x, backend=backend, rtol=1e-4, atol=1e-5)
     assert_same(lambda x: F.interpolate(x, size=(8, 9), mode="bilinear"), img, backend=backend, rtol=1e-4, atol=1e-5)
-
-
-def test_avg_pool_is_a_library_call_with_its_reason():
-    x = torch.randn(2, 3, 8, 8)
-    assert_same(lambda x: F.avg_pool2d(x, 3, 2, 1).relu(), x, backend="cpp")
-    ir = toycompiler.explain(lambda x: F.avg_pool2d(x, 2), backend="cpp")(x).frames[0].backend.ir
-    assert "torch.ops.aten.avg_pool2d.default" in str(ir) and "window reduction" in str(ir), ir

@@ -319,9 +319,9 @@ FALLBACKS = {
                    "sum over a triangle, costs the square of the length)",
     "aten.cumprod": "a scan (see cumsum)",
     **dict.fromkeys(["aten.sort", "aten.topk", "aten.median"], "sorting is no loop nest of this IR"),
-    **dict.fromkeys(["aten.avg_pool2d", "aten.avg_pool2d_backward"], "a window reduction (the IR's reduce dims)"),
-    "aten.max_pool2d_with_indices": "it returns where each window's max is (a window reduction with its index; "
-                                    "the loop IR reduces over whole dims)",
+    **dict.fromkeys(["aten.avg_pool2d", "aten.max_pool2d_with_indices"], "a window of more than 25 elements (a "
+                    "smaller one is unrolled into the kernel: lowering_reductions.pool2d)"),
+    "aten.avg_pool2d_backward": "a window reduction (the IR's reduce dims)",
     "aten.max_pool2d_with_indices_backward": "it writes through those indices (indirect indexing)",
     "aten.bernoulli": RANDOM,
 }
@@ -440,14 +440,14 @@ class GraphLowering:
         return strided_value(TensorRef(name, layout.size, layout.stride), layout.dtype, layout.device)
 
     def call_function(self, node: torch.fx.Node) -> Any:
-        target = node.target
-        if target is operator.getitem:
-            return self.values[node.args[0]][node.args[1]]
-        packet = getattr(target, "overloadpacket", None)
-        if (lower := LOWERINGS.get(target) or LOWERINGS.get(packet) or implicit_fallback(node)) is None:
+        target, packet = node.target, getattr(node.target, "overloadpacket", None)
+        if target is operator.getitem:  # one of an op's results (max pooling's values), stored as any op's result
+            value = self.values[node.args[0]][node.args[1]]
+        elif (lower := LOWERINGS.get(target) or LOWERINGS.get(packet) or implicit_fallback(node)) is None:
             raise LoweringError(f"no lowering for {target} (node {node.name})")
-        args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: self.values[n])
-        value = lower(self, node, *args, **kwargs) if lower.needs_graph else lower(node, *args, **kwargs)
+        else:
+            args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: self.values[n])
+            value = lower(self, node, *args, **kwargs) if lower.needs_graph else lower(node, *args, **kwargs)
         if not isinstance(value, TensorValue) or target in VIEW_OPS or packet in VIEW_OPS:
             return value
         # Constants and index ramps (``full``, ``arange``) load nothing: consumers recompute them inline. So is a

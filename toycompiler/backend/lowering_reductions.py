@@ -14,14 +14,18 @@ Leaves out: Welford variance (passes/decompose.py's var_mean says why), scans
 
 from __future__ import annotations
 
+import functools
+import itertools
 from dataclasses import replace
 from typing import Any
 
 import sympy
 import torch
 
-from .ir import Const, ExternKernel, Reduction, TensorRef, contiguous_strides, index_vars, inline_pointwise
-from .lowering import TensorValue, cast, layout_of, register_lowering, strided_value
+from . import ir
+from .ir import Const, ExternKernel, IndexValue, Op, Reduction, TensorRef, contiguous_strides, index_vars
+from .lowering import TensorValue, cast, fallback_kernel, layout_of, register_lowering, strided_value
+from .lowering_views import both, within
 
 aten = torch.ops.aten
 
@@ -44,7 +48,7 @@ def make_reduction(op: str):
         var = dict(zip(kept + reduced, index_vars(len(kept)) + index_vars(len(reduced), "r")))
         idx = tuple(var[d] for d in range(len(x.size)))  # x[d0, r0, d1] for a reduction over dim 1 of a 3-d x
         acc_dtype = x.dtype if op in ("max", "min", "argmax", "argmin") else out.dtype
-        body = cast(inline_pointwise(x.loader(idx), dict(zip(idx, x.size)), {b.name: b for b in graph.buffers}),
+        body = cast(ir.inline_pointwise(x.loader(idx), dict(zip(idx, x.size)), {b.name: b for b in graph.buffers}),
                     x.dtype, acc_dtype)
         result = graph.add_computed(tuple(x.size[d] for d in kept), out.dtype, str(out.device), body, node,
                                     Reduction(op, tuple(x.size[d] for d in reduced), tuple(reduced)))
@@ -89,3 +93,78 @@ register_lowering(aten.addmm, needs_graph=True)(make_extern("torch.addmm", ntens
 register_lowering(aten.convolution, needs_graph=True)(make_extern(
     "torch.convolution", out_arg=False,
     kw=("bias", "stride", "padding", "dilation", "transposed", "output_padding", "groups")))
+
+
+# -- pooling: each output element's window, its loads unrolled -----------------------------
+
+
+@register_lowering(aten.max_pool2d_with_indices, aten.avg_pool2d, needs_graph=True)
+def pool2d(graph, node, *args: Any, **kwargs: Any) -> Any:
+    """``max_pool2d`` (with each max's position in its plane, ``h * W + w``) and ``avg_pool2d`` as pointwise
+    values over the output: element ``[..., oh, ow]`` combines the loads of its window, in eager's order
+    (row by row). The loads are unrolled, so the window is the kernel's arithmetic, not a loop, and the
+    pooling fuses with what reads it. A window position in the padding, or past the input's end under
+    ``ceil_mode``, reads a clamped element and leaves it out; where every window fits inside the input
+    (no padding), the loads are plain strided reads. Eager's rules: the first position of the max wins, a
+    NaN wins (the last one); the average divides by the window's size (padding included, clipped to the
+    padded input) or by its elements inside the input (``count_include_pad=False``), or by
+    ``divisor_override``. Torch's kernels took 78 us (avg) and 80 us (max) for 2x2 windows over
+    [64, 128, 56, 56] floats, where torch.compile's generated ones took 32 (H200)."""
+    a = {s.name: args[i] if i < len(args) else kwargs.get(s.name, s.default_value)
+         for i, s in enumerate(node.target._schema.arguments)}
+    x, out, is_max = a["self"], node.meta["val"], len(node.target._schema.returns) == 2  # max: values, positions
+    pair = lambda v, default: (v, v) if isinstance(v, int) else (v[0], v[-1]) if v else default  # noqa: E731
+    (kh, kw), (ph, pw) = pair(a["kernel_size"], None), pair(a["padding"], (0, 0))
+    (sh, sw), (dh, dw) = pair(a["stride"], (kh, kw)), pair(a.get("dilation"), (1, 1))
+    if kh * kw > 25 or not x.dtype.is_floating_point:  # a larger window stays torch's kernel, as in Inductor
+        return fallback_kernel(graph, node, *args, **kwargs)
+    (h_in, w_in), (h_out, w_out) = x.size[-2:], layout_of(out[0] if is_max else out).size[-2:]
+    fits = [p == 0 and (size - 1 - (n - 1) * s - (k - 1) * d).is_nonnegative is True
+            for p, size, n, s, k, d in ((ph, h_in, h_out, sh, kh, dh), (pw, w_in, w_out, sw, kw, dw))]
+    v_dtype = x.dtype if is_max or x.dtype not in (torch.float16, torch.bfloat16) else torch.float32  # avg: sum in fp32
+
+    def window(idx: tuple, fill: float):
+        """Each window position's (inside the input, or None where every window fits; its value, ``fill`` where
+        outside; h * W + w).
+
+        A pointwise producer of ``x`` (the ReLU before a max pool) is computed where its elements are loaded
+        (``ir.inline_pointwise``, at a row ``hs`` and column ``ws`` then set for each position), so it is not
+        written out and read back: a ReLU and a 2x2 max pool over [32, 256, 56, 56] floats took 90.1 us in
+        two kernels (torch.compile 32.2; H200)."""
+        *lead, oh, ow = idx
+        hs, ws = sympy.symbols("hs ws", integer=True, nonnegative=True)
+        ranges = dict(zip((*lead, hs, ws), x.size))
+        element = ir.inline_pointwise(x.loader((*lead, hs, ws)), ranges, {b.name: b for b in graph.buffers})
+        element = cast(element, x.dtype, v_dtype)
+        for i, j in itertools.product(range(kh), range(kw)):
+            h, w = oh * sh - ph + i * dh, ow * sw - pw + j * dw
+            inside = [within(h, 0, h_in) if not fits[0] else None, within(w, 0, w_in) if not fits[1] else None]
+            v = ir.substitute(element, {hs: sympy.Min(sympy.Max(h, 0), h_in - 1) if inside[0] else h,
+                                        ws: sympy.Min(sympy.Max(w, 0), w_in - 1) if inside[1] else w})
+            inside = functools.reduce(lambda p, q: q if p is None else both(p, q), inside)
+            yield inside, v if inside is None else Op("where", (inside, v, Const(fill, v_dtype)), v_dtype), \
+                IndexValue(h * w_in + w, torch.int64)
+
+    if is_max:
+        def values(idx):
+            return functools.reduce(lambda m, v: Op("maximum", (m, v), x.dtype),
+                                    [v for _, v, _ in window(idx, float("-inf"))])
+
+        def indices(idx):  # eager's: the first position of the max, unless a NaN is there (then the last NaN's)
+            spots, m = list(window(idx, float("-inf"))), values(idx)  # (each hit below overrides those before it)
+            hits = [(both(Op("eq", (v, m), torch.bool), inside), spot) for inside, v, spot in reversed(spots)]
+            hits += [(both(Op("isnan", (v,), torch.bool), inside), spot) for inside, v, spot in spots]
+            return functools.reduce(lambda p, h: Op("where", (*h, p), torch.int64), hits, Const(0, torch.int64))
+        return TensorValue(layout_of(out[0]).size, x.dtype, x.device, values), \
+            TensorValue(layout_of(out[1]).size, torch.int64, x.device, indices)
+
+    def average(idx):
+        total = functools.reduce(lambda s, v: Op("add", (s, v), v_dtype), [v for _, v, _ in window(idx, 0.0)])
+        count = sympy.Integer(a["divisor_override"] or 1)
+        dims = zip(idx[-2:], (sh, sw), (ph, pw), (kh, kw), (h_in, w_in), fits)
+        for o, s, p, k, n, fit in () if a["divisor_override"] else dims:
+            start, end = o * s - p, sympy.Min(o * s - p + k, n + p)  # eager's window, padding included
+            count *= k if fit else end - start if a["count_include_pad"] else sympy.Min(end, n) - sympy.Max(start, 0)
+        divisor = cast(IndexValue(count, torch.int64), torch.int64, v_dtype)
+        return cast(Op("div", (total, divisor), v_dtype), v_dtype, x.dtype)
+    return TensorValue(layout_of(out).size, x.dtype, x.device, average)

@@ -187,13 +187,13 @@ def cat(node, tensors, dim=0) -> TensorValue:
     return TensorValue(size, dtype, str(node.meta["val"].device), loader)
 
 
-def _within(i: sympy.Expr, lo: Any, hi: Any) -> Op:
+def within(i: sympy.Expr, lo: Any, hi: Any) -> Op:
     """``lo <= i < hi`` as a bool value of the kernel (bounds may be size symbols)."""
     i, lo, hi = (IndexValue(sympy.sympify(e), torch.int64) for e in (i, lo, hi))
     return Op("logical_and", (Op("ge", (i, lo), torch.bool), Op("lt", (i, hi), torch.bool)), torch.bool)
 
 
-def _and(a: Op, b: Op | None) -> Op:
+def both(a: Op, b: Op | None) -> Op:
     return a if b is None else Op("logical_and", (a, b), torch.bool)
 
 
@@ -211,7 +211,7 @@ def constant_pad_nd(node, x, pad, value=0) -> TensorValue:
         inside, src = None, list(idx)
         for d, lo in lows.items():
             src[d] = sympy.Min(sympy.Max(idx[d] - lo, 0), x.size[d] - 1)
-            inside = _and(_within(idx[d], lo, lo + x.size[d]), inside)
+            inside = both(within(idx[d], lo, lo + x.size[d]), inside)
         return Op("where", (inside, x.loader(tuple(src)), Const(value, val.dtype)), val.dtype)
     return TensorValue(out_size(node), val.dtype, str(val.device), loader)
 
@@ -226,10 +226,10 @@ def slice_scatter(node, x, src, dim=0, start=None, end=None, step=1) -> TensorVa
     def loader(idx: tuple):
         offset = sympy.Max(idx[dim] - start, 0)
         j = sympy.Min(FloorDiv(offset, step), src.size[dim] - 1)
-        inside = _within(idx[dim], start, start + step * src.size[dim])
+        inside = within(idx[dim], start, start + step * src.size[dim])
         if step != 1:
             on_step = IndexValue(ModularIndexing(offset, 1, step), torch.int64)
-            inside = _and(Op("eq", (on_step, Const(0, torch.int64)), torch.bool), inside)
+            inside = both(Op("eq", (on_step, Const(0, torch.int64)), torch.bool), inside)
         own = cast(src.loader((*idx[:dim], j, *idx[dim + 1:])), src.dtype, dtype)
         return Op("where", (inside, own, cast(x.loader(idx), x.dtype, dtype)), dtype)
     return TensorValue(x.size, dtype, x.device, loader)

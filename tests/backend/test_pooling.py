@@ -1,0 +1,105 @@
+"""Max and average pooling as generated kernels (``lowering_reductions.pool2d``), against eager on both backends.
+
+Each output element combines its window's loads, unrolled. What the unrolled window must get right: padding
+(left out of the max, counted in the average or not), windows that hang past the input (``ceil_mode``),
+dilation, the position of each max (the first, or the last NaN), half precision, a 3-d input and a
+channels-last one, and a backward through torch's kernel that reads those positions.
+"""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import toycompiler
+from toycompiler.testing import assert_same, device_for
+
+BACKENDS = ["cpp", "triton"]
+
+
+def image(*shape, dtype=torch.float32, backend="cpp"):
+    """Random values with the cases a max must order right: NaN, -inf, +inf, ties (zeros)."""
+    x = torch.randn(*shape)
+    flat = x.view(-1)
+    flat[3], flat[10], flat[17], flat[30:34] = float("nan"), float("-inf"), float("inf"), 0.0
+    return x.to(device_for(backend), dtype)
+
+
+MAX = {  # kernel_size, stride, padding, dilation, ceil_mode
+    "2x2": (2, 2, 0, 1, False), "3x3_s2_p1": (3, 2, 1, 1, False), "ceil": (3, 2, 0, 1, True),
+    "ceil_padded": (3, 2, 1, 1, True), "dilated": (3, 1, 1, 2, False), "rect": ((2, 3), (1, 2), (1, 0), 1, False),
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", MAX)
+def test_max_pool_values_and_positions_match_eager(backend, case):
+    k, s, p, d, ceil = MAX[case]
+    x = image(2, 3, 9, 11, backend=backend)
+    fn = lambda x: F.max_pool2d(x, k, s, p, d, ceil_mode=ceil, return_indices=True)  # noqa: E731
+    assert_same(fn, x, backend=backend)
+    assert_same(lambda x: F.max_pool2d(x, k, s, p, d, ceil_mode=ceil).relu(), x, backend=backend)
+
+
+AVG = {  # kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override
+    "2x2": (2, 2, 0, False, True, None), "3x3_s2_p1": (3, 2, 1, False, True, None),
+    "exclude_pad": (3, 2, 1, False, False, None), "ceil": (3, 2, 1, True, True, None),
+    "ceil_exclude": (3, 2, 1, True, False, None), "divisor": (3, 1, 1, False, True, 5),
+    "rect": ((2, 3), 1, 0, False, True, None),
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", AVG)
+def test_avg_pool_matches_eager(backend, case):
+    k, s, p, ceil, include, divisor = AVG[case]
+    x = torch.randn(2, 3, 9, 11, device=device_for(backend))
+    assert_same(lambda x: F.avg_pool2d(x, k, s, p, ceil, include, divisor) * 2, x, backend=backend, rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_half_precision_on_triton(dtype):  # (C++ kernels take no half-precision dtypes)
+    x = image(2, 4, 10, 7, dtype=dtype, backend="triton")
+    assert_same(lambda x: F.max_pool2d(x, 3, 2, 1, return_indices=True), x, backend="triton")
+    assert_same(lambda x: F.avg_pool2d(x, 3, 2, 1), x.nan_to_num(0, 0, 0), backend="triton", rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_3d_input_and_a_channels_last_one(backend):
+    x = image(2, 4, 10, 7, backend=backend)
+    assert_same(lambda x: F.max_pool2d(x, 2, return_indices=True), x[0], backend=backend)  # [C, H, W]
+    assert_same(lambda x: F.avg_pool2d(x, 3, 1, 1), x[0].nan_to_num(0, 0, 0), backend=backend)
+    cl = x.contiguous(memory_format=torch.channels_last)
+    out = assert_same(lambda x: F.max_pool2d(x, 2) + 1, cl, backend=backend)
+    assert out.is_contiguous(memory_format=torch.channels_last)  # eager's layout
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_pooling_is_a_kernel_fused_with_its_reader_and_a_large_window_is_torchs(backend):
+    """A 3x3 max pool and the ReLU after it: one kernel, no library call. A 7x7 window (49 loads) stays
+    torch's kernel, with its reason; so does an integer input."""
+    x = torch.randn(2, 3, 16, 16, device=device_for(backend))
+    report = toycompiler.explain(lambda x: F.max_pool2d(x, 3, 2, 1).relu(), backend=backend)(x)
+    code = report.frames[0].backend.output_code.source
+    assert len(report.kernels) == 1 and "torch.ops" not in code, code
+    # the work before the pooling (a folded batch norm and a ReLU) is computed at each load: one kernel too,
+    # with or without padding; where that work's result is also returned, it is stored as well
+    scale, shift = torch.randn(3, 1, 1, device=x.device), torch.randn(3, 1, 1, device=x.device)
+    for fn, kernels in [(lambda x: F.max_pool2d((x * scale + shift).relu(), 3, 2, 1), 1),
+                        (lambda x: F.avg_pool2d((x * scale + shift).relu(), 2), 1),
+                        (lambda x: (F.max_pool2d(x.relu(), 2), x.relu()), 2)]:
+        assert_same(fn, x, backend=backend)
+        assert len(toycompiler.explain(fn, backend=backend)(x).kernels) == kernels
+    for fn in (lambda x: F.max_pool2d(x, 7) + 1, lambda x: F.avg_pool2d(x, 7) + 1):
+        assert_same(fn, x, backend=backend)
+        ir = str(toycompiler.explain(fn, backend=backend)(x).frames[0].backend.ir)
+        assert "window of more than 25 elements" in ir, ir
+
+
+def test_a_backward_reads_the_positions_of_the_maxima():
+    """Training: the forward's positions feed torch's max_pool2d_with_indices_backward; gradients match eager's
+    (ties go to the first position, as in eager: the zeros)."""
+    x = image(2, 3, 9, 11)
+    x = x.nan_to_num(0, 0, 0).requires_grad_()
+    assert_same(lambda x: F.max_pool2d(x, 3, 2, 1).sum() * 2, x, backend="cpp", backward=True)
+    assert_same(lambda x: F.avg_pool2d(x, 3, 2, 1, count_include_pad=False).square().sum(), x, backend="cpp",
+                backward=True)
