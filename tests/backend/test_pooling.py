@@ -75,24 +75,26 @@ def test_a_3d_input_and_a_channels_last_one(backend):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_pooling_is_a_kernel_fused_with_its_reader_and_a_large_window_is_torchs(backend):
-    """A 3x3 max pool and the ReLU after it: one kernel, no library call. A 7x7 window (49 loads) stays
-    torch's kernel, with its reason; so does an integer input."""
+    """A 3x3 max pool (windows past the input's end: masked) and the ReLU after it: one kernel, no library
+    call. A 7x7 window (49 loads) stays torch's kernel, with its reason; so does a padded window on a CPU."""
     x = torch.randn(2, 3, 16, 16, device=device_for(backend))
-    report = toycompiler.explain(lambda x: F.max_pool2d(x, 3, 2, 1).relu(), backend=backend)(x)
+    report = toycompiler.explain(lambda x: F.max_pool2d(x, 3, 2, ceil_mode=True).relu(), backend=backend)(x)
     code = report.frames[0].backend.output_code.source
     assert len(report.kernels) == 1 and "torch.ops" not in code, code
     # the work before the pooling (a folded batch norm and a ReLU) is computed at each load: one kernel too,
-    # with or without padding; where that work's result is also returned, it is stored as well
+    # with or without masks; where that work's result is also returned, it is stored as well
     scale, shift = torch.randn(3, 1, 1, device=x.device), torch.randn(3, 1, 1, device=x.device)
-    for fn, kernels in [(lambda x: F.max_pool2d((x * scale + shift).relu(), 3, 2, 1), 1),
+    for fn, kernels in [(lambda x: F.max_pool2d((x * scale + shift).relu(), 3, 2, ceil_mode=True), 1),
                         (lambda x: F.avg_pool2d((x * scale + shift).relu(), 2), 1),
                         (lambda x: (F.max_pool2d(x.relu(), 2), x.relu()), 2)]:
         assert_same(fn, x, backend=backend)
         assert len(toycompiler.explain(fn, backend=backend)(x).kernels) == kernels
-    for fn in (lambda x: F.max_pool2d(x, 7) + 1, lambda x: F.avg_pool2d(x, 7) + 1):
+    padded = x.device.type == "cpu"
+    for fn, why in [(lambda x: F.max_pool2d(x, 7) + 1, True), (lambda x: F.avg_pool2d(x, 7) + 1, True),
+                    (lambda x: F.max_pool2d(x, 3, 2, 1) + 1, padded), (lambda x: F.avg_pool2d(x, 3, 1, 1), padded)]:
         assert_same(fn, x, backend=backend)
         ir = str(toycompiler.explain(fn, backend=backend)(x).frames[0].backend.ir)
-        assert "window of more than 25 elements" in ir, ir
+        assert ("window of more than 25 elements, or padded on a CPU" in ir) == why, ir
 
 
 def test_a_backward_reads_the_positions_of_the_maxima():
