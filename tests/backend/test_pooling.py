@@ -105,3 +105,15 @@ def test_a_backward_reads_the_positions_of_the_maxima():
     assert_same(lambda x: F.max_pool2d(x, 3, 2, 1).sum() * 2, x, backend="cpp", backward=True)
     assert_same(lambda x: F.avg_pool2d(x, 3, 2, 1, count_include_pad=False).square().sum(), x, backend="cpp",
                 backward=True)
+
+
+def test_sizes_known_only_when_running_call_torchs_kernel():
+    """Dynamic shapes: an output size is then a floor division, and the pooling stays torch's kernel. Its result's
+    strides, as the fake tensor gives them, hold sympy's ``Max`` (``Max(1, s2//2)``): the output code spells it
+    ``max`` (a NameError when the call ran, before)."""
+    for fn in (lambda x: F.max_pool2d(x, 2), lambda x: F.max_pool2d(x, 3, 2, ceil_mode=True, return_indices=True)):
+        compiled = toycompiler.compile(fn, backend="cpp", dynamic=True)
+        for shape in [(2, 3, 10, 12), (1, 4, 17, 9), (2, 2, 8, 8)]:
+            assert_same(fn, torch.randn(*shape), compiled=compiled)
+        code = compiled.compiled_frames[-1].backend.output_code.source
+        assert "torch.ops.aten.max_pool2d_with_indices.default(" in code and "max(1, " in code, code

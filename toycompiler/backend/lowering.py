@@ -346,8 +346,7 @@ def fallback_kernel(graph: GraphLowering, node: torch.fx.Node, *args: Any, **kwa
     why = FALLBACKS.get(str(node.target).rsplit(".", 1)[0], "no lowering: torch's kernel (implicit fallback)")
     named = {**{arg.name: a for arg, a in zip(node.target._schema.arguments, args)}, **kwargs}
     texts = [(name, text(a)) for name, a in named.items()]
-    vals = node.meta["val"]
-    multiple = isinstance(vals, (tuple, list))
+    vals, multiple = node.meta["val"], isinstance(node.meta["val"], (tuple, list))
 
     def call(i: int, val: torch.Tensor) -> TensorValue:  # the call that gives the op's result i
         mine = [(k, str([j == i for j in range(len(vals))]) if k == "output_mask" else v) for k, v in texts]
@@ -441,8 +440,11 @@ class GraphLowering:
 
     def call_function(self, node: torch.fx.Node) -> Any:
         target, packet = node.target, getattr(node.target, "overloadpacket", None)
-        if target is operator.getitem:  # one of an op's results (max pooling's values), stored as any op's result
-            value = self.values[node.args[0]][node.args[1]]
+        if target is operator.getitem:
+            # one of an op's results: a library call's is stored already; max pooling's values are a computed value,
+            # stored or not by the rule below, as any op's result
+            if (value := self.values[node.args[0]][node.args[1]]).ref is not None:
+                return value
         elif (lower := LOWERINGS.get(target) or LOWERINGS.get(packet) or implicit_fallback(node)) is None:
             raise LoweringError(f"no lowering for {target} (node {node.name})")
         else:

@@ -1,15 +1,19 @@
-"""Lowerings that make a buffer of a new shape: reductions, and library (extern) calls.
+"""Lowerings that make a buffer of a new shape: reductions, pooling, and library (extern) calls.
 
 A reduction's element ``out[d0, ...]`` combines ``body`` over the reduced
 indices ``r0, ...``: ``sum(x, dim=1)`` of a ``[N, C]`` tensor is
-``out[d0] = sum over r0 < C of x[d0, r0]``. Matmuls and convolutions are not
-generated: the output code calls torch's own kernels (``torch.mm(a, b, out=buf)``),
-as Inductor does for ``aten.mm`` when it does not autotune a template.
+``out[d0] = sum over r0 < C of x[d0, r0]``. Pooling combines a small window
+instead, each output element's own: its loads are written out one by one
+(``pool2d``). Matmuls and convolutions are not generated: the output code calls
+torch's own kernels (``torch.mm(a, b, out=buf)``), as Inductor does for
+``aten.mm`` when it does not autotune a template.
 
-Mirrors: torch/_inductor/lowering.py (make_reduction, sum_, amax, argmax) and
-torch/_inductor/ir.py (ExternKernelOut, FallbackKernel).
+Mirrors: torch/_inductor/lowering.py (make_reduction, sum_, amax, argmax,
+max_pool2d_with_indices, avg_pool2d) and torch/_inductor/ir.py (ExternKernelOut,
+FallbackKernel).
 Leaves out: Welford variance (passes/decompose.py's var_mean says why), scans
-(cumsum), and matmul templates that Inductor can fuse.
+(cumsum), adaptive pooling (torch's kernel; Inductor makes an even split an
+avg_pool2d), pooling backward, and matmul templates that Inductor can fuse.
 """
 
 from __future__ import annotations
@@ -117,14 +121,17 @@ def pool2d(graph, node, *args: Any, **kwargs: Any) -> Any:
     (kh, kw), (ph, pw) = pair(a["kernel_size"], None), pair(a["padding"], (0, 0))
     (sh, sw), (dh, dw) = pair(a["stride"], (kh, kw)), pair(a.get("dilation"), (1, 1))
     # A larger window stays torch's kernel, as in Inductor. So does a padded one on a CPU: over a channels-last
-    # input GCC vectorises no loop of the C++ kernel (the padding's masks are the same for every channel, and
-    # GCC finds no vector type for those int64 and bool values in an ``omp simd`` loop). A 3x3 max pool, stride 2,
-    # padding 1, over [8, 64, 112, 112] floats took 44.4 ms so (torch's kernel 3.0, torch.compile 1.5), a 3x3
-    # average over [8, 96, 35, 35] 3.96 (0.76); in NCHW the generated kernels were 1.1x to 5x faster than torch's
-    # (one thread). Unpadded windows vectorise in either layout: a 2x2 max pool 4.4x torch.compile's speed.
-    if kh * kw > 25 or not x.dtype.is_floating_point or x.device == "cpu" and ph + pw > 0:
-        return fallback_kernel(graph, node, *args, **kwargs)
+    # input, the C++ kernel of a 3x3 max pool, stride 2, padding 1, over [8, 64, 112, 112] floats took 44.4 ms
+    # (torch's kernel 3.0, torch.compile 1.5), a 3x3 average over [8, 96, 35, 35] 3.96 (0.76). GCC vectorises
+    # none of its loops (-fopt-info-vec: no vector type for the padding's int64 and bool values, the same for
+    # every channel, in the ``omp simd`` loop), but neither those of the same pool with ``ceil_mode`` and no
+    # padding, which took 3.2 ms: the cause is not found. In NCHW the padded kernels were 1.1x to 5x faster
+    # than torch's (one thread). Unpadded windows in either layout: a 2x2 max pool at 4.4x torch.compile's speed.
+    # Sizes only known when running (dynamic shapes) make an output size a floor division: torch's kernel too.
     (h_in, w_in), (h_out, w_out) = x.size[-2:], layout_of(out[0] if is_max else out).size[-2:]
+    if kh * kw > 25 or not x.dtype.is_floating_point or x.device == "cpu" and ph + pw > 0 \
+            or not all(s.is_Integer for s in (h_in, w_in, h_out, w_out)):
+        return fallback_kernel(graph, node, *args, **kwargs)
     fits = [p == 0 and (size - 1 - (n - 1) * s - (k - 1) * d).is_nonnegative is True
             for p, size, n, s, k, d in ((ph, h_in, h_out, sh, kh, dh), (pw, w_in, w_out, sw, kw, dw))]
     v_dtype = x.dtype if is_max or x.dtype not in (torch.float16, torch.bfloat16) else torch.float32  # avg: sum in fp32
@@ -171,6 +178,5 @@ def pool2d(graph, node, *args: Any, **kwargs: Any) -> Any:
         for o, s, p, k, n, fit in () if a["divisor_override"] else dims:
             start, end = o * s - p, sympy.Min(o * s - p + k, n + p)  # eager's window, padding included
             count *= k if fit else end - start if a["count_include_pad"] else sympy.Min(end, n) - sympy.Max(start, 0)
-        divisor = cast(IndexValue(count, torch.int64), torch.int64, v_dtype)
-        return cast(Op("div", (total, divisor), v_dtype), v_dtype, x.dtype)
+        return cast(Op("div", (total, IndexValue(count, v_dtype)), v_dtype), v_dtype, x.dtype)
     return TensorValue(layout_of(out).size, x.dtype, x.device, average)

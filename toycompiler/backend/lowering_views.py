@@ -194,6 +194,7 @@ def within(i: sympy.Expr, lo: Any, hi: Any) -> Op:
 
 
 def both(a: Op, b: Op | None) -> Op:
+    """``a and b`` as a bool value of the kernel; ``a`` alone where ``b`` is None (no condition)."""
     return a if b is None else Op("logical_and", (a, b), torch.bool)
 
 

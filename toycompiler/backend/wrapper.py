@@ -50,8 +50,9 @@ def pexpr(e: object) -> str:
 
 
 def shape(values: tuple) -> str:
-    """Sizes or strides as a Python tuple (``(s0*8, 1)``, ``(4,)``)."""
-    return str(tuple(sympy.sympify(v) for v in values))
+    """Sizes or strides as a Python tuple (``(s0*8, 1)``, ``(4,)``). A fake tensor's strides can hold sympy's
+    ``Max`` (``Max(1, s2//2)``, the stride past a dim that may be empty), which Python spells ``max``."""
+    return str(tuple(sympy.sympify(v) for v in values)).replace("Max(", "max(").replace("Min(", "min(")
 
 
 def tensor_arg(ir: GraphIR, ref: TensorRef) -> str:
