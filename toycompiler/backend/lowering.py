@@ -320,7 +320,7 @@ FALLBACKS = {
     "aten.cumprod": "a scan (see cumsum)",
     **dict.fromkeys(["aten.sort", "aten.topk", "aten.median"], "sorting is no loop nest of this IR"),
     **dict.fromkeys(["aten.avg_pool2d", "aten.max_pool2d_with_indices"], "a window of more than 25 elements, or "
-                    "padded on a CPU (others are unrolled into the kernel: lowering_reductions.pool2d)"),
+                    "padded on a CPU, or sizes known only when running (others: lowering_reductions.pool2d)"),
     "aten.avg_pool2d_backward": "a window reduction (the IR's reduce dims)",
     "aten.max_pool2d_with_indices_backward": "it writes through those indices (indirect indexing)",
     "aten.bernoulli": RANDOM,

@@ -107,8 +107,9 @@ def pool2d(graph, node, *args: Any, **kwargs: Any) -> Any:
     """``max_pool2d`` (with each max's position in its plane, ``h * W + w``) and ``avg_pool2d`` as pointwise
     values over the output: element ``[..., oh, ow]`` combines the loads of its window, in eager's order
     (row by row). The loads are unrolled, so the window is the kernel's arithmetic, not a loop, and the
-    pooling fuses with what reads it. A window position in the padding, or past the input's end under
-    ``ceil_mode``, reads a clamped element and leaves it out; where every window fits inside the input
+    pooling fuses with what reads it. A window position in the padding (on a GPU: on a CPU a padded window
+    stays torch's kernel, see below), or past the input's end under ``ceil_mode``, reads a clamped element
+    and leaves it out; where every window fits inside the input
     (no padding), the loads are plain strided reads. Eager's rules: the first position of the max wins, a
     NaN wins (the last one); the average divides by the window's size (padding included, clipped to the
     padded input) or by its elements inside the input (``count_include_pad=False``), or by
