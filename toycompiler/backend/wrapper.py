@@ -45,14 +45,14 @@ from .ir import ExternKernel, GraphIR, TensorRef, contiguous_strides
 
 
 def pexpr(e: object) -> str:
-    """A size expression as Python (``s0*8``)."""
-    return str(sympy.sympify(e))
+    """A size expression (or a tuple of them) as Python (``s0*8``). A fake tensor's strides can hold sympy's
+    ``Max`` (``Max(1, s2//2)``, the stride past a dim that may be empty), which Python spells ``max``."""
+    return str(sympy.sympify(e)).replace("Max(", "max(").replace("Min(", "min(")
 
 
 def shape(values: tuple) -> str:
-    """Sizes or strides as a Python tuple (``(s0*8, 1)``, ``(4,)``). A fake tensor's strides can hold sympy's
-    ``Max`` (``Max(1, s2//2)``, the stride past a dim that may be empty), which Python spells ``max``."""
-    return str(tuple(sympy.sympify(v) for v in values)).replace("Max(", "max(").replace("Min(", "min(")
+    """Sizes or strides as a Python tuple (``(s0*8, 1)``, ``(4,)``)."""
+    return pexpr(tuple(values))
 
 
 def tensor_arg(ir: GraphIR, ref: TensorRef) -> str:
