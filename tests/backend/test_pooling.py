@@ -107,13 +107,16 @@ def test_a_backward_reads_the_positions_of_the_maxima():
                 backward=True)
 
 
-def test_sizes_known_only_when_running_call_torchs_kernel():
-    """Dynamic shapes: an output size is then a floor division, and the pooling stays torch's kernel. Its result's
-    strides, as the fake tensor gives them, hold sympy's ``Max`` (``Max(1, s2//2)``): the output code spells it
-    ``max`` (a NameError when the call ran, before)."""
-    for fn in (lambda x: F.max_pool2d(x, 2), lambda x: F.max_pool2d(x, 3, 2, ceil_mode=True, return_indices=True)):
+def test_sizes_known_only_when_running():
+    """Dynamic shapes: an output size is then a floor division, which the kernels print. A padded window on a CPU
+    stays torch's kernel; its result's strides, as the fake tensor gives them, can hold sympy's ``Max``
+    (``Max(1, s2//2)``) and floor divisions: the output code spells them ``max`` and ``//`` (a NameError when
+    the call ran, once)."""
+    for fn, generated in ((lambda x: F.max_pool2d(x, 2), True), (lambda x: F.max_pool2d(x, 3, 2, 1), False),
+                          (lambda x: F.max_pool2d(x, 3, 2, ceil_mode=True, return_indices=True), True)):
         compiled = toycompiler.compile(fn, backend="cpp", dynamic=True)
         for shape in [(2, 3, 10, 12), (1, 4, 17, 9), (2, 2, 8, 8)]:
             assert_same(fn, torch.randn(*shape), compiled=compiled)
         code = compiled.compiled_frames[-1].backend.output_code.source
-        assert "torch.ops.aten.max_pool2d_with_indices.default(" in code and "max(1, " in code, code
+        assert ("torch.ops.aten.max_pool2d_with_indices.default(" not in code) == generated, code
+        assert "Max(" not in code and "FloorDiv" not in code, code  # Python's spelling, which the call runs

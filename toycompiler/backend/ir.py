@@ -110,8 +110,12 @@ def merge_ranges(prefix: str, ranges: tuple, indices: list[sympy.Expr]) -> tuple
 
 
 def sym(value: object) -> sympy.Expr:
-    """An int, a torch.SymInt or a sympy expression, as sympy."""
-    return value.node.expr if isinstance(value, torch.SymInt) else sympy.sympify(value)
+    """An int, a torch.SymInt or a sympy expression, as sympy. A size known only when running may hold torch's
+    own functions: a floor division (a pooled or strided size, ``(s2 - 1)//2 + 1``) becomes :class:`FloorDiv`
+    (a size is never negative), torch's ``Max`` and ``Min`` sympy's: the ones the kernels' printers know."""
+    expr, torch_sympy = value.node.expr if isinstance(value, torch.SymInt) else sympy.sympify(value), torch.utils._sympy
+    return expr.replace(torch_sympy.functions.FloorDiv, FloorDiv).replace(torch_sympy.functions.Max, sympy.Max) \
+        .replace(torch_sympy.functions.Min, sympy.Min)
 
 
 # What a reduction starts from (and returns for an empty range).

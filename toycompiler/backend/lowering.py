@@ -320,7 +320,7 @@ FALLBACKS = {
     "aten.cumprod": "a scan (see cumsum)",
     **dict.fromkeys(["aten.sort", "aten.topk", "aten.median"], "sorting is no loop nest of this IR"),
     **dict.fromkeys(["aten.avg_pool2d", "aten.max_pool2d_with_indices"], "a window of more than 25 elements, or "
-                    "padded on a CPU, or sizes known only when running (others: lowering_reductions.pool2d)"),
+                    "padded on a CPU (others: lowering_reductions.pool2d)"),
     "aten.avg_pool2d_backward": "a window reduction (the IR's reduce dims)",
     "aten.max_pool2d_with_indices_backward": "it writes through those indices (indirect indexing)",
     "aten.bernoulli": RANDOM,
@@ -416,8 +416,7 @@ class GraphLowering:
         name = f"arg{len(self.params)}"
         self.params.append(name)
         if isinstance(val, torch.SymInt):
-            expr = sym(val)
-            if isinstance(expr, sympy.Symbol):
+            if isinstance(expr := sym(val), sympy.Symbol):
                 self.size_vars.setdefault(expr.name, name)
             return expr
         return self.add_input(name, val, "input", f"graph input {node.name}")
@@ -440,6 +439,8 @@ class GraphLowering:
 
     def call_function(self, node: torch.fx.Node) -> Any:
         target, packet = node.target, getattr(node.target, "overloadpacket", None)
+        if isinstance(val := node.meta.get("val"), torch.SymInt):  # a size (``x.size(1) // 2``): its expression
+            return sym(val)
         if target is operator.getitem:
             # one of an op's results: a library call's is stored already; max pooling's values are a computed value,
             # stored or not by the rule below, as any op's result

@@ -128,10 +128,9 @@ def pool2d(graph, node, *args: Any, **kwargs: Any) -> Any:
     # every channel, in the ``omp simd`` loop), but neither those of the same pool with ``ceil_mode`` and no
     # padding, which took 3.2 ms: the cause is not found. In NCHW the padded kernels were 1.1x to 5x faster
     # than torch's (one thread). Unpadded windows in either layout: a 2x2 max pool at 4.4x torch.compile's speed.
-    # Sizes only known when running (dynamic shapes) make an output size a floor division: torch's kernel too.
+    # Sizes known only when running (dynamic shapes) make an output size a floor division, which the kernels print.
     (h_in, w_in), (h_out, w_out) = x.size[-2:], layout_of(out[0] if is_max else out).size[-2:]
-    if kh * kw > 25 or not x.dtype.is_floating_point or x.device == "cpu" and ph + pw > 0 \
-            or not all(s.is_Integer for s in (h_in, w_in, h_out, w_out)):
+    if kh * kw > 25 or not x.dtype.is_floating_point or x.device == "cpu" and ph + pw > 0:
         return fallback_kernel(graph, node, *args, **kwargs)
     fits = [p == 0 and (size - 1 - (n - 1) * s - (k - 1) * d).is_nonnegative is True
             for p, size, n, s, k, d in ((ph, h_in, h_out, sh, kh, dh), (pw, w_in, w_out, sw, kw, dw))]
@@ -160,9 +159,8 @@ def pool2d(graph, node, *args: Any, **kwargs: Any) -> Any:
                 IndexValue(h * w_in + w, torch.int64)
 
     if is_max:
-        def values(idx):
-            return functools.reduce(lambda m, v: Op("maximum", (m, v), x.dtype),
-                                    [v for _, v, _ in window(idx, float("-inf"))])
+        values = lambda idx: functools.reduce(lambda m, v: Op("maximum", (m, v), x.dtype),  # noqa: E731
+                                              [v for _, v, _ in window(idx, float("-inf"))])
 
         def indices(idx):  # eager's: the first position of the max, unless a NaN is there (then the last NaN's)
             spots, m = list(window(idx, float("-inf"))), values(idx)  # (each hit below overrides those before it)

@@ -40,19 +40,17 @@ from __future__ import annotations
 import sympy
 
 from ..artifacts import SourceArtifact
-from .codegen.common import RenderedKernel
+from .codegen.common import IndexPrinter, RenderedKernel
 from .ir import ExternKernel, GraphIR, TensorRef, contiguous_strides
 
-
-def pexpr(e: object) -> str:
-    """A size expression (or a tuple of them) as Python (``s0*8``). A fake tensor's strides can hold sympy's
-    ``Max`` (``Max(1, s2//2)``, the stride past a dim that may be empty), which Python spells ``max``."""
-    return str(sympy.sympify(e)).replace("Max(", "max(").replace("Min(", "min(")
+# A size expression as Python (``8*s0``), printed as the kernels print indices. A fake tensor's strides can
+# hold sympy's ``Max`` (``Max(1, s2//2)``, the stride past a dim that may be empty): Python's ``max``.
+pexpr = IndexPrinter()
 
 
 def shape(values: tuple) -> str:
-    """Sizes or strides as a Python tuple (``(s0*8, 1)``, ``(4,)``)."""
-    return pexpr(tuple(values))
+    """Sizes or strides as a Python tuple (``(8*s0, 1)``, ``(4,)``)."""
+    return f"({', '.join(map(pexpr, values))}{',' * (len(values) == 1)})"
 
 
 def tensor_arg(ir: GraphIR, ref: TensorRef) -> str:
@@ -100,18 +98,17 @@ def wrapper_source(ir: GraphIR, kernels: list[RenderedKernel], loads: list[str],
 
 def allocation(ir: GraphIR, name: str, reused: str | None) -> str:
     b = ir.buffer(name)
-    layout = b.layout
     if b.store_into:
         return f"{name} = {b.store_into}  # written in place (the graph mutates its input)"
     if isinstance(b, ExternKernel) and not any(k == "out" for k, _ in b.kwargs):
         return f"# {name} is allocated by {b.op}"
     if reused is not None:  # the same shape needs no view (a view costs a microsecond or two per call)
-        view = "" if ir.buffer(reused).layout.size == layout.size else f".view({shape(layout.size)})"
+        view = "" if ir.buffer(reused).layout.size == b.layout.size else f".view({shape(b.layout.size)})"
         return f"{name} = {reused}{view}  # reuses {reused}'s memory"
-    if all(isinstance(s, int) or getattr(s, "is_Integer", False) for s in layout.size):  # see launcher.empty_strided
-        size, stride = tuple(map(int, layout.size)), tuple(map(int, contiguous_strides(layout.size)))
-        return f"{name} = empty_strided[{layout.device!r}]({size}, {stride}, {layout.dtype})"
-    return f"{name} = torch.empty({shape(layout.size)}, dtype={layout.dtype}, device={layout.device!r})"
+    if all(sympy.sympify(s).is_Integer for s in b.layout.size):  # see launcher.empty_strided
+        size, stride = tuple(map(int, b.layout.size)), tuple(map(int, contiguous_strides(b.layout.size)))
+        return f"{name} = empty_strided[{b.layout.device!r}]({size}, {stride}, {b.layout.dtype})"
+    return f"{name} = torch.empty({shape(b.layout.size)}, dtype={b.layout.dtype}, device={b.layout.device!r})"
 
 
 def launch(ir: GraphIR, k: RenderedKernel, language: str) -> str:

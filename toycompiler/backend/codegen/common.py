@@ -100,14 +100,16 @@ class IndexPrinter:
         e = sympy.sympify(e)
         if e.is_Integer or e.is_Symbol:
             return str(e)
+        # a product after // or % is bracketed: ``x // (s1*s2)``, not ``(x // s1)*s2``
+        right = lambda a: f"({self(a)})" if isinstance(a, (sympy.Mul, sympy.Pow)) else self(a)  # noqa: E731
         if isinstance(e, FloorDiv):
-            return f"({self(e.args[0])} {self.floordiv} {self(e.args[1])})"
+            return f"({self(e.args[0])} {self.floordiv} {right(e.args[1])})"
         if isinstance(e, ModularIndexing):
             a, b, c = e.args
-            inner = self(a) if b == 1 else f"({self(a)} {self.floordiv} {self(b)})"
-            return f"({inner} % {self(c)})"
+            inner = self(a) if b == 1 else f"({self(a)} {self.floordiv} {right(b)})"
+            return f"({inner} % {right(c)})"
         if isinstance(e, sympy.Mod):
-            return f"({self(e.args[0])} % {self(e.args[1])})"
+            return f"({self(e.args[0])} % {right(e.args[1])})"
         if isinstance(e, (sympy.Min, sympy.Max)):
             return self.minmax.format(which=type(e).__name__.lower(), args=", ".join(self(a) for a in e.args))
         if isinstance(e, sympy.Add):

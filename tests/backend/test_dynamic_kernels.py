@@ -1,0 +1,51 @@
+"""Kernels whose sizes are known only when running (dynamic shapes), against eager on both backends.
+
+Such a size is a sympy expression of the inputs' sizes (``s0``, ``s1``...). Two things have to be right:
+a size that torch writes with its own functions (a pooled or strided size is torch's floor division,
+``(s2 - 1)//2 + 1``; a stride may hold torch's ``Max``) must become the expressions the printers know,
+or the graph runs eagerly; and a product of sizes after ``//`` or ``%`` must be bracketed, or the kernel
+reads and writes the wrong elements (a permuted input's index, ``xindex // (s0*s1)``).
+"""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import toycompiler
+from toycompiler.testing import assert_same
+
+BACKENDS = ["cpp", "triton"]
+WEIGHT = torch.randn(4, 3, 3, 3)
+
+FLOOR_SIZED = {  # each output has a size that is a floor division of the input's
+    "strided_slice": lambda x: x[:, :, ::2, ::2].sin(),
+    "max_pool_relu": lambda x: F.max_pool2d(x, 2).relu(),
+    "max_pool_ceil": lambda x: F.max_pool2d(x.relu(), 3, 2, ceil_mode=True),
+    "max_pool_positions": lambda x: F.max_pool2d(x, 2, return_indices=True)[1],
+    "avg_pool_padded": lambda x: F.avg_pool2d(x, 3, 2, 1) * 2,
+    "conv_stride_2_relu": lambda x: F.conv2d(x, WEIGHT, stride=2).relu(),
+    "chunk": lambda x: x.chunk(2, dim=-1)[0].exp(),  # the graph computes a size: x.size(3) // 2
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", FLOOR_SIZED)
+def test_floor_sized_outputs_are_generated_kernels(backend, case):
+    fn = FLOOR_SIZED[case]
+    compiled = toycompiler.compile(fn, backend=backend, dynamic=True)
+    for side in (8, 11, 13):  # one compile (checked below), three sizes; assert_same checks nothing ran eagerly
+        assert_same(fn, torch.randn(2, 3, side, side + 3), compiled=compiled)
+    assert len(compiled.compiled_frames) == 1
+    report = toycompiler.explain(fn, backend=backend, dynamic=True)(torch.randn(2, 3, 9, 10))
+    assert report.kernels, f"{case}: no kernel was generated"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_permuted_input_divides_by_a_bracketed_product(backend):
+    fn = lambda x, y: x.permute(2, 0, 1) + y  # noqa: E731
+    compiled = toycompiler.compile(fn, backend=backend, dynamic=True)
+    for n in (3, 5, 6):
+        assert_same(fn, torch.randn(n, n + 1, n + 2), torch.randn(n + 2, n, n + 1), compiled=compiled)
+    if backend == "triton":  # the C++ kernel's loops are the dims: it divides nothing
+        report = toycompiler.explain(fn, backend=backend, dynamic=True)(torch.randn(4, 5, 6), torch.randn(6, 4, 5))
+        assert "// (s0*s1)" in report.kernels[0].source, report.kernels[0].source
