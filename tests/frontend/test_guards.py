@@ -227,3 +227,29 @@ def test_a_deep_stack_sees_weights_changed_in_place_and_layers_or_parameters_rep
         assert_same(model, x, compiled=compiled)
         assert len(cache.entries) == 4
         assert cache.misses[-1].failures[-1].expr == "self._modules['3']._parameters['weight'].shape == (8, 8)"
+
+
+WEIGHTS = {"small": torch.ones(3), "other": torch.zeros(5, 5)}
+
+
+def uses_one_item(x):
+    return x * WEIGHTS["small"]
+
+
+def test_only_the_tensors_the_graph_reads_are_its_inputs():
+    """Reading one item of a dict makes every tensor in it an input while tracing; those the graph never reads
+    are pruned, as Dynamo prunes them, so the backend sees only ``x`` and ``WEIGHTS['small']`` (an unread
+    CPU tensor beside GPU ones made the Triton backend refuse the graph). The guards on the dict stay."""
+    seen = []
+
+    def backend(gm, example_inputs):
+        seen.append([n.target for n in gm.graph.nodes if n.op == "placeholder"])
+        return gm.forward
+
+    compiled = toycompiler.compile(uses_one_item, backend=backend)
+    x = torch.randn(3)
+    torch.testing.assert_close(compiled(x), x)
+    assert len(seen[0]) == 2 and "small" in seen[0][1] and not any("other" in name for name in seen[0]), seen
+    WEIGHTS["small"] = torch.full((3,), 2.0)  # read from the dict again on every call
+    torch.testing.assert_close(compiled(x), 2 * x)
+    assert len(seen) == 1

@@ -220,11 +220,9 @@ def exp_of_difference(e: Expr, v: Expr, name: str) -> Load | None:
 
 def substitute(e: Expr, mapping: dict) -> Expr:
     """``e`` with its index symbols replaced (``d0 -> r1``...)."""
-    if isinstance(e, Load) and e.indirect:
-        return replace(e, index=sympy.expand(e.index.xreplace(mapping)),
-                       indirect=tuple((s, substitute(v, mapping), n) for s, v, n in e.indirect))
-    if isinstance(e, (Load, IndexValue)):
-        return replace(e, index=sympy.expand(e.index.xreplace(mapping)))
+    if isinstance(e, (Load, IndexValue)):  # a load's indirect indices too
+        kw = dict(indirect=tuple((s, substitute(v, mapping), n) for s, v, n in e.indirect)) if type(e) is Load else {}
+        return replace(e, index=sympy.expand(e.index.xreplace(mapping)), **kw)
     if isinstance(e, Op):
         return Op(e.op, tuple(substitute(a, mapping) for a in e.args), e.dtype)
     return e

@@ -158,10 +158,18 @@ class OutputGraph:
 
     def remove_dead_nodes(self) -> None:
         """Dead-code elimination that keeps in-place operations (their effect is the point): FX's, told which
-        nodes are impure (inputs, the output, and those in-place nodes) rather than guessing by op."""
+        nodes are impure (inputs, the output, and those in-place nodes) rather than guessing by op.
+
+        Then the inputs nothing reads go, as Dynamo prunes them: reading one item of a dict or list makes every
+        tensor in it an input (``builder._read_container``), and the backend is given only what the graph uses
+        (a weight kept on the CPU beside its GPU copy made the Triton backend refuse a GPU graph)."""
         keep = set(self.side_effect_nodes)
         removable = ("call_function", "call_method", "get_attr")
         self.graph.eliminate_dead_code(is_impure_node=lambda node: node.op not in removable or node in keep)
+        for node in [n for n in self.graph.nodes if n.op == "placeholder" and not n.users]:
+            del self.example_inputs[list(self.inputs_by_source).index(node.meta["toy_source"])]
+            del self.inputs_by_source[node.meta["toy_source"]]
+            self.graph.erase_node(node)
 
 
 def _op_name(target: Any) -> str:
