@@ -1,10 +1,11 @@
 """Kernels whose sizes are known only when running (dynamic shapes), against eager on both backends.
 
-Such a size is a sympy expression of the inputs' sizes (``s0``, ``s1``...). Two things have to be right:
+Such a size is a sympy expression of the inputs' sizes (``s0``, ``s1``...). Three things have to be right:
 a size that torch writes with its own functions (a pooled or strided size is torch's floor division,
 ``(s2 - 1)//2 + 1``; a stride may hold torch's ``Max``) must become the expressions the printers know,
-or the graph runs eagerly; and a product of sizes after ``//`` or ``%`` must be bracketed, or the kernel
-reads and writes the wrong elements (a permuted input's index, ``xindex // (s0*s1)``).
+or the graph runs eagerly; a size can be a value too (a mean divides by its count, ``s2*s3``); and a
+product of sizes after ``//`` or ``%`` must be bracketed, or the kernel reads and writes the wrong
+elements (a permuted input's index, ``xindex // (s0*s1)``).
 """
 
 import pytest
@@ -16,7 +17,7 @@ from toycompiler.testing import assert_same, device_for
 
 BACKENDS = ["cpp", "triton"]
 
-FLOOR_SIZED = {  # each output has a size that is a floor division of the input's
+SIZED = {  # sizes that are floor divisions of the input's, or used as values
     "strided_slice": lambda x: x[:, :, ::2, ::2].sin(),
     "max_pool_relu": lambda x: F.max_pool2d(x, 2).relu(),
     "max_pool_ceil": lambda x: F.max_pool2d(x.relu(), 3, 2, ceil_mode=True),
@@ -24,13 +25,17 @@ FLOOR_SIZED = {  # each output has a size that is a floor division of the input'
     "avg_pool_padded": lambda x: F.avg_pool2d(x, 3, 2, 1) * 2,
     "conv_stride_2_relu": lambda x: F.conv2d(x, torch.ones(4, 3, 3, 3, device=x.device), stride=2).relu(),
     "chunk": lambda x: x.chunk(2, dim=-1)[0].exp(),  # the graph computes a size: x.size(3) // 2
+    # a size as a value: a mean divides by its count, s2*s3 (a number when static)
+    "mean_hw": lambda x: x.mean((2, 3)),
+    "adaptive_avg_pool": lambda x: F.adaptive_avg_pool2d(x, 1).flatten(1),
+    "var": lambda x: x.var(-1),
 }
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("case", FLOOR_SIZED)
-def test_floor_sized_outputs_are_generated_kernels(backend, case):
-    fn = FLOOR_SIZED[case]
+@pytest.mark.parametrize("case", SIZED)
+def test_sizes_known_only_when_running_are_generated_kernels(backend, case):
+    fn = SIZED[case]
     compiled = toycompiler.compile(fn, backend=backend, dynamic=True)
     for side in (8, 11, 13):  # assert_same also checks that nothing ran eagerly
         assert_same(fn, torch.randn(2, 3, side, side + 3, device=device_for(backend)), compiled=compiled)

@@ -118,3 +118,24 @@ def test_resume_function_inputs_are_guarded_by_value_where_rebuilt_each_call():
         x = torch.randn(n)
         torch.testing.assert_close(c(x), pairs_sum(x))
     assert not c.all_misses  # no recompiles: nothing compared by identity that is rebuilt per call
+
+
+def test_parameters_and_buffers_keep_static_sizes_under_dynamic_true():
+    """``dynamic=True`` makes the input's sizes symbols, not the weights' (Dynamo's
+    ``force_parameter_static_shapes``): symbolic weights made every size after a convolution an expression in
+    them too, and a ResNet's average pool divided by such a size ran the whole graph eagerly."""
+    from torch import nn
+
+    from toycompiler.testing import assert_same
+
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Conv2d(3, 4, 3, stride=2), nn.BatchNorm2d(4), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
+                        nn.Flatten(), nn.Linear(4, 2)).eval()
+    compiled = toycompiler.compile(net, backend="cpp", dynamic=True)
+    with torch.no_grad():
+        for side in (9, 12, 17):
+            assert_same(net, torch.randn(3, 3, side, side + 1), compiled=compiled)
+    frames = compiled._compiled_forward.compiled_frames
+    assert len(frames) == 1 and frames[0].backend.kernels
+    assert frames[0].symbolic_sizes and all(s.startswith("input.shape") for s in frames[0].symbolic_sizes), \
+        frames[0].symbolic_sizes

@@ -49,6 +49,7 @@ from .ir import (
     Expr,
     ExternKernel,
     GraphIR,
+    IndexValue,
     InputBuffer,
     Layout,
     Load,
@@ -141,9 +142,11 @@ def cast(e: Expr, src: torch.dtype, dst: torch.dtype) -> Expr:
     return e if src == dst else Const(e.value, dst) if isinstance(e, Const) else Op("to_dtype", (e,), dst)
 
 
-def operand(a: TensorValue | float, size: tuple, dtype: torch.dtype, idx: tuple) -> Expr:
-    """Element ``idx`` of ``a`` broadcast to ``size`` and cast to ``dtype``; a number is a constant."""
-    return cast(broadcast_loader(a, size)(idx), a.dtype, dtype) if isinstance(a, TensorValue) else Const(a, dtype)
+def operand(a: TensorValue | float | sympy.Expr, size: tuple, dtype: torch.dtype, idx: tuple) -> Expr:
+    """Element ``idx`` of ``a`` broadcast to ``size`` and cast to ``dtype``; a number is a constant, a size
+    known only when running (a mean's count, ``H * W``) the value of its expression."""
+    return cast(broadcast_loader(a, size)(idx), a.dtype, dtype) if isinstance(a, TensorValue) \
+        else IndexValue(a, dtype) if isinstance(a, sympy.Expr) else Const(a, dtype)
 
 
 def pointwise(node: torch.fx.Node, op: str, args: list[Any],
@@ -155,7 +158,7 @@ def pointwise(node: torch.fx.Node, op: str, args: list[Any],
     out = node.meta["val"]
     size = broadcast_shapes(*(a.size for a in args if isinstance(a, TensorValue)))
     computes = compute if isinstance(compute, tuple) else (compute or out.dtype,) * len(args)
-    if bad := [a for a in args if not isinstance(a, (TensorValue, bool, int, float))]:
+    if bad := [a for a in args if not isinstance(a, (TensorValue, bool, int, float, sympy.Expr))]:
         raise LoweringError(f"{node.target}: operand {bad[0]!r} is not a tensor or a number")
 
     def loader(idx: tuple) -> Expr:

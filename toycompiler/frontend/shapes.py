@@ -72,8 +72,11 @@ class ShapePolicy:
         self.why: dict[str, str] = {}  # "x.shape[0]" -> why it is symbolic
 
     def wanted(self, source: str, t: torch.Tensor) -> dict[int, str]:
-        """Dims of ``t`` that should be symbolic, each with the reason."""
-        if self.dynamic is False or not t.is_contiguous():
+        """Dims of ``t`` that should be symbolic, each with the reason. None of a parameter's or a module
+        buffer's, even under ``dynamic=True``: their sizes are fixed by the model (Dynamo's
+        ``force_parameter_static_shapes``), and symbolic, every size after a convolution was an expression
+        in the weights' sizes too."""
+        if self.dynamic is False or not t.is_contiguous() or isinstance(t, torch.nn.Parameter) or "_buffers[" in source:
             return {}
         if self.dynamic:
             return {d: "dynamic=True" for d in range(t.dim())}
