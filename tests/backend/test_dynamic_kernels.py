@@ -54,3 +54,21 @@ def test_a_permuted_input_divides_by_a_bracketed_product(backend):
     if backend == "triton":  # the C++ kernel's loops are the dims: it divides nothing
         source = compiled.compiled_frames[0].backend.kernels[0].source
         assert "// (s0*s1)" in source, source
+
+
+IN_PLACE = {  # decompositions of in-place ops, traced with symbolic sizes (torch's Python dispatcher)
+    "hardswish_": lambda x: F.hardswish(x * 2, inplace=True),
+    "hardsigmoid_": lambda x: F.hardsigmoid(x * 2, inplace=True),
+    "threshold_": lambda x: F.threshold(x * 2, 0.1, 2.0, inplace=True),
+    "clamp_of_the_input": lambda x: x.clamp_(-0.5, 0.5).sin(),
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", IN_PLACE)
+def test_in_place_ops_with_sizes_known_only_when_running(backend, case):
+    fn = IN_PLACE[case]
+    compiled = toycompiler.compile(fn, backend=backend, dynamic=True)
+    for side in (8, 11):
+        assert_same(fn, torch.randn(2, 3, side, side + 3, device=device_for(backend)), compiled=compiled)
+    assert compiled.compiled_frames[0].backend.kernels

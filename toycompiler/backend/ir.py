@@ -113,9 +113,9 @@ def sym(value: object) -> sympy.Expr:
     """An int, a torch.SymInt or a sympy expression, as sympy. A size known only when running may hold torch's
     own functions: a floor division (a pooled or strided size, ``(s2 - 1)//2 + 1``) becomes :class:`FloorDiv`
     (a size is never negative), torch's ``Max`` and ``Min`` sympy's: the ones the kernels' printers know."""
-    expr, torch_sympy = value.node.expr if isinstance(value, torch.SymInt) else sympy.sympify(value), torch.utils._sympy
-    return expr.replace(torch_sympy.functions.FloorDiv, FloorDiv).replace(torch_sympy.functions.Max, sympy.Max) \
-        .replace(torch_sympy.functions.Min, sympy.Min)
+    expr = value.node.expr if isinstance(value, torch.SymInt) else sympy.sympify(value)
+    theirs = torch.utils._sympy.functions
+    return expr.replace(theirs.FloorDiv, FloorDiv).replace(theirs.Max, sympy.Max).replace(theirs.Min, sympy.Min)
 
 
 # What a reduction starts from (and returns for an empty range).

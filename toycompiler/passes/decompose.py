@@ -23,6 +23,7 @@ import threading
 
 import torch
 from torch._decomp import core_aten_decompositions, get_decompositions
+from torch._dispatch.python import enable_python_dispatcher
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.fx import traceback as fx_traceback
 from torch.fx.experimental.proxy_tensor import get_proxy_mode, get_proxy_slot, make_fx, track_tensor_tree
@@ -370,7 +371,9 @@ def decompose(gm: torch.fx.GraphModule, example_inputs: list,
         # 1024 tokens, 2052 against 85. Training traces the math form (backend/training.py).
         cuda = any(isinstance(t, torch.Tensor) and t.is_cuda for t in fakes)
         math_attention = torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH)
-        with fake_mode, TRACING, contextlib.nullcontext() if cuda else math_attention:
+        # torch's Python dispatcher, as Dynamo traces: an in-place op's decomposition (``hardswish_``, ``clamp_``)
+        # then sees symbolic sizes; without it, C++ asked them for integers and the graph ran eagerly.
+        with fake_mode, TRACING, enable_python_dispatcher(), contextlib.nullcontext() if cuda else math_attention:
             new = make_fx(interpret, decomposition_table=decomposition_table(matmul_template))(*fakes)
             mutating = [n for n in new.graph.nodes if hasattr(n.target, "_schema") and n.target._schema.is_mutable]
             if any(getattr(n.args[0], "op", None) != "placeholder" for n in mutating):
