@@ -139,3 +139,17 @@ def test_parameters_and_buffers_keep_static_sizes_under_dynamic_true():
     assert len(frames) == 1 and frames[0].backend.kernels
     assert frames[0].symbolic_sizes and all(s.startswith("input.shape") for s in frames[0].symbolic_sizes), \
         frames[0].symbolic_sizes
+
+
+def test_a_missed_shape_guard_reports_the_value_of_its_left_hand_side():
+    """A guard the trace relied on can be an expression (a pooled size that was 1, which torch specialises):
+    a miss shows that expression's value now (it showed a SyntaxError, from evaluating ``(x.shape[3]``)."""
+    import torch.nn.functional as F
+
+    pool = lambda x: F.max_pool2d(x, 4) + 1  # noqa: E731
+    c = toycompiler.compile(pool, backend="eager", dynamic=True)
+    for side in (4, 8):
+        x = torch.randn(2, 3, side, side)
+        torch.testing.assert_close(c(x), pool(x))
+    failures = c.cache.misses[-1].failures
+    assert any(f.expr.endswith("== 1") and "// 4" in f.expr and f.actual == "2" for f in failures), failures

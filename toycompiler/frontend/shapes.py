@@ -119,7 +119,8 @@ class ShapePolicy:
             yield f"{where} == {first}", "both sizes were equal when traced (the same symbol)", where, first
         for guard in self.shape_env.guards:
             if (text := self.render(guard.expr)) != "True":  # actual: the left-hand side
-                yield text, "the trace relied on it (a shape computation)", text.split(" ")[0], text
+                lhs = self.render(guard.expr.lhs) if guard.expr.is_Relational else text  # (x.shape[3] - 1) // 32
+                yield text, "the trace relied on it (a shape computation)", lhs, text
 
     def render(self, expr: Any) -> str:
         """A sympy condition over symbols as Python over the user's names: ``x.shape[0] == y.shape[0]``."""
