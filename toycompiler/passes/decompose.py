@@ -371,9 +371,12 @@ def decompose(gm: torch.fx.GraphModule, example_inputs: list,
         # 1024 tokens, 2052 against 85. Training traces the math form (backend/training.py).
         cuda = any(isinstance(t, torch.Tensor) and t.is_cuda for t in fakes)
         math_attention = torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH)
-        # torch's Python dispatcher, as Dynamo traces: an in-place op's decomposition (``hardswish_``, ``clamp_``)
-        # then sees symbolic sizes; without it, C++ asked them for integers and the graph ran eagerly.
-        with fake_mode, TRACING, enable_python_dispatcher(), contextlib.nullcontext() if cuda else math_attention:
+        # With sizes known only when running, torch's Python dispatcher, as Dynamo traces: an in-place op's
+        # decomposition (``hardswish_``, ``clamp_``) then sees symbolic sizes, which C++ asked for integers (the
+        # graph ran eagerly). Not with static sizes: it also decomposes ops that are torch's kernels here
+        # (bicubic upsampling became 5 kernels, 0.71x torch.compile's speed on a CPU, 0.64x eager's).
+        symbolic = enable_python_dispatcher() if any(map(_is_symbolic, fakes)) else contextlib.nullcontext()
+        with fake_mode, TRACING, symbolic, contextlib.nullcontext() if cuda else math_attention:
             new = make_fx(interpret, decomposition_table=decomposition_table(matmul_template))(*fakes)
             mutating = [n for n in new.graph.nodes if hasattr(n.target, "_schema") and n.target._schema.is_mutable]
             if any(getattr(n.args[0], "op", None) != "placeholder" for n in mutating):
@@ -383,9 +386,8 @@ def decompose(gm: torch.fx.GraphModule, example_inputs: list,
                 # (a write functionalization kept, BatchNorm's running statistics) needs no second trace
                 new = make_fx(torch.func.functionalize(torch.fx.Interpreter(new).run, remove="mutations"),
                               decomposition_table=decomposition_table(matmul_template))(*fakes)
-    after = [n for n in new.graph.nodes if n.op == "call_function"]
-    changes = [f"{len(before)} graph op(s) became {len(after)} ATen op(s)"]
-    return new, changes + [f"{n.name} = {n.target}" for n in after]
+    aten = [n for n in new.graph.nodes if n.op == "call_function"]
+    return new, [f"{len(before)} graph op(s) became {len(aten)} ATen op(s)", *[f"{n.name} = {n.target}" for n in aten]]
 
 
 def fake_inputs(example_inputs: list, gm: torch.fx.GraphModule) -> tuple[FakeTensorMode, list]:
