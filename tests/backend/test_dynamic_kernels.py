@@ -29,6 +29,12 @@ SIZED = {  # sizes that are floor divisions of the input's, or used as values
     "mean_hw": lambda x: x.mean((2, 3)),
     "adaptive_avg_pool": lambda x: F.adaptive_avg_pool2d(x, 1).flatten(1),
     "var": lambda x: x.var(-1),
+    "std": lambda x: x.std(-1),  # the count as a float: ToFloat(s3) - 1.0
+    "roll": lambda x: x.roll(1, 2),  # an index modulo a size
+    "cat_three_pieces": lambda x: torch.cat([x.sin(), x, x[..., :2]], -1) + 1,  # offsets s3 and 2*s3
+    "cat_rotate_halves": lambda x: torch.cat((-x[..., 1::2], x[..., ::2]), -1) * 2,
+    "pad": lambda x: F.pad(x, (1, 2)).relu(),
+    "interpolate": lambda x: F.interpolate(x, scale_factor=2, mode="nearest").sin(),
 }
 
 
@@ -72,3 +78,15 @@ def test_in_place_ops_with_sizes_known_only_when_running(backend, case):
     for side in (8, 11):
         assert_same(fn, torch.randn(2, 3, side, side + 3, device=device_for(backend)), compiled=compiled)
     assert compiled.compiled_frames[0].backend.kernels
+
+
+@pytest.mark.parametrize("case", ["pad", "interpolate", "roll", "cat_three_pieces"])
+def test_one_graph_serves_every_size(case):
+    """The frontend runs each op on fake tensors under torch's Python dispatcher, as Dynamo does: without it a
+    C++ meta function (``F.pad``'s, ``F.interpolate``'s) read the sizes as integers, and the graph was
+    specialised to them (a compile for every size)."""
+    fn = SIZED[case]
+    compiled = toycompiler.compile(fn, backend="cpp", dynamic=True)
+    for side in (8, 11, 13):
+        assert_same(fn, torch.randn(2, 3, side, side + 3), compiled=compiled)
+    assert len(compiled.compiled_frames) == 1, [f.guards for f in compiled.compiled_frames]

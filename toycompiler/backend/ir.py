@@ -110,12 +110,16 @@ def merge_ranges(prefix: str, ranges: tuple, indices: list[sympy.Expr]) -> tuple
 
 
 def sym(value: object) -> sympy.Expr:
-    """An int, a torch.SymInt or a sympy expression, as sympy. A size known only when running may hold torch's
-    own functions: a floor division (a pooled or strided size, ``(s2 - 1)//2 + 1``) becomes :class:`FloorDiv`
-    (a size is never negative), torch's ``Max`` and ``Min`` sympy's: the ones the kernels' printers know."""
-    expr = value.node.expr if isinstance(value, torch.SymInt) else sympy.sympify(value)
-    theirs = torch.utils._sympy.functions
-    return expr.replace(theirs.FloorDiv, FloorDiv).replace(theirs.Max, sympy.Max).replace(theirs.Min, sympy.Min)
+    """An int, a torch.SymInt (or SymFloat) or a sympy expression, as sympy. A size known only when running may
+    hold torch's own functions: a floor division (a pooled or strided size, ``(s2 - 1)//2 + 1``) becomes
+    :class:`FloorDiv` (a size is never negative), torch's ``Max``, ``Min``, modulo and true division
+    sympy's, and a size as a float (``std``'s count, ``ToFloat(s1) - 1.0``) the size: the expressions the
+    kernels' printers know."""
+    expr = value.node.expr if isinstance(value, torch.SymInt | torch.SymFloat) else sympy.sympify(value)
+    f = torch.utils._sympy.functions
+    return expr.replace(f.FloorDiv, FloorDiv).replace(f.Max, sympy.Max).replace(f.Min, sympy.Min) \
+        .replace(f.PythonMod, sympy.Mod).replace(f.Mod, sympy.Mod).replace(f.ToFloat, lambda a: a) \
+        .replace(f.FloatTrueDiv, lambda a, b: a / b)  # (nearest upsampling's scale, s2 / (2.0*s2): 0.5)
 
 
 # What a reduction starts from (and returns for an empty range).

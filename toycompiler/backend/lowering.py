@@ -442,7 +442,7 @@ class GraphLowering:
 
     def call_function(self, node: torch.fx.Node) -> Any:
         target, packet = node.target, getattr(node.target, "overloadpacket", None)
-        if isinstance(val := node.meta.get("val"), torch.SymInt):  # a size (``x.size(1) // 2``): its expression
+        if isinstance(val := node.meta.get("val"), torch.SymInt | torch.SymFloat):  # a size (``x.size(1) // 2``)
             return sym(val)
         if target is operator.getitem:
             # one of an op's results: a library call's is stored already; max pooling's values are a computed value,

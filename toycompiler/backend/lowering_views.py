@@ -171,16 +171,13 @@ def cat(node, tensors, dim=0) -> TensorValue:
     dtype = node.meta["val"].dtype
     starts = list(itertools.accumulate((t_.size[dim] for t_ in tensors[:-1]), initial=sympy.Integer(0)))
 
-    if len(tensors) > 1 and not all(sympy.sympify(s).is_Integer for s in starts):
-        raise LoweringError("cat along a dimension of symbolic size is not supported")
-
     def loader(idx: tuple):
         i, value = idx[dim], None
         for t_, start in reversed(list(zip(tensors, starts))):
             local = i - start if len(tensors) == 1 else sympy.Min(sympy.Max(i - start, 0), t_.size[dim] - 1)
             own = cast(t_.loader((*idx[:dim], local, *idx[dim + 1:])), t_.dtype, dtype)
             if value is not None:  # rows before this input's end come from it, the rest from later inputs
-                end = Const(int(start + t_.size[dim]), torch.int64)
+                end = IndexValue(start + t_.size[dim], torch.int64)  # (size symbols, maybe)
                 own = Op("where", (Op("lt", (IndexValue(i, torch.int64), end), torch.bool), own, value), dtype)
             value = own
         return value

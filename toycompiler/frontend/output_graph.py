@@ -19,6 +19,7 @@ import operator
 from typing import Any
 
 import torch
+from torch._dispatch.python import enable_python_dispatcher
 from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException
 
 from .. import provenance
@@ -78,7 +79,7 @@ class OutputGraph:
         versions = [(t, t.example._version) for v in [*args, *kwargs.values()] for t in v.tensors()]  # before
         try:
             fn, fn_args = (getattr(fake_args[0], target), fake_args[1:]) if op == "call_method" else (target, fake_args)
-            with self.shapes.fake_mode:
+            with self.shapes.fake_mode, enable_python_dispatcher():  # as Dynamo: see below
                 example = fn(*fn_args, **fake_kwargs)
         except (DynamicOutputShapeException, DataDependentOutputException) as e:
             raise Unsupported(f"the output shape of {_op_name(target)} depends on the tensor's values ({e}); "

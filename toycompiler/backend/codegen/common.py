@@ -98,7 +98,7 @@ class IndexPrinter:
 
     def __call__(self, e: sympy.Expr) -> str:
         e = sympy.sympify(e)
-        if e.is_Integer or e.is_Symbol:
+        if e.is_Integer or e.is_Symbol or e.is_Float:  # (a float: a size as a value, ``std``'s ``s1 - 1.0``)
             return str(e)
         # a product after // or % is bracketed: ``x // (s1*s2)``, not ``(x // s1)*s2``
         right = lambda a: f"({self(a)})" if isinstance(a, (sympy.Mul, sympy.Pow)) else self(a)  # noqa: E731
