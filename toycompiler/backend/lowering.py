@@ -146,7 +146,7 @@ def operand(a: TensorValue | float | sympy.Expr, size: tuple, dtype: torch.dtype
     """Element ``idx`` of ``a`` broadcast to ``size`` and cast to ``dtype``; a number is a constant, a size
     known only when running (a mean's count, ``H * W``) the value of its expression."""
     return cast(broadcast_loader(a, size)(idx), a.dtype, dtype) if isinstance(a, TensorValue) \
-        else IndexValue(a, dtype) if isinstance(a, sympy.Expr) else Const(a, dtype)
+        else IndexValue(a, dtype) if isinstance(a, sympy.Expr) and not a.is_Integer else Const(a, dtype)
 
 
 def pointwise(node: torch.fx.Node, op: str, args: list[Any],

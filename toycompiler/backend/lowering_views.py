@@ -40,7 +40,7 @@ from .ir import (
     sym,
     unravel,
 )
-from .lowering import LoweringError, TensorValue, broadcast_index, cast, register_lowering, strided_value
+from .lowering import LoweringError, TensorValue, broadcast_index, cast, operand, register_lowering, strided_value
 
 aten = torch.ops.aten
 IndexMap = Callable[[tuple], tuple]
@@ -177,7 +177,7 @@ def cat(node, tensors, dim=0) -> TensorValue:
             local = i - start if len(tensors) == 1 else sympy.Min(sympy.Max(i - start, 0), t_.size[dim] - 1)
             own = cast(t_.loader((*idx[:dim], local, *idx[dim + 1:])), t_.dtype, dtype)
             if value is not None:  # rows before this input's end come from it, the rest from later inputs
-                end = IndexValue(start + t_.size[dim], torch.int64)  # (size symbols, maybe)
+                end = operand(start + t_.size[dim], (), torch.int64, ())  # a number, or a size known when running
                 own = Op("where", (Op("lt", (IndexValue(i, torch.int64), end), torch.bool), own, value), dtype)
             value = own
         return value
