@@ -79,7 +79,9 @@ class OutputGraph:
         versions = [(t, t.example._version) for v in [*args, *kwargs.values()] for t in v.tensors()]  # before
         try:
             fn, fn_args = (getattr(fake_args[0], target), fake_args[1:]) if op == "call_method" else (target, fake_args)
-            with self.shapes.fake_mode, enable_python_dispatcher():  # as Dynamo: see below
+            # Under torch's Python dispatcher, as Dynamo's get_fake_value: without it some C++ meta functions
+            # (``F.pad``'s, ``F.interpolate``'s) read symbolic sizes as integers, specialising the graph to them.
+            with self.shapes.fake_mode, enable_python_dispatcher():
                 example = fn(*fn_args, **fake_kwargs)
         except (DynamicOutputShapeException, DataDependentOutputException) as e:
             raise Unsupported(f"the output shape of {_op_name(target)} depends on the tensor's values ({e}); "
