@@ -41,27 +41,7 @@ from torch._prims_common import canonicalize_dim
 from .. import provenance
 from ..artifacts import BufferRow, IRArtifact, StageResult
 from ..config import Config
-from .ir import (
-    MATH_OPS,
-    MATH_OPS2,
-    ComputedBuffer,
-    Const,
-    Expr,
-    ExternKernel,
-    GraphIR,
-    IndexValue,
-    InputBuffer,
-    Layout,
-    Load,
-    Op,
-    TensorRef,
-    contiguous_strides,
-    index_vars,
-    loads,
-    op_names,
-    sym,
-    verify,
-)
+from . import ir
 
 aten = torch.ops.aten
 
@@ -82,15 +62,15 @@ class TensorValue:
     size: tuple[sympy.Expr, ...]
     dtype: torch.dtype
     device: str
-    loader: Callable[[tuple[sympy.Expr, ...]], Expr]
-    ref: TensorRef | None = None
+    loader: Callable[[tuple[sympy.Expr, ...]], ir.Expr]
+    ref: ir.TensorRef | None = None
 
 
-def strided_value(ref: TensorRef, dtype: torch.dtype, device: str) -> TensorValue:
+def strided_value(ref: ir.TensorRef, dtype: torch.dtype, device: str) -> TensorValue:
     """A strided view of a stored buffer: element ``idx`` is ``buf[offset + sum(idx[i] * stride[i])]``."""
-    def load(idx: tuple) -> Expr:
+    def load(idx: tuple) -> ir.Expr:
         terms = [i * st for i, s, st in zip(idx, ref.size, ref.stride) if s != 1]
-        return Load(ref.buf, sympy.expand(ref.offset + sum(terms, sympy.Integer(0))))
+        return ir.Load(ref.buf, sympy.expand(ref.offset + sum(terms, sympy.Integer(0))))
     return TensorValue(ref.size, dtype, device, load, ref)
 
 
@@ -112,9 +92,9 @@ def register_lowering(*ops: Any, view: bool = False, needs_graph: bool = False) 
 # -- pointwise ------------------------------------------------------------------
 
 
-def layout_of(val: torch.Tensor) -> Layout:
+def layout_of(val: torch.Tensor) -> ir.Layout:
     """The layout of a tensor (a fake one: a node's ``meta["val"]``), its sizes as sympy; offset 0."""
-    return Layout(tuple(map(sym, val.shape)), tuple(map(sym, val.stride())), val.dtype, str(val.device))
+    return ir.Layout(tuple(map(ir.sym, val.shape)), tuple(map(ir.sym, val.stride())), val.dtype, str(val.device))
 
 
 def broadcast_shapes(*sizes: tuple[sympy.Expr, ...]) -> tuple[sympy.Expr, ...]:
@@ -131,22 +111,22 @@ def broadcast_index(src: tuple, size: tuple) -> Callable[[tuple], tuple]:
     return lambda idx: tuple(sympy.Integer(0) if s == 1 else idx[lead + k] for k, s in enumerate(src))
 
 
-def broadcast_loader(v: TensorValue, size: tuple[sympy.Expr, ...]) -> Callable[[tuple], Expr]:
+def broadcast_loader(v: TensorValue, size: tuple[sympy.Expr, ...]) -> Callable[[tuple], ir.Expr]:
     """Load ``v`` as if it had ``size`` (see :func:`broadcast_index`)."""
     return lambda idx: v.loader(broadcast_index(v.size, size)(idx))
 
 
-def cast(e: Expr, src: torch.dtype, dst: torch.dtype) -> Expr:
+def cast(e: ir.Expr, src: torch.dtype, dst: torch.dtype) -> ir.Expr:
     """``e`` (of dtype ``src``) converted to ``dst``; no-op when they match."""
     # a constant is converted now
-    return e if src == dst else Const(e.value, dst) if isinstance(e, Const) else Op("to_dtype", (e,), dst)
+    return e if src == dst else ir.Const(e.value, dst) if isinstance(e, ir.Const) else ir.Op("to_dtype", (e,), dst)
 
 
-def operand(a: TensorValue | float | sympy.Expr, size: tuple, dtype: torch.dtype, idx: tuple) -> Expr:
+def operand(a: TensorValue | float | sympy.Expr, size: tuple, dtype: torch.dtype, idx: tuple) -> ir.Expr:
     """Element ``idx`` of ``a`` broadcast to ``size`` and cast to ``dtype``; a number is a constant, a size
     known only when running (a mean's count, ``H * W``) the value of its expression."""
     return cast(broadcast_loader(a, size)(idx), a.dtype, dtype) if isinstance(a, TensorValue) \
-        else IndexValue(a, dtype) if isinstance(a, sympy.Expr) and not a.is_Integer else Const(a, dtype)
+        else ir.IndexValue(a, dtype) if isinstance(a, sympy.Expr) and not a.is_Integer else ir.Const(a, dtype)
 
 
 def pointwise(node: torch.fx.Node, op: str, args: list[Any],
@@ -161,8 +141,8 @@ def pointwise(node: torch.fx.Node, op: str, args: list[Any],
     if bad := [a for a in args if not isinstance(a, (TensorValue, bool, int, float, sympy.Expr))]:
         raise LoweringError(f"{node.target}: operand {bad[0]!r} is not a tensor or a number")
 
-    def loader(idx: tuple) -> Expr:
-        return Op(op, tuple(operand(a, size, dt, idx) for a, dt in zip(args, computes)), out.dtype)
+    def loader(idx: tuple) -> ir.Expr:
+        return ir.Op(op, tuple(operand(a, size, dt, idx) for a, dt in zip(args, computes)), out.dtype)
     return TensorValue(size, out.dtype, str(out.device), loader)
 
 
@@ -182,7 +162,7 @@ def make_pointwise(op: str, compute_from_inputs: bool = False) -> Callable[..., 
 # Each ATen op here becomes the kernel op of the same name (``aten.sin`` -> ``sin``).
 POINTWISE_OPS = ("sin", "cos", "exp", "log", "sigmoid", "neg", "abs", "sqrt", "rsqrt", "relu", "erf", "add", "sub",
                  "mul", "maximum", "minimum", "reciprocal", "floor", "ceil", "logical_not", "logical_and", "logical_or",
-                 "bitwise_and", "bitwise_or", "bitwise_xor", "sign", "round", *MATH_OPS, *MATH_OPS2)
+                 "bitwise_and", "bitwise_or", "bitwise_xor", "sign", "round", *ir.MATH_OPS, *ir.MATH_OPS2)
 # Computed in the inputs' dtype, whatever the result's (bool).
 COMPARISON_OPS = ("gt", "lt", "ge", "le", "eq", "ne", "isnan", "signbit")
 
@@ -241,23 +221,23 @@ def _copy_into_input(graph: GraphLowering, node: torch.fx.Node, dst: TensorValue
     """``copy_(input, value)``, which functionalization leaves for mutated inputs: a store into the input."""
     if dst.ref is None or dst.ref.buf not in {b.name for b in graph.inputs if b.kind == "input"}:
         raise LoweringError(f"{node.name}: copy_ into something other than a graph input is not supported")
-    body = operand(src, dst.size, dst.dtype, index_vars(len(dst.size)))
-    layout = Layout(dst.size, dst.ref.stride, dst.dtype, dst.device, dst.ref.offset)
-    graph.add_buffer(ComputedBuffer, layout, body, node=node, store_into=dst.ref.buf)
+    body = operand(src, dst.size, dst.dtype, ir.index_vars(len(dst.size)))
+    layout = ir.Layout(dst.size, dst.ref.stride, dst.dtype, dst.device, dst.ref.offset)
+    graph.add_buffer(ir.ComputedBuffer, layout, body, node=node, store_into=dst.ref.buf)
     return dst
 
 
 # -- indexing with loaded values ---------------------------------------------------
 
 
-def indirect(x: TensorValue, idx: list) -> Load:
+def indirect(x: TensorValue, idx: list) -> ir.Load:
     """Element ``idx`` of ``x``, where each entry is a loop index (sympy) or an index value read from
     memory (an IR expression), which becomes a symbol ``i0, i1, ...`` of the load's index."""
-    symbols = iter(index_vars(len(idx), "i"))
+    symbols = iter(ir.index_vars(len(idx), "i"))
     bound = {d: (next(symbols), v, x.size[d]) for d, v in enumerate(idx) if not isinstance(v, sympy.Basic)}
     ld = strided_value(x.ref, x.dtype, x.device).loader(tuple(bound[d][0] if d in bound else v
                                                               for d, v in enumerate(idx)))
-    return Load(ld.buf, ld.index, tuple(bound.values()))
+    return ir.Load(ld.buf, ld.index, tuple(bound.values()))
 
 
 def index_tensor(graph, node, t: TensorValue, size: sympy.Expr, dim: int, negative: bool = True) -> TensorValue:
@@ -267,12 +247,13 @@ def index_tensor(graph, node, t: TensorValue, size: sympy.Expr, dim: int, negati
     call, which a CUDA graph cannot do."""
     if t.device == "cpu" and (id(t), size) not in graph.checked:  # once per tensor (upsampling reads each twice)
         stored = graph.realize(t, node)
-        empty = Layout((sympy.Integer(0),), (sympy.Integer(1),), torch.bool, t.device)
-        graph.add_buffer(ExternKernel, empty, "codecache.check_index", (stored.ref,),
+        empty = ir.Layout((sympy.Integer(0),), (sympy.Integer(1),), torch.bool, t.device)
+        graph.add_buffer(ir.ExternKernel, empty, "codecache.check_index", (stored.ref,),
                          (("size", str(size)), ("dim", str(dim)), ("negative", str(negative))), node=node)
         # an index that loads nothing (upsampling's, from the output's position) is still computed where it is
         # used: read from its buffer, the kernel would wait for the check's
-        graph.checked[id(t), size] = t if t.ref is None and not loads(t.loader(index_vars(len(t.size)))) else stored
+        computed = t.ref is None and not ir.loads(t.loader(ir.index_vars(len(t.size))))
+        graph.checked[id(t), size] = t if computed else stored
     t = graph.checked.get((id(t), size), t)
     return TensorValue(t.size, torch.int64, t.device, lambda idx: cast(t.loader(idx), t.dtype, torch.int64))
 
@@ -337,7 +318,7 @@ def fallback_kernel(graph: GraphLowering, node: torch.fx.Node, *args: Any, **kwa
     statistics for its backward, which a forward graph never reads. An op with an ``output_mask``
     (convolution_backward) computes only the gradient each call keeps.
     """
-    refs: list[TensorRef] = []
+    refs: list[ir.TensorRef] = []
 
     def text(a: Any) -> str:
         if isinstance(a, TensorValue):
@@ -353,7 +334,7 @@ def fallback_kernel(graph: GraphLowering, node: torch.fx.Node, *args: Any, **kwa
 
     def call(i: int, val: torch.Tensor) -> TensorValue:  # the call that gives the op's result i
         mine = [(k, str([j == i for j in range(len(vals))]) if k == "output_mask" else v) for k, v in texts]
-        return graph.add_buffer(ExternKernel, layout_of(val), f"torch.ops.{node.target}", tuple(refs), tuple(mine),
+        return graph.add_buffer(ir.ExternKernel, layout_of(val), f"torch.ops.{node.target}", tuple(refs), tuple(mine),
                                 node=node, item=i if multiple else None, why=why)
     used = {u.args[1] for u in node.users} if multiple else {0}  # the indices of the graph's getitems
     outs = [call(i, val) if i in used and isinstance(val, torch.Tensor) else None
@@ -383,7 +364,7 @@ class GraphLowering:
 
     def __init__(self, gm: torch.fx.GraphModule):
         self.gm = gm
-        self.inputs: list[InputBuffer] = []
+        self.inputs: list[ir.InputBuffer] = []
         self.buffers: list[Any] = []
         self.values: dict[torch.fx.Node, Any] = {}
         self.params: list[str] = []
@@ -403,14 +384,14 @@ class GraphLowering:
                         and all(u.op == "output" or u in self.orders for u in n.users):
                     self.orders[n] = order
 
-    def run(self) -> GraphIR:
+    def run(self) -> ir.GraphIR:
         """One method per FX op kind, named after it: ``placeholder``, ``get_attr``, ``call_function``, ``output``."""
         for node in self.gm.graph.nodes:
             if node.op not in ("placeholder", "get_attr", "call_function", "output"):
                 raise LoweringError(f"FX op {node.op} ({node.target}) is not supported by the lowering")
             self.values[node] = getattr(self, node.op)(node)
         outputs = self.values[node]  # the output node comes last
-        return GraphIR(tuple(self.inputs), tuple(self.buffers), tuple(r.buf for r in outputs), tuple(outputs),
+        return ir.GraphIR(tuple(self.inputs), tuple(self.buffers), tuple(r.buf for r in outputs), tuple(outputs),
                        tuple(self.params), tuple(self.size_vars.items()),
                        tuple(b.name for b in self.inputs if b.kind == "constant"))
 
@@ -419,7 +400,7 @@ class GraphLowering:
         name = f"arg{len(self.params)}"
         self.params.append(name)
         if isinstance(val, torch.SymInt):
-            if isinstance(expr := sym(val), sympy.Symbol):
+            if isinstance(expr := ir.sym(val), sympy.Symbol):
                 self.size_vars.setdefault(expr.name, name)
             return expr
         return self.add_input(name, val, "input", f"graph input {node.name}")
@@ -432,18 +413,18 @@ class GraphLowering:
         """``val``, the graph's input or constant ``what``, as a buffer the kernels read (it must be a tensor)."""
         if not isinstance(val, torch.Tensor):
             raise LoweringError(f"{what} is a {type(val).__name__}, not a tensor")
-        layout = replace(layout_of(val), offset=sym(val.storage_offset()))
+        layout = replace(layout_of(val), offset=ir.sym(val.storage_offset()))
         for d, s in enumerate(layout.size):
             if isinstance(s, sympy.Symbol):
                 self.size_vars.setdefault(s.name, f"{name}.size({d})")
-        self.inputs.append(InputBuffer(name, layout, kind))
+        self.inputs.append(ir.InputBuffer(name, layout, kind))
         # An input's storage offset is applied by passing the tensor itself: loads index from its data pointer.
-        return strided_value(TensorRef(name, layout.size, layout.stride), layout.dtype, layout.device)
+        return strided_value(ir.TensorRef(name, layout.size, layout.stride), layout.dtype, layout.device)
 
     def call_function(self, node: torch.fx.Node) -> Any:
         target, packet = node.target, getattr(node.target, "overloadpacket", None)
         if isinstance(val := node.meta.get("val"), torch.SymInt | torch.SymFloat):  # a size (``x.size(1) // 2``)
-            return sym(val)
+            return ir.sym(val)
         if target is operator.getitem:
             # one of an op's results: a library call's is stored already; max pooling's values are a computed value,
             # stored or not by the rule below, as any op's result
@@ -463,10 +444,10 @@ class GraphLowering:
         # And a cast of stored data: a reader in another kernel reads the source where a stored copy would be
         # written and read (a bfloat16 layer norm's backward read x and the gradient cast to float32 from copies).
         # Not a value that reads an input the graph writes to later: read where it is used, it would see the new data.
-        element = value.loader(index_vars(len(value.size)))
-        read = loads(element)  # (a cast's one load: ``identity(to_dtype(load))``)
-        cheap = value.ref is None and (not read or isinstance(element, Load) and bool(element.indirect)
-                                       or op_names(element) == ["to_dtype", "identity"])
+        element = value.loader(ir.index_vars(len(value.size)))
+        read = ir.loads(element)  # (a cast's one load: ``identity(to_dtype(load))``)
+        cheap = value.ref is None and (not read or isinstance(element, ir.Load) and bool(element.indirect)
+                                       or ir.op_names(element) == ["to_dtype", "identity"])
         inline = value.ref is None and [u.target for u in node.users] == [aten.cat.default]
         stale = {ld.buf for ld in read} & {self.values[n].ref.buf for n in self.written if n in self.values}
         return value if (cheap or inline) and not stale else self.realize(value, node, self.orders.get(node))
@@ -480,60 +461,60 @@ class GraphLowering:
         are one loop that reads and writes memory in order (a row-major result would read it with a stride of
         C). Inductor's ``ComputedBuffer.get_fill_order`` similarly takes the order of a buffer's reads."""
         r, n = value.ref, len(value.size)
-        if r is not None and r == TensorRef(r.buf, value.size, contiguous_strides(value.size)):  # a whole buffer
+        if r is not None and r == ir.TensorRef(r.buf, value.size, ir.contiguous_strides(value.size)):  # a whole buffer
             return value
         if (key := (id(value), tuple(order or ()))) in self.stored:  # stored once for all its readers (library calls)
             return self.stored[key][1]
         dims = order or list(range(n))  # the buffer's dims, outermost first, as dims of the value
         inverse = [dims.index(d) for d in range(n)]  # where each dim of the value sits in the buffer
         stored = self.add_computed(tuple(value.size[d] for d in dims), value.dtype, value.device,
-                                   value.loader(tuple(index_vars(n)[k] for k in inverse)), node)
+                                   value.loader(tuple(ir.index_vars(n)[k] for k in inverse)), node)
         self.stored[key] = value, lowering_views.permute(node, stored, inverse) if order else stored  # value's order
         return self.stored[key][1]
 
-    def add_computed(self, size: tuple, dtype: torch.dtype, device: str, body: Expr, node: torch.fx.Node,
+    def add_computed(self, size: tuple, dtype: torch.dtype, device: str, body: ir.Expr, node: torch.fx.Node,
                      reduction: Any = None) -> TensorValue:
         """A contiguous buffer whose element ``(d0, d1, ...)`` is ``body`` (reduced over r0... if ``reduction``)."""
-        layout = Layout(size, contiguous_strides(size), dtype, device)
-        return self.add_buffer(ComputedBuffer, layout, body, reduction, node=node)
+        layout = ir.Layout(size, ir.contiguous_strides(size), dtype, device)
+        return self.add_buffer(ir.ComputedBuffer, layout, body, reduction, node=node)
 
-    def add_buffer(self, kind: type, layout: Layout, *fields: Any, node: torch.fx.Node, **more: Any) -> TensorValue:
+    def add_buffer(self, kind: type, layout: ir.Layout, *fields: Any, node: torch.fx.Node, **more: Any) -> TensorValue:
         """Append ``kind(buf<n>, layout, *fields, **more)``, lowered from ``node`` (its provenance);
         returns its value, read from memory."""
         name = f"buf{len(self.buffers)}"
         self.buffers.append(kind(name, layout, *fields, origins=(node.name,), lines=provenance.lines_of(node), **more))
-        return strided_value(TensorRef(name, layout.size, layout.stride), layout.dtype, layout.device)
+        return strided_value(ir.TensorRef(name, layout.size, layout.stride), layout.dtype, layout.device)
 
-    def output(self, node: torch.fx.Node) -> list[TensorRef]:
+    def output(self, node: torch.fx.Node) -> list[ir.TensorRef]:
         if not isinstance(node.args[0], (tuple, list)):
             raise LoweringError("the graph must return a tuple of tensors")
         return [self.output_ref(n) for n in node.args[0]]
 
-    def output_ref(self, n: Any) -> TensorRef:
+    def output_ref(self, n: Any) -> ir.TensorRef:
         """``n``'s value as a view of a stored buffer (realized if need be), with eager's stride for size-1 dims."""
         value = self.values.get(n) if isinstance(n, torch.fx.Node) else None
         if not isinstance(value, TensorValue):
             raise LoweringError(f"graph output {n} is not a tensor")
         ref, val = (value.ref or self.realize(value, n, self.orders.get(n)).ref), n.meta.get("val")
         if isinstance(val, torch.Tensor) and val.dim() == len(ref.size):
-            return replace(ref, stride=tuple(sym(s) if size == 1 else st
+            return replace(ref, stride=tuple(ir.sym(s) if size == 1 else st
                                              for size, st, s in zip(ref.size, ref.stride, val.stride())))
         return ref
 
 
-def lower(gm: torch.fx.GraphModule, config: Config) -> StageResult[GraphIR]:
+def lower(gm: torch.fx.GraphModule, config: Config) -> StageResult[ir.GraphIR]:
     """ATen FX graph -> loop IR (checked by :func:`~toycompiler.backend.ir.verify` when ``config.verify_ir``)."""
-    ir = GraphLowering(gm).run()
+    graph_ir = GraphLowering(gm).run()
     if config.verify_ir:
-        verify(ir)
-    return StageResult(ir, ir_artifact(ir))
+        ir.verify(graph_ir)
+    return StageResult(graph_ir, ir_artifact(graph_ir))
 
 
-def ir_artifact(ir: GraphIR) -> IRArtifact:
+def ir_artifact(graph_ir: ir.GraphIR) -> IRArtifact:
     """One row per buffer, inputs first: each buffer describes itself."""
     rows = [BufferRow(b.name, b.kind, str(b.layout), str(b.layout.dtype).replace("torch.", ""), b.describe(),
-                      b.origins, b.lines) for b in (*ir.inputs, *ir.buffers)]
-    return IRArtifact(tuple(rows), ir.outputs)
+                      b.origins, b.lines) for b in (*graph_ir.inputs, *graph_ir.buffers)]
+    return IRArtifact(tuple(rows), graph_ir.outputs)
 
 
 from . import lowering_reductions, lowering_views  # noqa: E402,F401  (register their lowerings)

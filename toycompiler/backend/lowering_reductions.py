@@ -27,7 +27,6 @@ import sympy
 import torch
 
 from . import ir
-from .ir import Const, ExternKernel, IndexValue, Op, Reduction, TensorRef, contiguous_strides, index_vars
 from .lowering import TensorValue, cast, fallback_kernel, layout_of, register_lowering, strided_value
 from .lowering_views import both, within
 
@@ -45,21 +44,21 @@ def make_reduction(op: str):
     def lower(graph, node, x: TensorValue, dims=None, keepdim=False, *, dtype=None, **_: Any) -> TensorValue:
         out = node.meta["val"]
         if len(x.size) == 0:  # a 0-d tensor: every reduction of one element is (a cast of) the element
-            value = Const(0, out.dtype) if op in ("argmax", "argmin") else cast(x.loader(()), x.dtype, out.dtype)
+            value = ir.Const(0, out.dtype) if op in ("argmax", "argmin") else cast(x.loader(()), x.dtype, out.dtype)
             return graph.add_computed((), out.dtype, str(out.device), value, node)
         reduced = _dims(dims, len(x.size))
         kept = [d for d in range(len(x.size)) if d not in reduced]
-        var = dict(zip(kept + reduced, index_vars(len(kept)) + index_vars(len(reduced), "r")))
+        var = dict(zip(kept + reduced, ir.index_vars(len(kept)) + ir.index_vars(len(reduced), "r")))
         idx = tuple(var[d] for d in range(len(x.size)))  # x[d0, r0, d1] for a reduction over dim 1 of a 3-d x
         acc_dtype = x.dtype if op in ("max", "min", "argmax", "argmin") else out.dtype
         body = cast(ir.inline_pointwise(x.loader(idx), dict(zip(idx, x.size)), {b.name: b for b in graph.buffers}),
                     x.dtype, acc_dtype)
         result = graph.add_computed(tuple(x.size[d] for d in kept), out.dtype, str(out.device), body, node,
-                                    Reduction(op, tuple(x.size[d] for d in reduced), tuple(reduced)))
+                                    ir.Reduction(op, tuple(x.size[d] for d in reduced), tuple(reduced)))
         if not keepdim:
             return result
         keep_size = tuple(sympy.Integer(1) if d in reduced else x.size[d] for d in range(len(x.size)))
-        ref = TensorRef(result.ref.buf, keep_size, contiguous_strides(keep_size))
+        ref = ir.TensorRef(result.ref.buf, keep_size, ir.contiguous_strides(keep_size))
         return strided_value(ref, out.dtype, result.device)
     return lower
 
@@ -85,9 +84,9 @@ def make_extern(fn: str, out_arg: bool = True, ntensors: int = 2, kw: tuple[str,
         texts = [(k, repr(v)) for k, v in zip(kw, args[ntensors:]) if not isinstance(v, TensorValue)]
         texts += [(k, repr(v)) for k, v in kwargs.items()]
         if out_arg:  # torch writes into a contiguous buffer the output code allocates
-            layout = replace(layout, stride=contiguous_strides(layout.size))
+            layout = replace(layout, stride=ir.contiguous_strides(layout.size))
             texts.append(("out", f"buf{len(graph.buffers)}"))  # the name add_buffer gives it
-        return graph.add_buffer(ExternKernel, layout, fn, tuple(t.ref for t in tensors), tuple(texts), node=node)
+        return graph.add_buffer(ir.ExternKernel, layout, fn, tuple(t.ref for t in tensors), tuple(texts), node=node)
     return lower
 
 
@@ -155,27 +154,27 @@ def pool2d(graph, node, *args: Any, **kwargs: Any) -> Any:
             v = ir.substitute(element, {hs: sympy.Min(sympy.Max(h, 0), h_in - 1) if inside[0] else h,
                                         ws: sympy.Min(sympy.Max(w, 0), w_in - 1) if inside[1] else w})
             inside = functools.reduce(lambda p, q: q if p is None else both(p, q), inside)
-            yield inside, v if inside is None else Op("where", (inside, v, Const(fill, v_dtype)), v_dtype), \
-                IndexValue(h * w_in + w, torch.int64)
+            yield inside, v if inside is None else ir.Op("where", (inside, v, ir.Const(fill, v_dtype)), v_dtype), \
+                ir.IndexValue(h * w_in + w, torch.int64)
 
     if is_max:
-        values = lambda idx: functools.reduce(lambda m, v: Op("maximum", (m, v), x.dtype),  # noqa: E731
+        values = lambda idx: functools.reduce(lambda m, v: ir.Op("maximum", (m, v), x.dtype),  # noqa: E731
                                               [v for _, v, _ in window(idx, float("-inf"))])
 
         def indices(idx):  # eager's: the first position of the max, unless a NaN is there (then the last NaN's)
             spots, m = list(window(idx, float("-inf"))), values(idx)  # (each hit below overrides those before it)
-            hits = [(both(Op("eq", (v, m), torch.bool), inside), spot) for inside, v, spot in reversed(spots)]
-            hits += [(both(Op("isnan", (v,), torch.bool), inside), spot) for inside, v, spot in spots]
-            return functools.reduce(lambda p, h: Op("where", (*h, p), torch.int64), hits, Const(0, torch.int64))
+            hits = [(both(ir.Op("eq", (v, m), torch.bool), inside), spot) for inside, v, spot in reversed(spots)]
+            hits += [(both(ir.Op("isnan", (v,), torch.bool), inside), spot) for inside, v, spot in spots]
+            return functools.reduce(lambda p, h: ir.Op("where", (*h, p), torch.int64), hits, ir.Const(0, torch.int64))
         return TensorValue(layout_of(out[0]).size, x.dtype, x.device, values), \
             TensorValue(layout_of(out[1]).size, torch.int64, x.device, indices)
 
     def average(idx):
-        total = functools.reduce(lambda s, v: Op("add", (s, v), v_dtype), [v for _, v, _ in window(idx, 0.0)])
+        total = functools.reduce(lambda s, v: ir.Op("add", (s, v), v_dtype), [v for _, v, _ in window(idx, 0.0)])
         count = sympy.Integer(a["divisor_override"] or 1)
         dims = zip(idx[-2:], (sh, sw), (ph, pw), (kh, kw), (h_in, w_in), fits)
         for o, s, p, k, n, fit in () if a["divisor_override"] else dims:
             start, end = o * s - p, sympy.Min(o * s - p + k, n + p)  # eager's window, padding included
             count *= k if fit else end - start if a["count_include_pad"] else sympy.Min(end, n) - sympy.Max(start, 0)
-        return cast(Op("div", (total, IndexValue(count, v_dtype)), v_dtype), v_dtype, x.dtype)
+        return cast(ir.Op("div", (total, ir.IndexValue(count, v_dtype)), v_dtype), v_dtype, x.dtype)
     return TensorValue(layout_of(out).size, x.dtype, x.device, average)

@@ -25,21 +25,7 @@ import sympy
 import torch
 from torch._prims_common import canonicalize_dim
 
-from .ir import (
-    Const,
-    FloorDiv,
-    IndexValue,
-    Load,
-    ModularIndexing,
-    Op,
-    TensorRef,
-    contiguous_strides,
-    index_vars,
-    linear_index,
-    row_major,
-    sym,
-    unravel,
-)
+from . import ir
 from .lowering import LoweringError, TensorValue, broadcast_index, cast, operand, register_lowering, strided_value
 
 aten = torch.ops.aten
@@ -47,23 +33,23 @@ IndexMap = Callable[[tuple], tuple]
 
 
 def out_size(node) -> tuple[sympy.Expr, ...]:
-    return tuple(sym(s) for s in node.meta["val"].shape)
+    return tuple(ir.sym(s) for s in node.meta["val"].shape)
 
 
-def derive_ref(x: TensorValue, size: tuple, index_map: IndexMap) -> TensorRef | None:
+def derive_ref(x: TensorValue, size: tuple, index_map: IndexMap) -> ir.TensorRef | None:
     """If ``x`` is a strided buffer and the map is affine, the view's own strides and offset."""
     if x.ref is None:
         return None
-    v = index_vars(len(size), "v")
+    v = ir.index_vars(len(size), "v")
     e = x.loader(index_map(v))
-    if not isinstance(e, Load) or e.index.has(FloorDiv, ModularIndexing, sympy.Min, sympy.Max):
+    if not isinstance(e, ir.Load) or e.index.has(ir.FloorDiv, ir.ModularIndexing, sympy.Min, sympy.Max):
         return None
     expr = sympy.expand(e.index)
     strides = tuple(expr.coeff(var) for var in v)
     offset = expr.subs({var: 0 for var in v})
     if sympy.expand(offset + sum(s * var for s, var in zip(strides, v)) - expr) != 0:
         return None
-    return TensorRef(e.buf, size, strides, offset)
+    return ir.TensorRef(e.buf, size, strides, offset)
 
 
 def view_of(x: TensorValue, size: tuple, index_map: IndexMap) -> TensorValue:
@@ -79,15 +65,16 @@ def view_of(x: TensorValue, size: tuple, index_map: IndexMap) -> TensorValue:
 def view(node, x, *_: Any) -> TensorValue:
     """Same elements in row-major order, new shape: contiguous memory just gets new strides."""
     size = out_size(node)
-    if x.ref is not None and row_major(x.ref.size, x.ref.stride):
-        return strided_value(TensorRef(x.ref.buf, size, contiguous_strides(size), x.ref.offset), x.dtype, x.device)
+    if x.ref is not None and ir.row_major(x.ref.size, x.ref.stride):
+        ref = ir.TensorRef(x.ref.buf, size, ir.contiguous_strides(size), x.ref.offset)
+        return strided_value(ref, x.dtype, x.device)
     if x.ref is not None and all(s.is_Integer for s in (*x.ref.size, *x.ref.stride, *size)):
         with contextlib.suppress(RuntimeError):  # torch's own rule says which strides a view keeps (a slice's rows)
             meta = torch.empty_strided(tuple(map(int, x.ref.size)), tuple(map(int, x.ref.stride)), device="meta")
             stride = tuple(map(sympy.Integer, meta.view(tuple(map(int, size))).stride()))
-            return strided_value(TensorRef(x.ref.buf, size, stride, x.ref.offset), x.dtype, x.device)
+            return strided_value(ir.TensorRef(x.ref.buf, size, stride, x.ref.offset), x.dtype, x.device)
     # out index -> flat position -> input index
-    return view_of(x, size, lambda idx: unravel(linear_index(idx, contiguous_strides(size)), x.size))
+    return view_of(x, size, lambda idx: ir.unravel(ir.linear_index(idx, ir.contiguous_strides(size)), x.size))
 
 
 @register_lowering(aten.permute, view=True)
@@ -116,7 +103,7 @@ def flip(node, x, dims) -> TensorValue:
 def slice_(node, x, dim=0, start=None, end=None, step=1) -> TensorValue:
     dim, start = slice_start(x, dim, start)
     size = out_size(node)
-    return view_of(x, size, lambda idx: tuple(sym(start) + i * step if k == dim else i for k, i in enumerate(idx)))
+    return view_of(x, size, lambda idx: tuple(ir.sym(start) + i * step if k == dim else i for k, i in enumerate(idx)))
 
 
 def slice_start(x: TensorValue, dim: int, start: Any) -> tuple[int, Any]:
@@ -131,7 +118,7 @@ def slice_start(x: TensorValue, dim: int, start: Any) -> tuple[int, Any]:
 def select(node, x, dim, index) -> TensorValue:
     dim = canonicalize_dim(len(x.size), dim)
     index = index + int(x.size[dim]) if isinstance(index, int) and index < 0 else index
-    return view_of(x, out_size(node), lambda idx: (*idx[:dim], sym(index), *idx[dim:]))
+    return view_of(x, out_size(node), lambda idx: (*idx[:dim], ir.sym(index), *idx[dim:]))
 
 
 @register_lowering(aten.squeeze, aten.unsqueeze, aten.alias, aten.lift_fresh, view=True)
@@ -151,11 +138,11 @@ def as_strided(graph, node, x, size, stride, storage_offset=None) -> TensorValue
     """A view by explicit strides (decompositions such as group_norm's use it), over contiguous memory only:
     of anything else, the strides would name eager's memory layout, not this IR's."""
     base = node.args[0].meta["val"]
-    if not base.is_contiguous() or (x.ref is not None and not row_major(x.ref.size, x.ref.stride)):
+    if not base.is_contiguous() or (x.ref is not None and not ir.row_major(x.ref.size, x.ref.stride)):
         raise LoweringError(f"{node.name}: as_strided of a non-contiguous tensor")
     x = x if x.ref is not None else graph.realize(x, node)
-    offset = x.ref.offset + (0 if storage_offset is None else sym(storage_offset) - sym(base.storage_offset()))
-    ref = TensorRef(x.ref.buf, tuple(map(sym, size)), tuple(map(sym, stride)), offset)
+    offset = x.ref.offset + (0 if storage_offset is None else ir.sym(storage_offset) - ir.sym(base.storage_offset()))
+    ref = ir.TensorRef(x.ref.buf, tuple(map(ir.sym, size)), tuple(map(ir.sym, stride)), offset)
     return strided_value(ref, x.dtype, x.device)
 
 
@@ -178,21 +165,21 @@ def cat(node, tensors, dim=0) -> TensorValue:
             own = cast(t_.loader((*idx[:dim], local, *idx[dim + 1:])), t_.dtype, dtype)
             if value is not None:  # rows before this input's end come from it, the rest from later inputs
                 end = operand(start + t_.size[dim], (), torch.int64, ())  # a number, or a size known when running
-                own = Op("where", (Op("lt", (IndexValue(i, torch.int64), end), torch.bool), own, value), dtype)
+                own = ir.Op("where", (ir.Op("lt", (ir.IndexValue(i, torch.int64), end), torch.bool), own, value), dtype)
             value = own
         return value
     return TensorValue(size, dtype, str(node.meta["val"].device), loader)
 
 
-def within(i: sympy.Expr, lo: Any, hi: Any) -> Op:
+def within(i: sympy.Expr, lo: Any, hi: Any) -> ir.Op:
     """``lo <= i < hi`` as a bool value of the kernel (bounds may be size symbols)."""
-    i, lo, hi = (IndexValue(sympy.sympify(e), torch.int64) for e in (i, lo, hi))
-    return Op("logical_and", (Op("ge", (i, lo), torch.bool), Op("lt", (i, hi), torch.bool)), torch.bool)
+    i, lo, hi = (ir.IndexValue(sympy.sympify(e), torch.int64) for e in (i, lo, hi))
+    return ir.Op("logical_and", (ir.Op("ge", (i, lo), torch.bool), ir.Op("lt", (i, hi), torch.bool)), torch.bool)
 
 
-def both(a: Op, b: Op | None) -> Op:
+def both(a: ir.Op, b: ir.Op | None) -> ir.Op:
     """``a and b`` as a bool value of the kernel; ``a`` alone where ``b`` is None (no condition)."""
-    return a if b is None else Op("logical_and", (a, b), torch.bool)
+    return a if b is None else ir.Op("logical_and", (a, b), torch.bool)
 
 
 @register_lowering(aten.constant_pad_nd)
@@ -203,14 +190,14 @@ def constant_pad_nd(node, x, pad, value=0) -> TensorValue:
     index is clamped, so the border reads a real element and then discards it.
     """
     val = node.meta["val"]
-    lows = {len(x.size) - 1 - k: sym(pad[2 * k]) for k in range(len(pad) // 2)}
+    lows = {len(x.size) - 1 - k: ir.sym(pad[2 * k]) for k in range(len(pad) // 2)}
 
     def loader(idx: tuple):
         inside, src = None, list(idx)
         for d, lo in lows.items():
             src[d] = sympy.Min(sympy.Max(idx[d] - lo, 0), x.size[d] - 1)
             inside = both(within(idx[d], lo, lo + x.size[d]), inside)
-        return Op("where", (inside, x.loader(tuple(src)), Const(value, val.dtype)), val.dtype)
+        return ir.Op("where", (inside, x.loader(tuple(src)), ir.Const(value, val.dtype)), val.dtype)
     return TensorValue(out_size(node), val.dtype, str(val.device), loader)
 
 
@@ -223,13 +210,13 @@ def slice_scatter(node, x, src, dim=0, start=None, end=None, step=1) -> TensorVa
 
     def loader(idx: tuple):
         offset = sympy.Max(idx[dim] - start, 0)
-        j = sympy.Min(FloorDiv(offset, step), src.size[dim] - 1)
+        j = sympy.Min(ir.FloorDiv(offset, step), src.size[dim] - 1)
         inside = within(idx[dim], start, start + step * src.size[dim])
         if step != 1:
-            on_step = IndexValue(ModularIndexing(offset, 1, step), torch.int64)
-            inside = both(Op("eq", (on_step, Const(0, torch.int64)), torch.bool), inside)
+            on_step = ir.IndexValue(ir.ModularIndexing(offset, 1, step), torch.int64)
+            inside = both(ir.Op("eq", (on_step, ir.Const(0, torch.int64)), torch.bool), inside)
         own = cast(src.loader((*idx[:dim], j, *idx[dim + 1:])), src.dtype, dtype)
-        return Op("where", (inside, own, cast(x.loader(idx), x.dtype, dtype)), dtype)
+        return ir.Op("where", (inside, own, cast(x.loader(idx), x.dtype, dtype)), dtype)
     return TensorValue(x.size, dtype, x.device, loader)
 
 
@@ -248,7 +235,7 @@ def full(node, *args: Any, **_: Any) -> TensorValue:
     value = FILLS[packet] if packet in FILLS else args[-1]
     if not isinstance(value, (bool, int, float)):
         raise LoweringError(f"{node.target} with a non-number fill value {value!r}")
-    return TensorValue(out_size(node), val.dtype, str(val.device), lambda idx: Const(value, val.dtype))
+    return TensorValue(out_size(node), val.dtype, str(val.device), lambda idx: ir.Const(value, val.dtype))
 
 
 @register_lowering(torch.ops.prims.iota)
@@ -258,5 +245,5 @@ def iota(node, length, *, start=0, step=1, **_: Any) -> TensorValue:
     dtype = node.meta["val"].dtype
 
     def loader(idx: tuple):
-        return cast(IndexValue(sympy.Integer(start) + idx[0] * step, torch.int64), torch.int64, dtype)
+        return cast(ir.IndexValue(sympy.Integer(start) + idx[0] * step, torch.int64), torch.int64, dtype)
     return TensorValue(out_size(node), dtype, str(node.meta["val"].device), loader)
