@@ -79,6 +79,10 @@ def softmax(x):
     return torch.softmax(x, dim=-1)
 
 
+def amax_rows(x):
+    return x.amax(-1)
+
+
 def layer_norm(x, w, b):
     return F.layer_norm(x, (x.shape[-1],), w, b)
 
@@ -232,6 +236,14 @@ def _matrix(device: str, quick: bool) -> tuple:
     return (torch.randn(*_rows(device, quick), device=device),)
 
 
+def _short_rows(width: int) -> Callable[[str, bool], tuple]:
+    """The elements of ``_matrix`` in rows of ``width``: a row reduction whose end of row comes often."""
+    def make(device: str, quick: bool) -> tuple:
+        rows, cols = _rows(device, quick)
+        return (torch.randn(rows * cols // width, width, device=device),)
+    return make
+
+
 def _causal(device: str, quick: bool) -> tuple:
     """A matrix of scores and a causal mask (True on and below the diagonal), as attention's."""
     (x,) = _matrix(device, quick)
@@ -338,6 +350,8 @@ WORKLOADS = [
     Workload("softmax", softmax, _matrix, True, describe="F.softmax over rows"),
     Workload("masked_softmax", masked_softmax, _causal, True, describe="softmax of scores with a causal -inf mask"),
     Workload("softmax_manual", softmax_manual, _odd_matrix, True, describe="softmax with amax/exp/sum, odd sizes"),
+    Workload("softmax_rows_of_64", softmax, _short_rows(64), True, describe="F.softmax over rows of 64 (as 64 keys)"),
+    Workload("amax_rows_of_20", amax_rows, _short_rows(20), True, describe="amax over rows of 20"),
     Workload("layer_norm", layer_norm, _layer_norm_inputs, True, describe="F.layer_norm over rows"),
     Workload("row_sum", row_sum, _matrix, True, describe="sum over rows"),
     Workload("max_dim", max_dim, _odd_matrix, True, describe="torch.max(x, -1): values and indices, odd sizes"),

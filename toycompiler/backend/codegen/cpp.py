@@ -13,10 +13,9 @@ What a pointwise kernel looks like::
         }
     }
 
-A reduction kernel loops over the row in blocks of 16 elements, each
-reduction keeping 16 accumulators, one per vector lane (``acc0[r0 - rb] +=
-...``), combined at the end of the row by ``toy_tree``; then it writes the
-row's element-wise results in a last, vectorised ``#pragma omp simd`` loop.
+A reduction kernel keeps one accumulator per reduction in a register and
+loops over the row (``for (rindex ...) acc0 += ...``), then writes the row's
+element-wise results in a last, vectorisable ``#pragma omp simd`` loop.
 
 A pointwise kernel that reads one input across its rows (``x.t() + x``) runs
 in tiles of 16 x 16 elements: each tile copies that input's block in memory
@@ -33,7 +32,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
 
 import sympy
 import torch
@@ -61,16 +59,6 @@ template <typename T> static inline T toy_minimum(T a, T b) { return b < a || b 
 template <typename T> static inline T toy_relu(T a) { return a != a ? a : (a > T(0) ? a : T(0)); }
 template <typename T> static inline T toy_sigmoid(T a) { return T(1) / (T(1) + std::exp(-a)); }
 template <typename T> static inline T toy_sign(T a) { return T((a > T(0)) - (a < T(0))); }
-template <typename T, typename F> static inline T toy_tree(const T* lanes, F f) {  // (see CppRenderer.reductions)
-    typedef T V __attribute__((vector_size(16 * sizeof(T))));
-    typedef decltype(V() < V()) I;  // integers of T's size: the lane each result lane takes
-    V v;
-    __builtin_memcpy(&v, lanes, sizeof v);
-    v = f(v, __builtin_shuffle(v, I{8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7}));
-    v = f(v, __builtin_shuffle(v, I{4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3}));
-    v = f(v, __builtin_shuffle(v, I{2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1}));
-    return f(v, __builtin_shuffle(v, I{1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0}))[0];
-}
 """
 
 # The helper of a kernel with transposed reads (CppRenderer.setup says how it is used), in its header only: an
@@ -88,8 +76,10 @@ template <int N, typename F> static inline auto toy_tile(int64_t a0, int64_t b0,
 # The binary op (in `CppRenderer.ops`) that folds one more value into a reduction's accumulator; an argmax
 # is a max, then a search (`reductions`).
 COMBINE = {"sum": "add", "prod": "mul", "max": "maximum", "min": "minimum"}
-# A row reduction's accumulator is LANES of them, one per lane of the loop over the row (CppRenderer.reductions)
-LANES = 16
+# The OpenMP reduction clause that lets a row loop vectorise: OpenMP's own, whose lanes GCC combines in vector
+# steps. A max or min folds with std::max or std::min (a vector max, not NaN-aware) and, over floats, a NaN flag
+# of its own, ``acc0_nan |= v != v``, as its row is NaN if one element is (CppRenderer.reductions).
+REDUCE_CLAUSE = {"sum": "+", "prod": "*", "max": "max", "min": "min"}
 # The functions with vector clones (see vector_math): glibc's libmvec has these since glibc 2.35 (sin, cos, exp, log
 # and pow since 2.22; an older glibc gets scalar calls). sigmoid: toy_sigmoid's exp.
 LIBMVEC = {"sin", "cos", "exp", "log", "erf", "sigmoid", *MATH_OPS, *MATH_OPS2} - {"trunc", "copysign"}
@@ -206,7 +196,7 @@ class CppRenderer(KernelRenderer):
         """Which vector path each op took: SLEEF, glibc's libmvec, multiplications, or vector instructions."""
         parts = {"sleef": self.used_ops & SLEEF_OPS, "libmvec": self.used_ops & LIBMVEC - SLEEF_OPS,
                  "instructions": self.used_ops - LIBMVEC,
-                 "reductions in lanes": {n.reduction.op for n in self.kernel.nodes if n.reduction}}
+                 "simd reductions": {n.reduction.op for n in self.kernel.nodes if n.reduction}}
         notes = [f"{what}: {', '.join(sorted(ops))}" for what, ops in parts.items() if ops]
         notes += ["column order: r outside, a block of x inside"] if self.column else []
         notes += [f"tiles of {TILE} x {TILE}, transposed reads through toy_tile"] if self.tiles else []
@@ -346,83 +336,63 @@ class CppRenderer(KernelRenderer):
         return []  # the index variables are the loop variables
 
     def reductions(self, nodes):
-        """``acc = init; for (r) acc = combine(acc, body)``, one accumulator per node, all in one loop over r;
-        returns each row's value. Two nodes that combine the same value share one accumulator (the max and
-        the argmax of ``torch.max(x, 1)``).
+        """``acc = init; for (r) acc = combine(acc, body)``, one accumulator per node in one ``simd`` loop; a
+        row's value is its accumulator (in a column reduction, one accumulator per column of the block:
+        ``acc0[x1 - xb]``). Two nodes that combine the same value share one accumulator (the max and the
+        argmax of ``torch.max(x, 1)``).
 
-        A row reduction runs over its row in blocks of LANES elements (a vector of 16 floats, or two), each
-        element combined into its lane of the accumulator, ``acc0[r1 - rb]``; ``toy_tree`` then combines the
-        lanes in four vector steps, and a scalar loop the rest of the row (``row0 = combine(row0, ...)``).
-        Written as one accumulator in an ``omp simd reduction`` loop, GCC combined its lanes one after
-        another at the end of each row, with a branch per lane for a max: an ``amax`` over [400000, 16]
-        floats took 18 ms so (torch.compile 2.2; one thread, this project's 2-core x86-64 machine), 2.7 in
-        lanes. The rest folded into the lanes instead (a loop writing part of them, then a vector reading
-        them all) stalled each row on the store: a softmax over [64000, 100] took 6.7 ms so, 5.5 this way.
-        A column reduction keeps one accumulator per column of its block (``acc0[x1 - xb]``), the loop
-        over the block inside the loop over r.
+        The reduction clauses are OpenMP's own (``REDUCE_CLAUSE``), whose lanes GCC combines in vector steps
+        at the end of the row. A max and min were once reductions declared with ``toy_maximum`` (``omp
+        declare reduction``), for its NaN: GCC combined their lanes one after another, a branch each, so the
+        end of a row cost more than the row when it was short: an amax over [400000, 16] floats took 18 ms
+        (torch.compile 2.2; one thread, this project's 2-core x86-64 machine), now 1.3 to 1.6 (two runs), and
+        a masked softmax [1024, 1024] 0.7. (Sixteen accumulators in an array, one per lane,
+        combined by shuffles, were as fast on whole vectors; but their loops of 16 elements, where one also
+        read a mask of bytes, GCC vectorised with vectors of 8 bytes (-fopt-info-vec): that masked softmax
+        took 6.2 ms.)
 
         An argmax is a max, then a second loop for its index, as a compare-and-branch per element would keep
         one loop from vectorising: a ``simd`` min over the indices whose value equals the max (ties: the
         first, as in eager); a NaN max is found as the first NaN (``v != v``)."""
-        rr = self.rr or (sympy.S.One,)
+        where = f"[{self.xlast} - xb]" if self.column else ""
         ops, accs = [n.reduction.op.removeprefix("arg") for n in nodes], [self.fresh("acc") for _ in nodes]
-        types = {acc: "uint8_t" if (dtype := self.expr_dtype(n.body)) == torch.bool else self.type_name(dtype)
-                 for n, acc in zip(nodes, accs)}  # the accumulators' C types: bytes for bools (GCC has no vector)
-        rows = {acc: f"{acc}[{self.xlast} - xb]" if self.column else self.fresh("row") for acc in accs}
-        loops = {"columns": (self.r_loop_open(""), self.r_loop_close(), rows.get)} if self.column else \
-            self.row_loops(rr, rows)
-        in_lanes = self.column or "blocks" in loops
+        first: dict[tuple, str] = {}  # (op, body, its loop variables) -> the accumulator that combines it
+        alias = {acc: first.setdefault((op, n.body, tuple(self.vars(n).items())), acc)
+                 for n, op, acc in zip(nodes, ops, accs)}
+        folds = [(n, op, acc) for n, op, acc in zip(nodes, ops, accs) if alias[acc] == acc]  # those with a loop's work
+        nans = [acc for n, op, acc in folds  # (the max and min of floats in a row: see REDUCE_CLAUSE)
+                if op in ("max", "min") and self.expr_dtype(n.body).is_floating_point and not self.column]
+        declare = (lambda t, a, init: [f"{t} {a}[{self.xblock}];", f"std::fill_n({a}, {self.xblock}, {init});"]) \
+            if self.column else (lambda t, a, init: [f"{t} {a} = {init};"])
         for n, op, acc in zip(nodes, ops, accs):
-            width, init = self.xblock if self.column else LANES, self.init(op, self.expr_dtype(n.body))
-            self.emit(*[f"{types[acc]} {acc}[{width}];", f"std::fill_n({acc}, {width}, {init});"] * in_lanes)
-            self.emit(*[] if self.column else [f"{types[acc]} {rows[acc]} = {init};"])
-            if op != n.reduction.op:  # the argmax's index: one per column, or one for the row
-                self.emit(*[f"int64_t {acc}_index[{width}];", f"std::fill_n({acc}_index, {width}, INT64_MAX);"]
-                          if self.column else [f"int64_t {acc}_index = INT64_MAX;"])
-        self.emit(*[] if self.column else self.loops("r", rr[:-1], [""] * (len(rr) - 1)))
-        spilled, combined, alias = dict(self.spilled), {}, dict(zip(accs, accs))  # (op, value) -> its accumulator
-        for open_, close, target in loops.values():
-            self.spilled = dict(spilled)  # each loop spills its own elements
-            self.emit(*open_)
-            for n, op, acc in zip(nodes, ops, accs):
+            dtype = self.expr_dtype(n.body)
+            self.emit(*declare(self.type_name(dtype), acc, self.init(op, dtype)) if alias[acc] == acc else [])
+            self.emit(*[f"int {acc}_nan = 0;"] if acc in nans else [])
+            self.emit(*declare("int64_t", f"{acc}_index", "INT64_MAX") if op != n.reduction.op else [])
+        clauses = [f" reduction({REDUCE_CLAUSE[op]}:{acc})" for _, op, acc in folds]
+        self.emit(*self.r_loop_open("#pragma omp simd" + "".join(clauses + [f" reduction(|:{a}_nan)" for a in nans])))
+        flat = self.printer(linear_index(index_vars(len(self.rr or (1,)), "r"), contiguous_strides(self.rr or (1,))))
+        for n, op, acc in folds:
+            with self.owning(n):
+                value = self.expr(n.body, self.vars(n), n)
+                fold = self.ops[COMBINE[op]].format(acc + where, value) if self.column or op not in ("max", "min") \
+                    else f"std::{op}({acc}, {value})"
+                self.emit(f"{acc}{where} = {fold};", *[f"{acc}_nan |= {value} != {value};"] * (acc in nans))
+        self.spill()
+        self.emit(*self.r_loop_close())
+        for n, op, acc in folds:
+            if acc in nans:
                 with self.owning(n):
-                    value = self.expr(n.body, self.vars(n), n)
-                    alias[acc] = combined.setdefault((op, value), acc)
-                    value = f"{types[acc]}({value})" if types[acc] == "uint8_t" else value
-                    fold = self.ops[COMBINE[op]].format(target(acc), value)
-                    self.emit(*[f"{target(acc)} = {fold};"] if alias[acc] == acc else [])
-            self.spill()
-            self.emit(*close)
-        self.emit(*["@DEDENT@", "}"] * (len(rr) - 1) * (not self.column))  # the outer loops over r of a row
-        for n, op, acc in zip(nodes, ops, accs):  # the lanes combined
-            if not self.column and in_lanes and alias[acc] == acc:
-                combine = self.ops[COMBINE[op]].format("a", "b")
-                tree = f"toy_tree({acc}, [](auto a, auto b) {{ return {combine}; }})"
-                with self.owning(n):
-                    self.emit(f"{rows[acc]} = {self.ops[COMBINE[op]].format(rows[acc], tree)};")
-        flat = self.printer(linear_index(index_vars(len(rr), "r"), contiguous_strides(rr)))
-        at = f"[{self.xlast} - xb]" if self.column else ""
+                    self.emit(f"{acc} = {acc}_nan ? {self.constant(math.nan, self.expr_dtype(n.body))} : {acc};")
         for n, op, acc in zip(nodes, ops, accs):
             if op != n.reduction.op:
                 self.emit(*self.r_loop_open(f"#pragma omp simd reduction(min:{acc}_index)"))
                 with self.owning(n):
-                    v, i, m = self.expr(n.body, self.vars(n), n), f"{acc}_index{at}", rows[alias[acc]]
+                    v, i, m = self.expr(n.body, self.vars(n), n), f"{acc}_index{where}", alias[acc] + where
                     self.emit(f"{i} = {v} == {m} || {v} != {v} ? std::min<int64_t>({i}, {flat}) : {i};")
                 self.emit(*self.r_loop_close())
-        return [f"{acc}_index{at}" if op != n.reduction.op else rows[alias[acc]]
+        return [f"{acc}_index{where}" if op != n.reduction.op else alias[acc] + where
                 for n, op, acc in zip(nodes, ops, accs)]
-
-    def row_loops(self, rr: tuple, rows: dict[str, str]) -> dict[str, tuple[list[str], list[str], Callable]]:
-        """The innermost loops over a row (``rr``: the row's loops), each as (lines that open it, lines that close
-        it, accumulator -> what it folds into): the blocks of LANES (unless the row is shorter), then the rest
-        (unless there is none)."""
-        r, size, end = f"r{len(rr) - 1}", rr[-1], rr[-1] - sympy.Mod(rr[-1], LANES)  # end: where the rest starts
-        blocks = [f"for (int64_t rb = 0; rb < {self.printer(end)}; rb += {LANES}) {{", "@INDENT@",
-                  "#pragma omp simd", f"for (int64_t {r} = rb; {r} < rb + {LANES}; ++{r}) {{", "@INDENT@"]
-        rest = [f"for (int64_t {r} = {self.printer(end)}; {r} < {self.printer(size)}; ++{r}) {{", "@INDENT@"]
-        loops = {"blocks": (blocks, ["@DEDENT@", "}"] * 2, lambda acc: f"{acc}[{r} - rb]"),
-                 "rest": (rest, ["@DEDENT@", "}"], rows.get)}
-        return dict(list(loops.items())[bool(size.is_Integer and size < LANES): 1 if end == size else 2])
 
     def init(self, op: str, dtype: torch.dtype) -> str:
         """The accumulator's start: ``IDENTITY[op]``, but integers have no infinity (their lowest or max value)."""
