@@ -102,8 +102,9 @@ def test_triton_argmax_over_rows_too_long_to_hold_whole(name):
 def test_row_argmax_vectorises_as_a_max_then_a_min_over_indices():
     report = toycompiler.explain(lambda x: torch.max(x, -1), backend="cpp")(torch.randn(8, 100))
     source = report.frames[0].backend.kernels[0].source
-    assert "if (" not in source[source.index("vector paths"):]  # no compare-and-branch per element
-    assert source.count("acc0 = std::max(acc0, ") == 1 and "acc1 = std::max" not in source  # one max
+    body = source[source.index("vector paths"):]
+    assert body.count("if (") == 2 and "if (r0 < 100) {" in body  # no branch per element; the rests' masks
+    assert source.count("acc0 = std::max(acc0, ") == 2 and "acc1 = std::max" not in source  # one max (vectors, rest)
     assert "reduction(max:acc0)" in source and "acc0_nan |= " in source  # OpenMP's max, and a NaN flag
     assert "#pragma omp simd reduction(min:acc1_index)" in source
 
@@ -148,3 +149,24 @@ def test_row_reductions_over_two_dims_and_a_dynamic_row():
     for size in (20, 45, 8):  # one kernel for all
         assert_same(lambda x: torch.softmax(x, -1), torch.randn(3, size), compiled=softmax)
     assert len(softmax.compiled_frames) == 1
+
+
+def test_a_row_max_runs_the_rest_of_its_row_as_one_masked_vector():
+    source = toycompiler.explain(lambda x: x.amax(-1), backend="cpp")(torch.randn(5, 20)).kernels[0].source
+    assert "for (int64_t r0 = 0; r0 < 16; ++r0)" in source  # the whole vector
+    assert "for (int64_t r0 = 16; r0 < 32; ++r0)" in source and "if (r0 < 20) {" in source  # the rest, masked
+    source = toycompiler.explain(lambda x: x.sum(-1), backend="cpp")(torch.randn(5, 20)).kernels[0].source
+    assert "if (r0 <" not in source  # a sum keeps GCC's loop
+
+
+@pytest.mark.parametrize("size", [7, 20, 40])
+def test_a_max_loop_that_keeps_its_exp_writes_the_rest_too(size):
+    def scaled_exp(x):  # exp(x) is written out by the max's loops (both), and read back by the last one
+        e = torch.exp(x)
+        return e / e.amax(-1, keepdim=True)
+    source = toycompiler.explain(scaled_exp, backend="cpp")(torch.randn(3, size)).kernels[0].source
+    body = source[source.index("vector paths"):]
+    assert body.count("std::exp(") == (2 if size % 16 and size > 16 else 1)  # (rows of 7: the rest loop alone)
+    assert "std::exp(" not in body[body.index("_nan ? NAN"):]  # the last loop reads the values back
+    assert_same(scaled_exp, torch.randn(6, size), backend="cpp")
+    assert_same(lambda x: torch.max(torch.exp(x), -1), torch.randn(6, size), backend="cpp")
