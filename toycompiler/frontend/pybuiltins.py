@@ -319,7 +319,9 @@ def _count(tx, start=ZERO, step=ConstantVariable(1)):
 
 @handles(operator.getitem)
 def _getitem(tx, obj, index, /):
-    return obj.getitem(tx, index) if isinstance(obj, TensorVariable | TupleVariable | DictVariable) else NotImplemented
+    if isinstance(obj, TensorVariable | TupleVariable | DictVariable):
+        return obj.getitem(tx, index)
+    return NotImplemented
 
 
 @handles(operator.contains)

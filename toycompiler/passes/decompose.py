@@ -386,8 +386,9 @@ def decompose(gm: torch.fx.GraphModule, example_inputs: list,
                 # (a write functionalization kept, BatchNorm's running statistics) needs no second trace
                 new = make_fx(torch.func.functionalize(torch.fx.Interpreter(new).run, remove="mutations"),
                               decomposition_table=decomposition_table(matmul_template))(*fakes)
-    aten = [n for n in new.graph.nodes if n.op == "call_function"]
-    return new, [f"{len(before)} graph op(s) became {len(aten)} ATen op(s)", *[f"{n.name} = {n.target}" for n in aten]]
+    after = [n for n in new.graph.nodes if n.op == "call_function"]
+    changes = [f"{len(before)} graph op(s) became {len(after)} ATen op(s)"]
+    return new, changes + [f"{n.name} = {n.target}" for n in after]
 
 
 def fake_inputs(example_inputs: list, gm: torch.fx.GraphModule) -> tuple[FakeTensorMode, list]:

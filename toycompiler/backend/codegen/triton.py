@@ -265,7 +265,9 @@ class TritonRenderer(KernelRenderer):
             return None
         (x0, x1), (r0,) = index_vars(2, "x"), index_vars(1, "r")
         a, b = (sympy.expand(ld.index.xreplace(self.vars(node))) for ld in loads)
-        return ((loads[0], a), (loads[1], b)) if a.free_symbols == {x0, r0} and b.free_symbols == {r0, x1} else None
+        if a.free_symbols != {x0, r0} or b.free_symbols != {r0, x1}:
+            return None
+        return (loads[0], a), (loads[1], b)
 
     def dot_loop(self, node):
         """The template's loop over k: ``acc += tl.dot(a_tile, b_tile)``, products and sums in float32.
