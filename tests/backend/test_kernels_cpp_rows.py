@@ -111,7 +111,7 @@ def test_row_argmax_vectorises_as_a_max_then_a_min_over_indices():
 
 # Row reductions: rows shorter than a vector of 16 floats, whole vectors, vectors and a remainder; a NaN in a
 # vector or in the remainder (a max or min's NaN flag), every reduction kind and accumulator type.
-LANE_SIZES = [1, 7, 16, 17, 48, 100]
+LANE_SIZES = [1, 7, 16, 17, 47, 48, 100, 255, 256]  # (CppRenderer.lanes: 4 lanes below 48, 8 below 256)
 LANE_OPS = {
     "sum": lambda x: x.sum(-1),
     "amax": lambda x: x.amax(-1),
@@ -157,6 +157,21 @@ def test_a_row_max_runs_the_rest_of_its_row_as_one_masked_vector():
     assert "for (int64_t r0 = 16; r0 < 32; ++r0)" in source and "if (r0 < 20) {" in source  # the rest, masked
     source = toycompiler.explain(lambda x: x.sum(-1), backend="cpp")(torch.randn(5, 20)).kernels[0].source
     assert "if (r0 <" not in source  # a sum keeps GCC's loop
+
+
+def test_a_short_row_sum_takes_fewer_lanes_but_a_max_or_a_loop_with_vector_math_does_not():
+    """GCC adds a ``simd`` reduction's lanes one after another at the end of each row, so a sum over short
+    rows runs in vectors of 4 or 8 (``CppRenderer.lanes``). Not a max (slower so), nor a loop that calls vector
+    math, here too through the buffers the sum inlines (a softmax's ``exp``): its clones take 8 or 16 floats."""
+    def kernel(fn, n):
+        return toycompiler.explain(fn, backend="cpp")(torch.randn(5, n)).kernels[0].source
+    assert "reduction(+:acc0) simdlen(4)" in kernel(lambda x: x.sum(-1), 20)
+    assert "reduction(+:acc0) simdlen(8)" in kernel(lambda x: x.mean(-1), 100)
+    assert "simdlen(4)" in kernel(lambda x: x.var(-1), 33)
+    for fn, n in [(lambda x: x.sum(-1), 256), (lambda x: x.amax(-1), 20), (lambda x: x.exp().sum(-1), 20),
+                  (lambda x: torch.softmax(x, -1), 20), (lambda x: x.sum(0), 20)]:
+        assert "simdlen" not in kernel(fn, n), kernel(fn, n)
+        assert_same(fn, torch.randn(5, n), backend="cpp", rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("size", [7, 20, 40])

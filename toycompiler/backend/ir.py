@@ -448,14 +448,13 @@ class GraphIR:
 def verify(ir: GraphIR) -> None:
     """Check the IR's invariants: names unique, every load reads an earlier buffer with known index symbols."""
     seen = {b.name for b in ir.inputs}
-    sizes = {name for name, _ in ir.size_vars}
     for b in ir.buffers:
         assert b.name not in seen, f"{b.name} defined twice"
         assert len(b.layout.size) == len(b.layout.stride), f"{b.name}: size and stride ranks differ"
         for name in b.reads:
             assert name in seen, f"{b.name} reads {name} before it is computed"
         if isinstance(b, ComputedBuffer):
-            allowed = {f"d{i}" for i in range(len(b.layout.size))} | sizes
+            allowed = {f"d{i}" for i in range(len(b.layout.size))} | {name for name, _ in ir.size_vars}
             if b.reduction:
                 allowed |= {f"r{i}" for i in range(len(b.reduction.ranges))}
             for ld in loads(b.body):

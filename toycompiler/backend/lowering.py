@@ -100,15 +100,13 @@ def layout_of(val: torch.Tensor) -> ir.Layout:
 def broadcast_shapes(*sizes: tuple[sympy.Expr, ...]) -> tuple[sympy.Expr, ...]:
     """Sizes aligned from the last dim (missing leading dims count as 1); each dim is the one not 1."""
     columns = itertools.zip_longest(*(reversed(s) for s in sizes), fillvalue=sympy.Integer(1))  # last dim first
-    dims = [next((d for d in reversed(column) if d != 1), sympy.Integer(1)) for column in columns]
-    return tuple(reversed(dims))
+    return tuple(reversed([next((d for d in reversed(column) if d != 1), sympy.Integer(1)) for column in columns]))
 
 
 def broadcast_index(src: tuple, size: tuple) -> Callable[[tuple], tuple]:
     """Where element ``idx`` of a tensor of ``src`` sizes broadcast to ``size`` is read: leading dims dropped,
     size-1 dims pinned to index 0 (the ``expand`` view, too)."""
-    lead = len(size) - len(src)
-    return lambda idx: tuple(sympy.Integer(0) if s == 1 else idx[lead + k] for k, s in enumerate(src))
+    return lambda idx: tuple(sympy.Integer(0) if s == 1 else idx[len(size) - len(src) + k] for k, s in enumerate(src))
 
 
 def broadcast_loader(v: TensorValue, size: tuple[sympy.Expr, ...]) -> Callable[[tuple], ir.Expr]:

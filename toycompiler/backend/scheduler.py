@@ -146,11 +146,10 @@ def can_fuse(kernel: Kernel, node: Node, config: Config) -> tuple[bool, str]:
     if inline_walk(kernel, node) > MAX_INLINE_WALK:
         return False, (f"{node.name} would inline a chain of {inline_walk(kernel, node)} ops into one expression "
                        f"(more than {MAX_INLINE_WALK}): it starts a new kernel, its input stored")
-    mine = node_vars(node, probe)
     producers = {n.name: n for n in kernel.nodes}
     for ld in (ld for ld in loads(node.body) if ld.buf in producers):
         stored = store_index(producers[ld.buf].layout.size).xreplace(node_vars(producers[ld.buf], probe))
-        if sympy.expand(ld.index.xreplace(mine) - stored) != 0:
+        if sympy.expand(ld.index.xreplace(node_vars(node, probe)) - stored) != 0:
             return False, f"{node.name} reads {ld.buf} at a different index ({ld.index}), so it needs other elements"
     return True, _why_fused(kernel, node, where, sorted(producers.keys() & node.reads))
 

@@ -73,7 +73,6 @@ def wrapper_source(ir: GraphIR, kernels: list[RenderedKernel], loads: list[str],
     The second part is provenance, recorded as the lines are written: (1-based line, ``kernelN``) for
     each kernel's comment and launch line.
     """
-    params = [*ir.params, *ir.constants]
     lines = [f"# output code: {len(kernels)} {language} kernel(s) for {len(ir.buffers)} IR node(s)",
              "import torch",
              "import triton" if language == "triton" else "",
@@ -83,7 +82,7 @@ def wrapper_source(ir: GraphIR, kernels: list[RenderedKernel], loads: list[str],
              *loads,
              "",
              "",
-             f"def call({', '.join(params)}):"]
+             f"def call({', '.join([*ir.params, *ir.constants])}):"]
     lines += [f"    {name} = {expr}" for name, expr in ir.size_vars if expr != name]
     reuse = dict(reuses)
     line_map: list[tuple[int, str]] = []

@@ -223,8 +223,7 @@ class KernelRenderer:
             if where == "element" or n.name in self.row_values:
                 continue
             group = self.reduction_group(n) if where == "reduction" else [n]
-            values = self.reductions(group) if where == "reduction" else [self.row_value(n)]
-            for m, value in zip(group, values):
+            for m, value in zip(group, self.reductions(group) if where == "reduction" else [self.row_value(n)]):
                 with self.owning(m):
                     self.comment(m, value)
                     self.row_values[m.name] = value
@@ -248,13 +247,17 @@ class KernelRenderer:
         return [m for m in later if m.reduction and m.name not in self.row_values
                 and self.row_inputs(m) <= self.row_values.keys()]
 
+    def computes(self, e) -> set[str]:
+        """The ops an expression computes, with those of the pointwise buffers of this kernel that it reads."""
+        inlined = {n.name: n for n in self.kernel.nodes if not n.reduction}
+        return set(op_names(e)).union(*(self.computes(inlined[ld.buf].body) for ld in loads(e) if ld.buf in inlined))
+
     def row_inputs(self, n: ComputedBuffer) -> set[str]:
         """The row values (reductions, and work on them) that ``n`` reads, through the element nodes it inlines."""
         local = {m.name: m for m in self.kernel.nodes}
         needs: set[str] = set()
         for b in n.reads & local.keys():
-            element = placement(local[b], self.kernel) == "element"
-            needs |= self.row_inputs(local[b]) if element else {b}
+            needs |= self.row_inputs(local[b]) if placement(local[b], self.kernel) == "element" else {b}
         return needs
 
     def spill(self) -> None:
