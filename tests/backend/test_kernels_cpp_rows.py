@@ -162,12 +162,16 @@ def test_a_row_max_runs_the_rest_of_its_row_as_one_masked_vector():
 def test_a_short_row_sum_takes_fewer_lanes_but_a_max_or_a_loop_with_vector_math_does_not():
     """GCC adds a ``simd`` reduction's lanes one after another at the end of each row, so a sum over short
     rows runs in vectors of 4 or 8 (``CppRenderer.lanes``). Not a max (slower so), nor a loop that calls vector
-    math, here too through the buffers the sum inlines (a softmax's ``exp``): its clones take 8 or 16 floats."""
+    math of SLEEF's, here too through the buffers the sum inlines (a softmax's ``exp``): its clones take 8 or 16
+    floats."""
     def kernel(fn, n):
         return toycompiler.explain(fn, backend="cpp")(torch.randn(5, n)).kernels[0].source
     assert "reduction(+:acc0) simdlen(4)" in kernel(lambda x: x.sum(-1), 20)
     assert "reduction(+:acc0) simdlen(8)" in kernel(lambda x: x.mean(-1), 100)
-    assert "simdlen(4)" in kernel(lambda x: x.var(-1), 33)
+    for fn, n in [(lambda x: x.var(-1), 33), (lambda x: x.norm(dim=-1), 20),  # (the norm's pow is x * x: no call)
+                  (lambda x: x.tanh().sum(-1), 20)]:  # glibc's clones come in every width
+        assert "simdlen(4)" in kernel(fn, n), kernel(fn, n)
+        assert_same(fn, torch.randn(5, n), backend="cpp", rtol=1e-5, atol=1e-5)
     for fn, n in [(lambda x: x.sum(-1), 256), (lambda x: x.amax(-1), 20), (lambda x: x.exp().sum(-1), 20),
                   (lambda x: torch.softmax(x, -1), 20), (lambda x: x.sum(0), 20)]:
         assert "simdlen" not in kernel(fn, n), kernel(fn, n)
