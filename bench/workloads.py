@@ -83,6 +83,14 @@ def amax_rows(x):
     return x.amax(-1)
 
 
+def var_rows(x):
+    return x.var(-1)
+
+
+def log_softmax(x):
+    return torch.log_softmax(x, dim=-1)
+
+
 def layer_norm(x, w, b):
     return F.layer_norm(x, (x.shape[-1],), w, b)
 
@@ -352,6 +360,9 @@ WORKLOADS = [
     Workload("softmax_manual", softmax_manual, _odd_matrix, True, describe="softmax with amax/exp/sum, odd sizes"),
     Workload("softmax_rows_of_64", softmax, _short_rows(64), True, describe="F.softmax over rows of 64 (as 64 keys)"),
     Workload("amax_rows_of_20", amax_rows, _short_rows(20), True, describe="amax over rows of 20"),
+    Workload("var_rows_of_20", var_rows, _short_rows(20), True, describe="var over rows of 20"),
+    Workload("log_softmax_rows_of_20", log_softmax, _short_rows(20), True,
+             describe="F.log_softmax over rows of 20 (as 20 classes)"),
     Workload("layer_norm", layer_norm, _layer_norm_inputs, True, describe="F.layer_norm over rows"),
     Workload("row_sum", row_sum, _matrix, True, describe="sum over rows"),
     Workload("max_dim", max_dim, _odd_matrix, True, describe="torch.max(x, -1): values and indices, odd sizes"),

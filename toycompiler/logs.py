@@ -51,8 +51,7 @@ def set_logs(**channels: bool) -> None:
 def set_logs_from_env(value: str | None = None) -> None:
     """Read ``TOYCOMPILER_LOGS`` ("graph_breaks,guards", "all")."""
     value = os.environ.get("TOYCOMPILER_LOGS", "") if value is None else value
-    names = [n.strip().lstrip("+") for n in value.split(",") if n.strip()]
-    set_logs(**dict.fromkeys(names, True))
+    set_logs(**dict.fromkeys([n.strip().lstrip("+") for n in value.split(",") if n.strip()], True))
 
 
 def log(channel: str, message: Callable[[], str]) -> None:

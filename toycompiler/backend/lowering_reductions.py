@@ -50,9 +50,8 @@ def make_reduction(op: str):
         kept = [d for d in range(len(x.size)) if d not in reduced]
         var = dict(zip(kept + reduced, ir.index_vars(len(kept)) + ir.index_vars(len(reduced), "r")))
         idx = tuple(var[d] for d in range(len(x.size)))  # x[d0, r0, d1] for a reduction over dim 1 of a 3-d x
-        acc_dtype = x.dtype if op in ("max", "min", "argmax", "argmin") else out.dtype
         body = cast(ir.inline_pointwise(x.loader(idx), dict(zip(idx, x.size)), {b.name: b for b in graph.buffers}),
-                    x.dtype, acc_dtype)
+                    x.dtype, x.dtype if op in ("max", "min", "argmax", "argmin") else out.dtype)
         result = graph.add_computed(tuple(x.size[d] for d in kept), out.dtype, str(out.device), body, node,
                                     ir.Reduction(op, tuple(x.size[d] for d in reduced), tuple(reduced)))
         if not keepdim:

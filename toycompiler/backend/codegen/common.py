@@ -178,6 +178,7 @@ class KernelRenderer:
         self.row_values: dict[str, str] = {}
         self.spilled: dict[str, str] = {}  # element node -> the stored node whose memory holds its values
         self.used_ops: set[str] = set()  # which ops the kernel renders, and how (the C++ kernel comment says)
+        self.kernel_ops = {op for n in kernel.nodes for op in op_names(n.body)}  # and which its nodes compute
         self.indirect_loops: dict[str, set[str]] = {}  # see index_tmp
         self.merge_loops()
         self.column = reads_columns(kernel)  # a reduction that reads memory along x, not along r (both targets ask)
@@ -247,11 +248,6 @@ class KernelRenderer:
         return [m for m in later if m.reduction and m.name not in self.row_values
                 and self.row_inputs(m) <= self.row_values.keys()]
 
-    def computes(self, e) -> set[str]:
-        """The ops an expression computes, with those of the pointwise buffers of this kernel that it reads."""
-        inlined = {n.name: n for n in self.kernel.nodes if not n.reduction}
-        return set(op_names(e)).union(*(self.computes(inlined[ld.buf].body) for ld in loads(e) if ld.buf in inlined))
-
     def row_inputs(self, n: ComputedBuffer) -> set[str]:
         """The row values (reductions, and work on them) that ``n`` reads, through the element nodes it inlines."""
         local = {m.name: m for m in self.kernel.nodes}
@@ -280,13 +276,12 @@ class KernelRenderer:
 
     def finish(self) -> list[tuple[str, ComputedBuffer | None]]:
         """The body's lines, each with the buffer it was written for; loop variables defined where used."""
-        text = "\n".join(self.lines)
         loops = {"@XVARS@": ("x", self.xr, "xindex"), "@RVARS@": ("r", self.rr, "rindex")}  # placeholder -> its loop
         out: list[tuple[str, ComputedBuffer | None]] = []
         for line, owner in zip(self.lines, self.owners):
             stripped, pad = line.strip(), line[: len(line) - len(line.lstrip())]
             if stripped in loops:
-                out += [(pad + d, None) for d in self.var_defs(*loops[stripped], text)]
+                out += [(pad + d, None) for d in self.var_defs(*loops[stripped], "\n".join(self.lines))]
             else:
                 out.append((line, owner))
         return out

@@ -77,9 +77,10 @@ template <int N, typename F> static inline auto toy_tile(int64_t a0, int64_t b0,
 # The binary op (in `CppRenderer.ops`) that folds one more value into a reduction's accumulator; an argmax
 # is a max, then a search (`reductions`).
 COMBINE = {"sum": "add", "prod": "mul", "max": "maximum", "min": "minimum"}
-# The OpenMP reduction clause that lets a row loop vectorise: OpenMP's own, whose lanes GCC combines in vector
-# steps. A max or min folds with std::max or std::min (a vector max, not NaN-aware) and, over floats, a NaN flag
-# of its own, ``acc0_nan |= v != v``, as its row is NaN if one element is (CppRenderer.reductions).
+# The OpenMP reduction clause that lets a row loop vectorise: OpenMP's own. GCC combines a max's lanes in vector steps,
+# a sum's one after another (see CppRenderer.lanes). A max or min folds with std::max or std::min (a vector max, not
+# NaN-aware) and, over floats, a NaN flag of its own, ``acc0_nan |= v != v``, as its row is NaN if one element is
+# (CppRenderer.reductions).
 REDUCE_CLAUSE = {"sum": "+", "prod": "*", "max": "max", "min": "min"}
 # The functions with vector clones (see vector_math): glibc's libmvec has these since glibc 2.35 (sin, cos, exp, log
 # and pow since 2.22; an older glibc gets scalar calls). sigmoid: toy_sigmoid's exp.
@@ -342,10 +343,10 @@ class CppRenderer(KernelRenderer):
         ``acc0[x1 - xb]``). Two nodes that combine the same value share one accumulator (the max and the
         argmax of ``torch.max(x, 1)``).
 
-        The reduction clauses are OpenMP's own (``REDUCE_CLAUSE``), whose lanes GCC combines in vector steps
-        at the end of the row. A max and min were once reductions declared with ``toy_maximum`` (``omp
-        declare reduction``), for its NaN: GCC combined their lanes one after another, a branch each, so the
-        end of a row cost more than the row when it was short: an amax over [400000, 16] floats took 18 ms
+        The reduction clauses are OpenMP's own (``REDUCE_CLAUSE``), whose lanes GCC combines at the end of the row (a
+        sum's one after another: ``lanes``). A max and min were once reductions declared with ``toy_maximum`` (``omp
+        declare reduction``), for its NaN: GCC combined their lanes one after another, a branch each, so the end of a
+        row cost more than the row when it was short: an amax over [400000, 16] floats took 18 ms
         (torch.compile 2.2; one thread, this project's 2-core x86-64 machine), now 1.3 to 1.6 (two runs), and
         a masked softmax [1024, 1024] 0.7. (Sixteen accumulators in an array, one per lane,
         combined by shuffles, were as fast on whole vectors; but their loops of 16 elements, where one also
@@ -363,26 +364,33 @@ class CppRenderer(KernelRenderer):
         folds = [(n, op, acc) for n, op, acc in zip(nodes, ops, accs) if alias[acc] == acc]  # those with a loop's work
         nans = [acc for n, op, acc in folds  # (the max and min of floats in a row: see REDUCE_CLAUSE)
                 if op in ("max", "min") and self.expr_dtype(n.body).is_floating_point and not self.column]
+        lanes, staged = self.lanes(folds)
         declare = (lambda t, a, init: [f"{t} {a}[{self.xblock}];", f"std::fill_n({a}, {self.xblock}, {init});"]) \
             if self.column else (lambda t, a, init: [f"{t} {a} = {init};"])
         for n, op, acc in zip(nodes, ops, accs):
             dtype = self.expr_dtype(n.body)
             self.emit(*declare(self.type_name(dtype), acc, self.init(op, dtype)) if alias[acc] == acc else [])
             self.emit(*[f"int {acc}_nan = 0;"] if acc in nans else [])
+            self.emit(*[f"{self.type_name(dtype)} {acc}_row[{self.printer(self.rr[0])}];"] if staged else [])
             self.emit(*declare("int64_t", f"{acc}_index", "INT64_MAX") if op != n.reduction.op else [])
         clauses = [f" reduction({REDUCE_CLAUSE[op]}:{acc})" for _, op, acc in folds]
-        pragma = "#pragma omp simd" + "".join(clauses + [f" reduction(|:{a}_nan)" for a in nans]) + self.lanes(folds)
+        pragma = "#pragma omp simd" + "".join(clauses + [f" reduction(|:{a}_nan)" for a in nans])
         flat = self.printer(linear_index(index_vars(len(self.rr or (1,)), "r"), contiguous_strides(self.rr or (1,))))
         split = bool(nans) and {op for _, op, _ in folds} <= {"max", "min"}  # (see row_loops)
-        for open_, close in self.row_loops(pragma, split):
+        for open_, close in self.row_loops("#pragma omp simd" if staged else pragma + lanes, split):
             self.emit(*open_)
             for n, op, acc in folds:
                 with self.owning(n):
                     value = self.expr(n.body, self.vars(n), n)
                     fold = self.ops[COMBINE[op]].format(acc + where, value) if self.column or op not in ("max", "min") \
                         else f"std::{op}({acc}, {value})"
-                    self.emit(f"{acc}{where} = {fold};", *[f"{acc}_nan |= {value} != {value};"] * (acc in nans))
+                    line = f"{acc}_row[{flat}] = {value};" if staged else f"{acc}{where} = {fold};"  # (see lanes)
+                    self.emit(line, *[f"{acc}_nan |= {value} != {value};"] * (acc in nans))
             self.spill()
+            self.emit(*close)
+        for open_, close in self.row_loops(pragma + lanes, False) if staged else []:  # the staged values, folded
+            self.emit(*open_)
+            self.emit(*[f"{acc} = {self.ops[COMBINE[op]].format(acc, f'{acc}_row[{flat}]')};" for _, op, acc in folds])
             self.emit(*close)
         for n, op, acc in folds:
             if acc in nans:
@@ -400,25 +408,34 @@ class CppRenderer(KernelRenderer):
         return [f"{acc}_index{where}" if op != n.reduction.op else alias[acc] + where
                 for n, op, acc in zip(nodes, ops, accs)]
 
-    def lanes(self, folds) -> str:
-        """How many lanes a row reduction's vectors have (``simdlen``), from the row's length.
+    def lanes(self, folds) -> tuple[str, bool]:
+        """How many lanes a row reduction's vectors have (``simdlen``), from the row's length; and whether the
+        row's values are *staged*: computed into an array in one loop, then folded in a loop of their own.
 
-        GCC ends each ``simd`` reduction loop by adding its lanes one after another, each waiting for the
-        last: a short row spends more time there than in its loop. Fewer lanes are fewer steps. A sum over
-        6.4M floats in rows of 20, 33, 64, 100 and 1037 took 1.91, 1.27, 0.71, 0.62 and 0.52 ms in GCC's
-        vectors of 16; 0.60, 0.61, 0.57, 5.26 and 1.10 in vectors of 4; 1.18, 0.80, 0.55, 0.55 and 0.62 in
+        GCC ends each ``simd`` reduction loop by adding its lanes one after another, each waiting for the last (it keeps
+        the order of float additions, as -fassociative-math, off here, would not; a max's lanes it combines in vector
+        steps): a short row spends more time there than in its loop. Fewer lanes are fewer steps. A sum over 6.4M floats
+        in rows of 20, 33, 64, 100 and 1037 took 1.91, 1.27, 0.71, 0.62 and 0.52 ms in GCC's vectors of 16; 0.60, 0.61,
+        0.57, 5.26 and 1.10 in vectors of 4; 1.18, 0.80, 0.55, 0.55 and 0.62 in
         vectors of 8 (one thread; torch.compile took 0.92 over rows of 20, 0.84 over rows of 33).
 
         Only sums and products: GCC's max in vectors of 4 was slower (an amax over rows of 20, 3.6 ms against
         2.2), and so was a loop that calls one of SLEEF's functions (in vectors of 4 it would call glibc's SSE
         clone instead; in vectors of 8 a softmax over rows of 33 took 8.3 ms against 6.5). glibc's own clones
         come in every width: a sum of tanh over rows of 20 took 8.8 ms in vectors of 4, 24.5 in 16 (torch.compile
-        16.8); of erf over rows of 33, 8.9 and 7.6 (6.7), over rows of 100 6.8 and 7.1 (4.7)."""
-        row, ops = (self.rr or (sympy.S.One,))[-1], {op for _, op, _ in folds}
-        calls = set().union(*(self.computes(n.body) for n, _, _ in folds))
-        if self.column or not row.is_Integer or row >= 256 or calls & SLEEF_OPS or ops - {"sum", "prod"}:
-            return ""
-        return f" simdlen({4 if row < 48 else 8})"
+        16.8); of erf over rows of 33, 8.9 and 7.6 (6.7), over rows of 100 6.8 and 7.1 (4.7).
+
+        A sum in a kernel that calls SLEEF (in the sum's loop, or in another: the kernel's ops are what is known
+        before its loops are written) is staged instead, where one loop reduces: the values in GCC's vectors of 16
+        (``acc3_row[r0] = std::exp(tmp5)``), then their sum in vectors of 4 or 8. Timed against the unstaged
+        loop, toy vs torch.compile (one thread): softmax over rows of 20 0.90x (0.78x), log_softmax 0.76x
+        (0.65x), logsumexp 0.70x (0.61x), cross entropy over 10 classes 0.87x (0.82x), a sum of sigmoids over
+        rows of 20 0.95x (0.79x), softmax over rows of 100 1.04x (0.96x). What is left over rows of 20 is the
+        last 4 values of each row: a scalar ``expf`` call each."""
+        row, ops, sleef = (self.rr or (sympy.S.One,))[-1], {op for _, op, _ in folds}, bool(self.kernel_ops & SLEEF_OPS)
+        if self.column or not row.is_Integer or row >= 256 or ops - {"sum", "prod"} or sleef and len(self.rr) != 1:
+            return "", False
+        return f" simdlen({4 if row < 48 else 8})", sleef
 
     def row_loops(self, pragma: str, split: bool) -> Iterator[tuple[list[str], list[str]]]:
         """The loops over r (lines that open one, lines that close it) of a reduction: one, or where ``split``

@@ -469,13 +469,12 @@ class TritonRenderer(KernelRenderer):
         text = self.printer(index)
         loops = {c for t in re.findall(r"\btmp\d+\b", text) for c in self.indirect_loops.get(t, ())}  # indirect
         has_x = bool(re.search(r"\bx\d+\b|xindex", text)) or "x" in loops
-        has_r = bool(re.search(r"\br\d+\b|rindex", text)) or "r" in loops
         pointer = f"{ptr} + ({text})"
         if self.kernel.kind == "pointwise":
             return (pointer if has_x else pointer + " + tl.zeros_like(xindex)"), "xmask"
         if not has_x:
             pointer += f" + tl.zeros([{'BLOCK_M' if self.dot else 'XBLOCK'}, 1], tl.int32)"
-        return pointer, ("xmask & rmask" if has_r else "xmask")
+        return pointer, ("xmask & rmask" if re.search(r"\br\d+\b|rindex", text) or "r" in loops else "xmask")
 
     def load(self, ptr, index, dtype):
         pointer, mask = self._pointer(ptr, index)
