@@ -178,7 +178,7 @@ class KernelRenderer:
         self.row_values: dict[str, str] = {}
         self.spilled: dict[str, str] = {}  # element node -> the stored node whose memory holds its values
         self.used_ops: set[str] = set()  # which ops the kernel renders, and how (the C++ kernel comment says)
-        self.kernel_ops = {op for n in kernel.nodes for op in op_names(n.body)}  # and which its nodes compute
+        self.kernel_ops = {op for n in kernel.nodes for op in op_names(n.body)}  # the ops its nodes compute
         self.indirect_loops: dict[str, set[str]] = {}  # see index_tmp
         self.merge_loops()
         self.column = reads_columns(kernel)  # a reduction that reads memory along x, not along r (both targets ask)

@@ -412,12 +412,12 @@ class CppRenderer(KernelRenderer):
         """How many lanes a row reduction's vectors have (``simdlen``), from the row's length; and whether the
         row's values are *staged*: computed into an array in one loop, then folded in a loop of their own.
 
-        GCC ends each ``simd`` reduction loop by adding its lanes one after another, each waiting for the last (it keeps
-        the order of float additions, as -fassociative-math, off here, would not; a max's lanes it combines in vector
-        steps): a short row spends more time there than in its loop. Fewer lanes are fewer steps. A sum over 6.4M floats
-        in rows of 20, 33, 64, 100 and 1037 took 1.91, 1.27, 0.71, 0.62 and 0.52 ms in GCC's vectors of 16; 0.60, 0.61,
-        0.57, 5.26 and 1.10 in vectors of 4; 1.18, 0.80, 0.55, 0.55 and 0.62 in
-        vectors of 8 (one thread; torch.compile took 0.92 over rows of 20, 0.84 over rows of 33).
+        GCC ends each ``simd`` reduction loop by adding its lanes one after another, each waiting for the last (float
+        addition is not associative, so without -fassociative-math, off here, GCC keeps the order of the adds; a max's
+        lanes it combines in vector steps): a short row spends more time there than in its loop. Fewer lanes are fewer
+        steps. A sum over 6.4M floats in rows of 20, 33, 64, 100 and 1037 took 1.91, 1.27, 0.71, 0.62 and 0.52 ms in
+        GCC's vectors of 16; 0.60, 0.61, 0.57, 5.26 and 1.10 in vectors of 4; 1.18, 0.80, 0.55, 0.55 and 0.62 in vectors
+        of 8 (one thread; torch.compile took 0.92 over rows of 20, 0.84 over rows of 33).
 
         Only sums and products: GCC's max in vectors of 4 was slower (an amax over rows of 20, 3.6 ms against
         2.2), and so was a loop that calls one of SLEEF's functions (in vectors of 4 it would call glibc's SSE
