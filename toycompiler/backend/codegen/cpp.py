@@ -388,10 +388,10 @@ class CppRenderer(KernelRenderer):
                     self.emit(line, *[f"{acc}_nan |= {value} != {value};"] * (acc in nans))
             self.spill()
             self.emit(*close)
-        for open_, close in self.row_loops(pragma + lanes, False) if staged else []:  # the staged values, folded
-            self.emit(*open_)
+        if staged:  # the staged values, folded in a loop of their own (see lanes)
+            self.emit(*self.r_loop_open(pragma + lanes))
             self.emit(*[f"{acc} = {self.ops[COMBINE[op]].format(acc, f'{acc}_row[{flat}]')};" for _, op, acc in folds])
-            self.emit(*close)
+            self.emit(*self.r_loop_close())
         for n, op, acc in folds:
             if acc in nans:
                 with self.owning(n):
@@ -440,15 +440,15 @@ class CppRenderer(KernelRenderer):
         return f" simdlen({4 if row < 48 else 8})", sleef
 
     def row_loops(self, pragma: str, split: bool) -> Iterator[tuple[list[str], list[str]]]:
-        """The loops over r (lines that open one, lines that close it) of a reduction: one, or where ``split``
-        (a row max or min of floats) and the row is not a whole number of vectors of 16, two: the whole
-        vectors, then the rest as one more vector of 16 whose lanes past the row do nothing (``if (r0 < 20)``:
-        masked loads). Left to GCC, the rest took longer than the row: an amax over [320000, 20] floats 4.7 ms,
-        2.2 so (torch.compile 2.4), over [400000, 7] 4.3 and 1.5 (one thread). Sums ran slower so (rows of 20:
-        1.9 ms, then 3.1), and keep GCC's loop. An argmax's index loop runs the same loops as its max, so that
-        each element's value is computed the same way in both: an ``exp`` in the masked rest is a scalar call,
-        in a whole vector SLEEF's, and an index loop that computed it otherwise found no element equal to
-        the max of ``torch.max(x.exp(), -1)``."""
+        """The loops over r (lines that open one, lines that close it) of a reduction: one, or where ``split`` (a row
+        max or min of floats) and the row is not a whole number of vectors of 16, two: the whole vectors, then the
+        rest as one more vector of 16 whose lanes past the row do nothing (``if (r0 < 20)``: masked loads). Left to
+        GCC, the rest took longer than the row: an amax over [320000, 20] floats 4.7 ms, 2.2 so (torch.compile 2.4),
+        over [400000, 7] 4.3 and 1.5 (one thread). Sums ran slower so (rows of 20: 1.9 ms, then 3.1): they keep one
+        loop, in fewer lanes (``lanes``). An argmax's index loop runs the same loops as its max, so that each
+        element's value is computed the same way in both: an ``exp`` in the masked rest is a scalar call, in a whole
+        vector SLEEF's, and an index loop that computed it otherwise found no element equal to the max of
+        ``torch.max(x.exp(), -1)``."""
         rr = self.rr or (sympy.S.One,)
         r, size, end = f"r{len(rr) - 1}", self.printer(rr[-1]), rr[-1] - sympy.Mod(rr[-1], 16)
         if not split or end == rr[-1]:  # (whole vectors: one loop)
