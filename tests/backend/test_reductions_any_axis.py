@@ -8,6 +8,8 @@ chosen, and that every shape class (odd sizes, a partial last block of
 columns, several reduced axes, non-contiguous inputs, NaN) gives eager's answer.
 """
 
+import re
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -304,3 +306,34 @@ def test_a_column_softmax_counts_the_bytes_of_all_its_columns_for_online_softmax
     monkeypatch.setattr(triton_codegen, "ONLINE_MIN_ROW_BYTES", 65536)
     kernel = toycompiler.explain(fn, backend="triton", options=fresh)(x).frames[0].backend.kernels[0].source
     assert "online softmax" not in kernel and kernel.count("for roffset in range") == 3
+
+
+def _channels_last(*shape):
+    return torch.randn(*shape).to(memory_format=torch.channels_last)
+
+
+INNER_KEPT_AXIS = {  # memory runs along a kept axis that is not the last kept one
+    "channels_last_sum_w": (lambda x: x.sum(-1), lambda: _channels_last(2, 5, 3, 7)),  # C = 5: a partial block
+    "channels_last_amax_h_keepdim": (lambda x: x.amax(2, keepdim=True), lambda: _channels_last(2, 70, 3, 4)),
+    "channels_last_var_w": (lambda x: x.var(-1), lambda: _channels_last(3, 9, 4, 6)),
+    "channels_last_softmax_w": (lambda x: torch.softmax(x, -1), lambda: _channels_last(2, 6, 3, 5)),
+    "permuted_sum": (lambda x: x.permute(0, 2, 1).sum(-1) * 2, lambda: torch.randn(3, 11, 301)),
+    "permuted_argmax": (lambda x: x.permute(2, 0, 1).argmax(-1), lambda: torch.randn(4, 9, 33)),
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", list(INNER_KEPT_AXIS))
+def test_the_kept_axis_memory_runs_along_becomes_the_innermost_loop(name, backend):
+    """A sum over W of a channels-last [N, C, H, W] tensor keeps n, c, h and reads along c: its loops run over
+    n, h outside and c inside (``KernelRenderer.column_order``), in column order, so each step over w reads a
+    contiguous run of channels. The output keeps its own layout, written through the new loop order."""
+    fn, make = INNER_KEPT_AXIS[name]
+    x = make().to(device_for(backend))
+    assert_same(fn, x, backend=backend, rtol=1e-4, atol=1e-4)
+    kernel = toycompiler.explain(fn, backend=backend)(x).kernels[0].source
+    body = kernel.split("@triton.jit" if backend == "triton" else 'extern "C" void')[-1]
+    inner = max(re.findall(r"\bx\d+\b", body), key=lambda v: int(v[1:]))  # the innermost kept loop
+    load = next(line for line in body.splitlines() if "in_ptr0 +" in line or "in_ptr0[" in line)
+    assert re.search(rf"(?<![\w*]){inner}\b", load), body  # its step is one element of the input
+    assert backend == "triton" or "column order" in kernel

@@ -227,9 +227,7 @@ def substitute(e: Expr, mapping: dict) -> Expr:
     if isinstance(e, (Load, IndexValue)):  # a load's indirect indices too
         kw = dict(indirect=tuple((s, substitute(v, mapping), n) for s, v, n in e.indirect)) if type(e) is Load else {}
         return replace(e, index=sympy.expand(e.index.xreplace(mapping)), **kw)
-    if isinstance(e, Op):
-        return Op(e.op, tuple(substitute(a, mapping) for a in e.args), e.dtype)
-    return e
+    return Op(e.op, tuple(substitute(a, mapping) for a in e.args), e.dtype) if isinstance(e, Op) else e
 
 
 def in_range(v: Expr, size: sympy.Expr, dtype: torch.dtype = torch.int64) -> Expr:
@@ -473,7 +471,7 @@ def verify(ir: GraphIR) -> None:
 # -- split reductions (the scheduler applies them for Triton) ---------------------------------
 
 
-COLUMN_WIDTH = 64  # columns per program of a column reduction (codegen's ``reads_columns``), at most
+COLUMN_WIDTH = 64  # columns per program of a column reduction (``KernelRenderer.column_order``), at most
 SPLIT_MIN_RNUMEL = 4096  # elements a program reads (a row, or 64 columns): fewer, and it is quick enough
 SPLIT_PROGRAMS = 6144  # 1.5 x the 4096 programs to aim for (30 per SM of an H100, to hide memory latency):
 # rounded down to a power of two, it gives the count nearest to 4096
@@ -509,7 +507,7 @@ def split_count(b: ComputedBuffer) -> int:
 
     The power of two nearest to 4096 programs, or less where SPLIT_MIN_CHUNK (SPLIT_MIN_ROWS) and
     SPLIT_MAX_PARTIALS say so. A program takes one row when rows are contiguous, 64 outputs when the
-    reduction reads along the kept axis (a column sum: see codegen's ``reads_columns``), whose chunks
+    reduction reads along the kept axis (a column sum: see ``KernelRenderer.column_order``), whose chunks
     are counted in rows; a column reduction over more than SPLIT_MAX_COLUMNS columns is not split."""
     # an integer sum splits too (cross entropy's count of targets); an integer max has no -inf to start from
     if not b.reduction or b.reduction.op not in ("sum", "prod", "max", "min") \

@@ -545,8 +545,7 @@ class InstructionTranslator:
 
     def BUILD_CONST_KEY_MAP(self, inst):
         """``{'a': x, 'b': y}`` -- [x, y, ('a', 'b')] -> dict."""
-        keys = self.pop().as_python()
-        self.push(DictVariable(dict(zip(keys, self.popn(inst.arg)))))
+        self.push(DictVariable(dict(zip(self.pop().as_python(), self.popn(inst.arg)))))  # the keys first
 
     def LIST_TO_TUPLE(self, inst):
         """``(*a,)`` (3.12: ``CALL_INTRINSIC_1 INTRINSIC_LIST_TO_TUPLE``, renamed by the table)."""

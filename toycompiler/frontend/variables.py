@@ -501,7 +501,6 @@ def bound_method(attr: Any, self_var: Variable) -> BoundMethodVariable | None:
     if isinstance(attr, types.MethodType) and attr.__self__ is self_var.as_python() \
             and isinstance(attr.__func__, types.FunctionType):
         return BoundMethodVariable(ObjectVariable(attr.__func__), [self_var])
-    return None
 
 
 @dataclass(eq=False)

@@ -56,9 +56,8 @@ def register(*ops):
 
 
 def _reduced_numel(x: torch.Tensor, dims) -> int:
-    if dims is None or len(dims) == 0 or x.dim() == 0:  # a 0-d tensor's dim 0 (or -1) is the tensor itself
-        return x.numel()
-    return math.prod(x.shape[d] for d in dims)
+    # no dims: all of them; a 0-d tensor's dim 0 (or -1) is the tensor itself
+    return x.numel() if dims is None or len(dims) == 0 or x.dim() == 0 else math.prod(x.shape[d] for d in dims)
 
 
 @register(aten.mean.dim, aten.mean.default)

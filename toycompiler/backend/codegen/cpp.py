@@ -260,7 +260,7 @@ class CppRenderer(KernelRenderer):
 
     def x_loop_open(self):
         """Pointwise: ``parallel for`` over the outer dims, ``simd`` over the innermost. Reductions: parallel
-        over rows; a column reduction (:func:`reads_columns`) over blocks of ``self.xblock`` columns instead."""
+        over rows; a column reduction (:meth:`column_order`) over blocks of ``self.xblock`` columns instead."""
         xr = self.xr or (1,)
         n = len(xr)
         if self.tiles:

@@ -57,7 +57,7 @@ import torch
 
 from ..ir import COLUMN_WIDTH, IDENTITY, MATH_OPS, MATH_OPS2, Load, Op, exp_of_difference, index_vars, loads, substitute
 from ..scheduler import placement
-from .common import HALF, INFIX, IndexPrinter, KernelRenderer, load_indices
+from .common import HALF, INFIX, IndexPrinter, KernelRenderer
 
 TL_TYPES = {
     torch.float32: "tl.float32", torch.float64: "tl.float64", torch.float16: "tl.float16",
@@ -131,7 +131,7 @@ class TritonRenderer(KernelRenderer):
 
         A row reduction (reads contiguous along r) takes whole rows, one row per program when rows are
         long, several short rows per program otherwise. A column reduction (``x.sum(0)``: contiguous
-        along x, see :func:`reads_columns`) takes 64 columns per program, so each load reads 64
+        along x, see :meth:`column_order`) takes 64 columns per program, so each load reads 64
         neighbouring elements of a row (coalesced) and the tile is reduced across its rows.
         """
         self.dot, self.full = self.dot_operands(), False
@@ -198,7 +198,7 @@ class TritonRenderer(KernelRenderer):
         elif self.persistent:
             block = max(1, min(x, 1024 // rows))
             r = set(index_vars(len(self.kernel.rranges), "r"))
-            along_r = [b for b in self.inputs if any(i.free_symbols & r for i in load_indices(self.kernel, [b]))]
+            along_r = [b for b in self.inputs if any(i.free_symbols & r for i in self.load_indices([b]))]
             row_bytes = block * int(self.rnumel) * max((self.dtypes[b].itemsize for b in along_r), default=4)
             # a warp per KB of the rows (to the nearest power of two), 2 to 8 (4 for 1024 floats). The rows' own bytes,
             # not the tile's, which pads them to a power of two: a max with its index over rows of 1037 floats took 54.5
@@ -241,10 +241,10 @@ class TritonRenderer(KernelRenderer):
         blocks are unmasked (:meth:`finish`). The mask's bound is that number itself (:meth:`bound`), so Triton
         knows that neighbouring elements share a mask at least in pairs, and loads 2 to 8 of them at once (16
         bytes where 16 divides the count). Floats loaded one by one still fill a warp's 128-byte line."""
-        x = index_vars(len(self.kernel.xranges), "x")[-1:]  # (a kernel of one element has none, and 1 is odd)
+        x = index_vars(len(self.xr), "x")[-1:]  # (a kernel of one element has none, and 1 is odd)
         narrow = [b for b in self.inputs if self.dtypes[b].itemsize < 4]
         return not narrow or bool(self.xnumel.is_even or self.full) \
-            and all(i.coeff(x[0]) in (0, 1) for i in load_indices(self.kernel, narrow))
+            and all(i.coeff(x[0]) in (0, 1) for i in self.load_indices(narrow))
 
     def dot_operands(self):
         """``((a, index), (b, index))`` if the kernel's one reduction is a matmul, else None.
