@@ -139,6 +139,11 @@ def softmax_channels(x):
     return F.softmax(x, dim=1)
 
 
+def sum_w_channels_last(x):
+    """A sum over W of a channels-last activation: memory runs along C, a kept axis but not the last kept one."""
+    return x.sum(-1)
+
+
 def embedding_position(idx, wte, wpe):
     """GPT-2's input: token embeddings looked up by index, plus position embeddings (``F.embedding`` is eager's
     built-in). Only the looked-up rows of the table are read, so no GB/s figure."""
@@ -281,6 +286,10 @@ def _channels_last(device: str, quick: bool) -> tuple:
     return x.to(memory_format=torch.channels_last), torch.randn(c, device=device), torch.randn(c, device=device)
 
 
+def _nhwc(device: str, quick: bool) -> tuple:
+    return _channels_last(device, quick)[:1]
+
+
 def _transposed_pair(device: str, quick: bool) -> tuple:
     """x.t() and y of [rows - 24, cols + 13] ([1000, 1037] on the CPU). Not _odd_matrix's [1021, 1037]: x's rows
     would be 4084 bytes apart, 12 short of 4 KiB, and on the development machine every contender then takes
@@ -370,6 +379,7 @@ WORKLOADS = [
     Workload("mean_023", mean_023, _nchw, True, describe="mean over N, H, W of NCHW"),
     Workload("batch_norm_stats", batch_norm_stats, _nchw, True, describe="batch-norm mean/var then normalise"),
     Workload("softmax_channels", softmax_channels, _nchw, True, describe="F.softmax over the channels of NCHW"),
+    Workload("sum_w_channels_last", sum_w_channels_last, _nhwc, True, describe="sum over W of channels-last NCHW"),
     Workload("cross_entropy", cross_entropy, _logits, True, describe="F.cross_entropy over rows of 50257"),
     Workload("embedding_position", embedding_position, _tokens, False,
              describe="token embedding lookup plus position embedding"),
