@@ -27,10 +27,9 @@ def line_of(node: torch.fx.Node) -> int | None:
     return int(found[-1]) if found else None
 
 
-def lines_of(node: torch.fx.Node | None) -> tuple[int, ...]:
+def lines_of(node: torch.fx.Node) -> tuple[int, ...]:
     """The source lines an IR buffer lowered from ``node`` records: its line, if known."""
-    line = line_of(node) if node is not None else None
-    return (line,) if line is not None else ()
+    return () if (line := line_of(node)) is None else (line,)
 
 
 def offset_of(node: torch.fx.Node) -> int | None:

@@ -437,10 +437,7 @@ class GraphIR:
     constants: tuple[str, ...] = ()  # names of constant inputs (FX get_attr), passed after params
 
     def buffer(self, name: str) -> Buffer:
-        for b in (*self.inputs, *self.buffers):
-            if b.name == name:
-                return b
-        raise KeyError(name)
+        return {b.name: b for b in (*self.inputs, *self.buffers)}[name]
 
 
 def verify(ir: GraphIR) -> None:
@@ -449,8 +446,7 @@ def verify(ir: GraphIR) -> None:
     for b in ir.buffers:
         assert b.name not in seen, f"{b.name} defined twice"
         assert len(b.layout.size) == len(b.layout.stride), f"{b.name}: size and stride ranks differ"
-        for name in b.reads:
-            assert name in seen, f"{b.name} reads {name} before it is computed"
+        assert b.reads <= seen, f"{b.name} reads {', '.join(sorted(b.reads - seen))} before it is computed"
         if isinstance(b, ComputedBuffer):
             allowed = {f"d{i}" for i in range(len(b.layout.size))} | {name for name, _ in ir.size_vars}
             if b.reduction:

@@ -116,8 +116,7 @@ def slice_start(x: TensorValue, dim: int, start: Any) -> tuple[int, Any]:
 
 @register_lowering(aten.select, view=True)
 def select(node, x, dim, index) -> TensorValue:
-    dim = canonicalize_dim(len(x.size), dim)
-    index = index + int(x.size[dim]) if isinstance(index, int) and index < 0 else index
+    dim, index = slice_start(x, dim, index)  # a negative index counts from the end, as a slice's start does
     return view_of(x, out_size(node), lambda idx: (*idx[:dim], ir.sym(index), *idx[dim:]))
 
 

@@ -54,9 +54,9 @@ class Kernel:
 
     @property
     def kind(self) -> str:
-        if isinstance(self.nodes[0], ExternKernel):
-            return "extern"
-        return "reduction" if any(n.reduction for n in self.nodes) else "pointwise"
+        """``reduction`` if any node reduces, else its first node's kind: ``pointwise``, or ``extern`` (a library
+        call, which is alone in its kernel)."""
+        return "reduction" if any(n.kind == "reduction" for n in self.nodes) else self.nodes[0].kind
 
     def names(self) -> set[str]:
         return {n.name for n in self.nodes}

@@ -111,11 +111,10 @@ def normalise(code: types.CodeType) -> Iterator[Inst]:
     for ins, line in raw:
         low_bit = ins.opname in LOW_BIT_FLAG and bool(ins.arg & 1)
         opname = LOW_BIT_FLAG[ins.opname] if low_bit else ALIASES.get(ins.opname, ins.opname)
-        flag, argval = low_bit or opname == "LOAD_METHOD", ins.argval  # a method load pushes NULL first
+        flag = low_bit or opname == "LOAD_METHOD"  # a method load pushes NULL first
         if ins.opname == "CALL_INTRINSIC_1":
             opname = INTRINSICS.get(ins.argrepr, opname)
-        if ins.opname in JUMPS_SKIP_THEIR_END:
-            argval = next_offset.get(argval, argval)
+        argval = next_offset.get(ins.argval, ins.argval) if ins.opname in JUMPS_SKIP_THEIR_END else ins.argval
         yield Inst(ins.offset, opname, ins.arg, argval, ins.argrepr, line, flag)
 
 

@@ -496,9 +496,9 @@ class TritonRenderer(KernelRenderer):
         return str(bool(value)) if dtype == torch.bool else str(int(value))
 
     def cast(self, value, dtype, source=None):
-        if dtype in HALF:  # round to half precision, keep computing in float32
-            return f"{value}.to({self.type_name(dtype)}).to(tl.float32)"
-        return f"{value}.to({self.type_name(dtype)})"
+        text = f"{value}.to({self.type_name(dtype)})"
+        # round to half precision, keep computing in float32
+        return f"{text}.to(tl.float32)" if dtype in HALF else text
 
 
 def _identity(op: str, dtype: torch.dtype) -> int | float:
