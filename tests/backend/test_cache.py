@@ -69,6 +69,23 @@ def test_changed_shape_or_config_is_a_different_entry(tmp_cache):
         assert cache_of(torch.randn(10)).startswith("miss")
 
 
+def test_a_graph_with_symbolic_sizes_is_not_the_entry_of_its_example_sizes(tmp_cache):
+    """A dynamic graph traced from a [5, 70] input and a static graph of [5, 70] have the same code and example
+    inputs, but not the same kernels: the key takes each input as the graph traced it (``s0`` in one, 5 in the
+    other). Keyed by the example alone, the dynamic frame loaded the static kernels, and for [8, 70] it returned
+    the softmax of 5 rows."""
+    def f(x):
+        return x.sum(0), torch.softmax(x, 0)
+
+    static = toycompiler.explain(f, backend="cpp")(torch.randn(5, 70)).frames[0].backend.runtime.cache
+    toycompiler.reset()
+    compiled = toycompiler.compile(f, backend="cpp", dynamic=True)
+    for rows in (5, 8):
+        assert_same(f, torch.randn(rows, 70), compiled=compiled, rtol=1e-5, atol=1e-6)
+    dynamic = toycompiler.explain(f, backend="cpp", dynamic=True)(torch.randn(5, 70)).frames[0].backend.runtime.cache
+    assert static.startswith("miss") and dynamic.startswith("hit") and dynamic.split()[-1] != static.split()[-1]
+
+
 def test_hit_from_disk_runs_correctly_after_the_module_was_forgotten(tmp_cache):
     def f(x, y):
         return torch.tanh(x) * y

@@ -152,7 +152,9 @@ def graph_key(gm: Any, example_inputs: list, target: str, config: Config,
     parts = [gm.code, target, toycompiler_version(), f"{torch.get_num_threads() if target == 'cpp' else '-'} threads"]
     parts += [f"{n.name}@{provenance.line_of(n)}" for n in gm.graph.nodes]  # kernel comments name lines
     parts += [source.filename, str(source.firstlineno), *source.lines] if source is not None else []
-    parts += [_input_metadata(t) for t in example_inputs]
+    # each input as the graph traced it: a size marked dynamic is a symbol there (s0), a number in the example
+    inputs = zip(gm.graph.find_nodes(op="placeholder"), example_inputs)
+    parts += [_input_metadata(n.meta.get("example_value", n.meta.get("val", t))) for n, t in inputs]
     volatile = ("cache_dir", "verify_ir", "graph_cache")  # settings that don't change the generated code
     parts.append(repr(sorted((k, v) for k, v in dataclasses.asdict(config).items() if k not in volatile)))
     for name, value in graph_constants(gm):
