@@ -322,12 +322,10 @@ class KernelRenderer:
         sum reads its chunk's max at ``x`` from the registers of the same kernel, which computed it
         (``ir._online_softmax``); and only loads that vary along x (``ir.streamed``).
         """
-        if self.kernel.kind != "reduction" or not self.xr or not self.rr:
-            return False
-        xs, r = index_vars(len(self.xr), "x"), index_vars(len(self.rr), "r")[-1]
-        indices = streamed(self.load_indices(self.inputs), xs)
+        xs, rs = index_vars(len(self.xr), "x"), index_vars(len(self.rr), "r")
+        indices = streamed(self.load_indices(self.inputs), xs) if rs else []  # (a pointwise kernel has no r)
         along = [k for k, x in enumerate(xs) if any(i.coeff(x) == 1 for i in indices)]
-        if not along or any(i.coeff(r) == 1 for i in indices):
+        if not along or any(i.coeff(rs[-1]) == 1 for i in indices):
             return False
         order = [k for k in range(len(xs)) if k != along[-1]] + along[-1:]  # the loops, outermost first
         self.xr = tuple(self.xr[k] for k in order)

@@ -448,18 +448,37 @@ class CppRenderer(KernelRenderer):
         loop, in fewer lanes (``lanes``). An argmax's index loop runs the same loops as its max, so that each
         element's value is computed the same way in both: an ``exp`` in the masked rest is a scalar call, in a whole
         vector SLEEF's, and an index loop that computed it otherwise found no element equal to the max of
-        ``torch.max(x.exp(), -1)``."""
+        ``torch.max(x.exp(), -1)``.
+
+        A column reduction reads its rows 8 at a time: in each pass over its block of columns, a loop over 8 rows
+        inside the vector loop, which GCC unrolls, so that each column's accumulator is loaded and stored once for
+        8 rows, and 8 rows stream from memory at once; then the rest of the rows, one a pass. A sum over dim 1 of
+        [64, 512, 1000] floats read 11.5 GB/s a row at a time, 19.7 so; [8, 4096, 1000] 11.3 and 18.0, [1, 8192,
+        1037] 12.6 and 18.8 (one thread; a sum of the same floats in memory order 21 GB/s). A loop over the rows'
+        count known only when running (``r0 < std::min(r0s + 8, rnumel)``) was slower than a row at a time.
+
+        A loop that would run no times (no whole vectors, no rest) is left out."""
         rr = self.rr or (sympy.S.One,)
-        r, size, end = f"r{len(rr) - 1}", self.printer(rr[-1]), rr[-1] - sympy.Mod(rr[-1], 16)
-        if not split or end == rr[-1]:  # (whole vectors: one loop)
+        if not split and not self.column:
             yield self.r_loop_open(pragma), self.r_loop_close()
             return
-        outer, e, spilled = self.loops("r", rr[:-1], [""] * (len(rr) - 1)), self.printer(end), dict(self.spilled)
-        if end != 0:
-            yield outer + [pragma, f"for (int64_t {r} = 0; {r} < {e}; ++{r}) {{", "@INDENT@"], ["@DEDENT@", "}"]
-            self.spilled, outer = dict(spilled), []  # the rest spills its own elements (KernelRenderer.spill)
-        yield outer + [pragma, f"for (int64_t {r} = {e}; {r} < {self.printer(end + 16)}; ++{r}) {{", "@INDENT@",
-                       f"if ({r} < {size}) {{", "@INDENT@"], ["@DEDENT@", "}"] * (1 + len(rr))
+        r, size, step = f"r{len(rr) - 1}", self.printer(rr[-1]), 8 if self.column else 16  # rows; a vector's floats
+        end = rr[-1] - sympy.Mod(rr[-1], step)  # where the whole steps (vectors) end and the rest begins
+        e = self.printer(end)
+        if self.column:  # a step's rows inside the vector loop; the rest a row a pass
+            whole = [f"for (int64_t {r}s = 0; {r}s < {e}; {r}s += {step}) {{", "@INDENT@", *self.block_loop(),
+                     f"for (int64_t {r} = {r}s; {r} < {r}s + {step}; ++{r}) {{", "@INDENT@"]
+            rest = [f"for (int64_t {r} = {e}; {r} < {size}; ++{r}) {{", "@INDENT@", *self.block_loop()]
+        else:  # whole vectors; the rest as one more vector, its lanes past the row masked off
+            whole = [pragma, f"for (int64_t {r} = 0; {r} < {e}; ++{r}) {{", "@INDENT@"]
+            rest = [pragma, f"for (int64_t {r} = {e}; {r} < {self.printer(end + step)}; ++{r}) {{", "@INDENT@",
+                    f"if ({r} < {size}) {{", "@INDENT@"]
+        loops = [lines for lines, runs in ((whole, end != 0), (rest, end != rr[-1])) if runs]
+        outer, spilled = self.loops("r", rr[:-1], [""] * (len(rr) - 1)), dict(self.spilled)
+        for k, lines in enumerate(loops):
+            self.spilled = dict(spilled)  # each loop spills its own elements (KernelRenderer.spill)
+            levels = lines.count("@INDENT@") + (len(rr) - 1) * (k == len(loops) - 1)  # the last closes the outer loops
+            yield (outer if k == 0 else []) + lines, ["@DEDENT@", "}"] * levels
 
     def init(self, op: str, dtype: torch.dtype) -> str:
         """The accumulator's start: ``IDENTITY[op]``, but integers have no infinity (their lowest or max value)."""
