@@ -144,13 +144,14 @@ class TritonRenderer(KernelRenderer):
             return
         rows = next_power_of_2(self.rnumel) if self.rnumel.is_Integer else None
         x = pointwise_block(self.xnumel) // 16  # 1 .. 64, fewer for small xnumel
-        # A column reduction takes 64 columns per program where that makes 1024 programs or more (a split
+        # A column reduction takes 64 columns per program where that makes 512 programs or more (a split
         # column sum's partials), else 32 or 16 (512 programs or more), or 8 (32 bytes of a row) for at most
         # 2048 columns. The final sum of a split column sum's partials, [256, 1037], had 17 programs of 64
         # columns; with 8 columns the column sum took 25.7 us instead of 33.0 (H100). Unsplit, [500, 12000]
         # took 20.1 us with 64 columns (188 programs), 13.2 with 32 (375); the partials of [16384, 3072] in
-        # bfloat16, 6144 programs, 40.1 us with 64 columns and 48.0 with 16.
-        few = self.column and self.xnumel.is_Integer and self.xnumel < 1024 * COLUMN_WIDTH  # programs of 64 columns
+        # bfloat16, 6144 programs, 40.1 us with 64 columns and 48.0 with 16. A sum over dim 1 of [64, 512, 1000]
+        # (1000 programs of 64 columns) took 35.0 us, in 2000 programs of 32 37.9 (H200, when the bound was 1024).
+        few = self.column and self.xnumel.is_Integer and self.xnumel < 512 * COLUMN_WIDTH  # programs of 64 columns
         if few:
             x = min(x, 32 if self.xnumel >= 16384 else 16 if self.xnumel > 2048 else 8)
         # A row is held whole up to max_block elements; a column reduction's tile (x columns of each row) up to an
