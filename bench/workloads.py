@@ -139,6 +139,11 @@ def softmax_channels(x):
     return F.softmax(x, dim=1)
 
 
+def sum_middle(x):
+    """A sum over the middle axis of a 3-D tensor: rows of the kept last axis, one image at a time."""
+    return x.sum(1)
+
+
 def sum_w_channels_last(x):
     """A sum over W of a channels-last activation: memory runs along C, a kept axis but not the last kept one."""
     return x.sum(-1)
@@ -286,6 +291,11 @@ def _channels_last(device: str, quick: bool) -> tuple:
     return x.to(memory_format=torch.channels_last), torch.randn(c, device=device), torch.randn(c, device=device)
 
 
+def _middle(device: str, quick: bool) -> tuple:
+    """[64, 512, 1000] floats (131 MB) on a GPU, [32, 512, 1000] (66 MB: more than this CPU's caches) on a CPU."""
+    return (torch.randn(8 if quick else 64 if device == "cuda" else 32, 512, 1000, device=device),)
+
+
 def _nhwc(device: str, quick: bool) -> tuple:
     return _channels_last(device, quick)[:1]
 
@@ -379,6 +389,7 @@ WORKLOADS = [
     Workload("mean_023", mean_023, _nchw, True, describe="mean over N, H, W of NCHW"),
     Workload("batch_norm_stats", batch_norm_stats, _nchw, True, describe="batch-norm mean/var then normalise"),
     Workload("softmax_channels", softmax_channels, _nchw, True, describe="F.softmax over the channels of NCHW"),
+    Workload("sum_middle", sum_middle, _middle, True, describe="sum over dim 1 of [N, 512, 1000]"),
     Workload("sum_w_channels_last", sum_w_channels_last, _nhwc, True, describe="sum over W of channels-last NCHW"),
     Workload("cross_entropy", cross_entropy, _logits, True, describe="F.cross_entropy over rows of 50257"),
     Workload("embedding_position", embedding_position, _tokens, False,
