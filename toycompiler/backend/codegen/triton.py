@@ -198,7 +198,7 @@ class TritonRenderer(KernelRenderer):
             self.blocks = (("XBLOCK", x), ("RBLOCK", step), *((("num_warps", 8),) if wide else ()))
         elif self.persistent:
             block = max(1, min(x, 1024 // rows))
-            r = set(index_vars(len(self.kernel.rranges), "r"))
+            r = set(index_vars(len(self.rr), "r"))  # (the loops as rendered, as load_indices gives them)
             along_r = [b for b in self.inputs if any(i.free_symbols & r for i in self.load_indices([b]))]
             row_bytes = block * int(self.rnumel) * max((self.dtypes[b].itemsize for b in along_r), default=4)
             # a warp per KB of the rows (to the nearest power of two), 2 to 8 (4 for 1024 floats). The rows' own bytes,
