@@ -357,3 +357,19 @@ def test_cpp_column_reduction_reads_rows_in_steps(rows):
     source = toycompiler.explain(fn, backend="cpp")(x).kernels[0].source
     assert ("r0s += 8" in source) == (rows >= 8)
     assert ("for (int64_t r0 = 16; r0 < 19; ++r0)" in source) == (rows == 19)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_reordered_kept_loops_with_sizes_known_only_when_running(backend):
+    """The kept loops are reordered for sizes known only when running too: ``x.permute(2, 0, 1)`` of a
+    contiguous [a, b, c] keeps (c, a), reads along c, and reduces over b. One compiled graph (dynamic=True)
+    gives eager's answer for three shapes."""
+    for fn in (lambda x: x.permute(2, 0, 1).sum(-1), lambda x: torch.softmax(x.permute(2, 0, 1), -1),
+               lambda x: x.permute(2, 0, 1).argmax(-1)):
+        compiled = toycompiler.compile(fn, backend=backend, dynamic=True)
+        for shape in ((3, 5, 7), (4, 9, 10), (2, 6, 33)):
+            assert_same(fn, torch.randn(*shape, device=device_for(backend)), compiled=compiled, rtol=1e-4, atol=1e-4)
+        assert len(compiled.compiled_frames) == 1 and compiled.compiled_frames[0].symbolic_sizes
+        if backend == "cpp":
+            report = toycompiler.explain(fn, backend=backend, dynamic=True)(torch.randn(3, 5, 7))
+            assert "column order" in report.kernels[0].source
