@@ -373,3 +373,13 @@ def test_reordered_kept_loops_with_sizes_known_only_when_running(backend):
         if backend == "cpp":
             report = toycompiler.explain(fn, backend=backend, dynamic=True)(torch.randn(3, 5, 7))
             assert "column order" in report.kernels[0].source
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_triton_reordered_kept_loops_in_half_precision_with_nan_and_inf(dtype):
+    """Half-precision channels-last inputs, reduced over W in column order (accumulated in float32), with a NaN
+    and infinities in the rows: eager's answers, NaN and inf included."""
+    x = torch.randn(2, 37, 3, 9, device=device_for("triton")).to(dtype).to(memory_format=torch.channels_last)
+    x[0, 5, 1, 4], x[1, 36, 2, 0], x[1, 2, 0, 8] = float("nan"), float("inf"), float("-inf")
+    for fn in (lambda x: x.sum(-1), lambda x: x.amax(-1), lambda x: torch.softmax(x.float(), -1).to(x.dtype)):
+        assert_same(fn, x, backend="triton", rtol=2e-2, atol=2e-2)
