@@ -322,8 +322,8 @@ class KernelRenderer:
         split softmax's partial sum reads its chunk's max at ``x`` from the registers of the same kernel,
         which computed it (``ir._online_softmax``); and only loads that vary along x (``ir.streamed``).
         """
-        xs, rs = index_vars(len(self.xr), "x"), index_vars(len(self.rr), "r")
-        indices = streamed(self.load_indices(self.inputs), xs) if rs else []  # (a pointwise kernel has no r)
+        xs, rs = index_vars(len(self.xr), "x"), index_vars(len(self.rr), "r")  # (a pointwise kernel has no r)
+        indices = streamed([i for _, i in self.load_indices(self.inputs)], xs) if rs else []
         along = [k for k, x in enumerate(xs) if any(i.coeff(x) == 1 for i in indices)]
         if not along or any(i.coeff(rs[-1]) == 1 for i in indices):
             return False
@@ -432,10 +432,10 @@ class KernelRenderer:
         """A load of ``buf`` (an input, or an output this kernel wrote) at ``index``, into a temporary."""
         return self.tmp(self.load(self.ptr[buf], index, self.dtypes[buf]), self.compute_dtype(self.dtypes[buf]))
 
-    def load_indices(self, bufs) -> list[sympy.Expr]:
-        """The index of each load of a buffer in ``bufs``, in the loops' variables as rendered."""
-        return [sympy.expand(ld.index.xreplace(self.vars(n))) for n in self.kernel.nodes for ld in loads(n.body)
-                if ld.buf in bufs]
+    def load_indices(self, bufs) -> list[tuple[Load, sympy.Expr]]:
+        """Each load of a buffer in ``bufs`` with its index, in the loops' variables as rendered."""
+        return [(ld, sympy.expand(ld.index.xreplace(self.vars(n))))
+                for n in self.kernel.nodes for ld in loads(n.body) if ld.buf in bufs]
 
     def transposed_loads(self) -> list[tuple[str, sympy.Expr]]:
         """(pointer, index) of each load from memory of a pointwise kernel that walks memory along its
@@ -445,9 +445,8 @@ class KernelRenderer:
         if self.kernel.kind != "pointwise" or len(self.xr) < 2:
             return []
         a, b = index_vars(len(self.xr), "x")[-2:]
-        reads = dict.fromkeys((self.ptr[ld.buf], sympy.expand(ld.index.xreplace(self.vars(n))))
-                              for n in self.kernel.nodes for ld in loads(n.body)
-                              if ld.buf in self.inputs and self.ir.buffer(ld.buf).layout.numel and not ld.indirect)
+        reads = dict.fromkeys((self.ptr[ld.buf], i) for ld, i in self.load_indices(self.inputs)
+                              if self.ir.buffer(ld.buf).layout.numel and not ld.indirect)
         return [(p, i) for p, i in reads if i.coeff(a) == 1 and i.coeff(b) not in (0, 1)]  # (0: a broadcast)
 
     def store_index(self, n: ComputedBuffer) -> sympy.Expr:

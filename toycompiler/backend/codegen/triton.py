@@ -199,7 +199,7 @@ class TritonRenderer(KernelRenderer):
         elif self.persistent:
             block = max(1, min(x, 1024 // rows))
             r = set(index_vars(len(self.rr), "r"))  # (the loops as rendered, as load_indices gives them)
-            along_r = [b for b in self.inputs if any(i.free_symbols & r for i in self.load_indices([b]))]
+            along_r = [b for b in self.inputs if any(i.free_symbols & r for _, i in self.load_indices([b]))]
             row_bytes = block * int(self.rnumel) * max((self.dtypes[b].itemsize for b in along_r), default=4)
             # a warp per KB of the rows (to the nearest power of two), 2 to 8 (4 for 1024 floats). The rows' own bytes,
             # not the tile's, which pads them to a power of two: a max with its index over rows of 1037 floats took 54.5
@@ -245,7 +245,7 @@ class TritonRenderer(KernelRenderer):
         x = index_vars(len(self.xr), "x")[-1:]  # (a kernel of one element has none, and 1 is odd)
         narrow = [b for b in self.inputs if self.dtypes[b].itemsize < 4]
         return not narrow or bool(self.xnumel.is_even or self.full) \
-            and all(i.coeff(x[0]) in (0, 1) for i in self.load_indices(narrow))
+            and all(i.coeff(x[0]) in (0, 1) for _, i in self.load_indices(narrow))
 
     def dot_operands(self):
         """``((a, index), (b, index))`` if the kernel's one reduction is a matmul, else None.
