@@ -56,11 +56,6 @@ _frame_ids: dict[types.CodeType, int] = {}  # the N of "[N/entry]", one per code
 _all_caches: list[FrameCache] = []
 
 
-def _calling(op: Callable) -> Callable:
-    """A Python function that calls ``op``: its bytecode is what the frontend translates (one call, one graph)."""
-    return lambda *args, **kwargs: op(*args, **kwargs)
-
-
 class CompiledFunction:
     """A function compiled lazily on first call; see the module docstring."""
 
@@ -69,8 +64,10 @@ class CompiledFunction:
                  parent: CompiledFunction | None = None):
         # A bound method (model.forward) is its function, called with its self first.
         self.fn, self._bound_args = (fn.__func__, (fn.__self__,)) if isinstance(fn, types.MethodType) else (fn, ())
-        if isinstance(self.fn, types.BuiltinFunctionType):  # torch.relu, F.gelu: C code, with no bytecode to translate
-            self.fn = _calling(self.fn)
+        # torch.relu, F.gelu: C code, with no bytecode to translate. Compiled instead: a Python function that calls
+        # ``op``; its bytecode is what the frontend translates (one call, one graph).
+        if isinstance(op := self.fn, types.BuiltinFunctionType):
+            self.fn = lambda *args, **kwargs: op(*args, **kwargs)
         if not isinstance(self.fn, types.FunctionType):
             raise TypeError(f"toycompiler.compile needs a Python function or nn.Module, got {type(fn).__name__}")
         self.backend_name = backend if isinstance(backend, str) else getattr(backend, "__name__", "custom")
@@ -221,9 +218,8 @@ def explain(fn: Callable, **compile_options: Any) -> Callable[..., A.Report]:
         compiled = compile(fn, **compile_options)
         target = getattr(compiled, "_compiled_forward", compiled)
         compiled(*args, **kwargs)
-        misses = tuple(target.all_misses)
         return A.Report(tuple(target.compiled_frames), tuple(target.fallback_reasons()),
-                        tuple(f for m in misses for f in m.failures), misses)
+                        tuple(f for m in target.all_misses for f in m.failures), tuple(target.all_misses))
     return run
 
 

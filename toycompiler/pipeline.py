@@ -219,10 +219,9 @@ def runtime_graph(arts: A.BackendArtifacts, constants: list, module: Any, exampl
     """How each call runs: kernel launch path, CUDA graph replay; recorded in ``arts.runtime``."""
     call = module.call if not constants else lambda *args: module.call(*args, *constants)  # weights after inputs
     launchers = launcher.launchers_of(vars(module))
-    tuning = arts.runtime.autotune if arts.runtime else None
-    launcher.apply_choices(launchers, tuning)
+    launcher.apply_choices(launchers, arts.runtime.autotune)  # arts.runtime: always set by build_kernels
     launch = launchers[0].reason if launchers else "C++ through ctypes (argtypes declared once)"
     use_graphs, graphs_reason = cudagraphs.cudagraphs_decision(config.mode, example_inputs)
     call = cudagraphs.CUDAGraphRunner(call) if use_graphs else call
-    runtime = A.RuntimeArtifact(config.mode, launch, graphs_reason, cache, tuning)
+    runtime = A.RuntimeArtifact(config.mode, launch, graphs_reason, cache, arts.runtime.autotune)
     return CompiledGraph(call, dataclasses.replace(arts, runtime=runtime, times=tuple(clock.times)))

@@ -64,8 +64,8 @@ def assert_same(fn: Callable, *args: Any, backend: str | Callable = "cpp", rtol:
 def fallback_reasons(compiled: Any) -> list[str]:
     """Why parts of ``compiled`` ran eagerly: a compiled function or module (``CompiledFunction.fallback_reasons``,
     what ``explain()`` reports too), or what a backend returned (its graph, or AOTAutograd's backward graph)."""
-    target = getattr(compiled, "_compiled_forward", compiled)  # toycompiler.compile(module)
-    if isinstance(target, CompiledFunction):
+    # ``_compiled_forward``: toycompiler.compile(module)
+    if isinstance(target := getattr(compiled, "_compiled_forward", compiled), CompiledFunction):
         return target.fallback_reasons()
     backend = getattr(compiled, "artifacts", None)
     return [b.fallback_reason for b in (backend, backend and backend.backward) if b and b.fallback_reason]

@@ -33,11 +33,6 @@ from .lowering_views import both, within
 aten = torch.ops.aten
 
 
-def _dims(dims: Any, ndim: int) -> list[int]:
-    dims = [dims] if isinstance(dims, int) else list(dims or range(ndim))  # None or []: every dim
-    return sorted({d + ndim if d < 0 else d for d in dims})
-
-
 def make_reduction(op: str):
     """Lowering for ``op`` over ``dims``: kept dims become d0.., reduced dims r0.."""
 
@@ -46,7 +41,8 @@ def make_reduction(op: str):
         if len(x.size) == 0:  # a 0-d tensor: every reduction of one element is (a cast of) the element
             value = ir.Const(0, out.dtype) if op in ("argmax", "argmin") else cast(x.loader(()), x.dtype, out.dtype)
             return graph.add_computed((), out.dtype, str(out.device), value, node)
-        reduced = _dims(dims, len(x.size))
+        reduced = [dims] if isinstance(dims, int) else list(dims or range(len(x.size)))  # None or []: every dim
+        reduced = sorted({d + len(x.size) if d < 0 else d for d in reduced})
         kept = [d for d in range(len(x.size)) if d not in reduced]
         var = dict(zip(kept + reduced, ir.index_vars(len(kept)) + ir.index_vars(len(reduced), "r")))
         idx = tuple(var[d] for d in range(len(x.size)))  # x[d0, r0, d1] for a reduction over dim 1 of a 3-d x

@@ -135,8 +135,7 @@ def can_fuse(kernel: Kernel, node: Node, config: Config) -> tuple[bool, str]:
     space = _space(probe.xranges, probe.rranges)
     if node.reduction and kernel.kind == "pointwise" and any(placement(n, probe) is None for n in kernel.nodes):
         return False, f"iteration spaces differ (pointwise {list(kernel.xranges)} vs reduction {space})"
-    where = placement(node, probe)
-    if where is None:
+    if (where := placement(node, probe)) is None:
         got = _space(squeeze(node.layout.size), squeeze(node.reduction.ranges) if node.reduction else ())
         return False, f"iteration spaces differ ({space} vs {got})"
     if not config.sibling_fusion and not (kernel.names() & node.reads):

@@ -333,9 +333,8 @@ def _contains(tx, container, item, /):
         raise Unsupported("`in` on a tensor compares values (data-dependent)", "data-dependent-branch")
     if isinstance(container, DictVariable | SetVariable):
         return ConstantVariable(identity_key(item) in [identity_key(i) for i in container.unpack(tx)])
-    if isinstance(container, TupleVariable | IteratorVariable):
-        items = container.drawn(tx) if isinstance(container, IteratorVariable) else container.items
-        return ConstantVariable(Compared(item) in map(Compared, items))
+    if isinstance(container, TupleVariable | IteratorVariable):  # (_items: an iterator's drawn one at a time)
+        return ConstantVariable(Compared(item) in map(Compared, _items(tx, container)))
     return NotImplemented
 
 

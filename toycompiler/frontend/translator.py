@@ -296,8 +296,8 @@ class InstructionTranslator:
     def load_local(self, name: str) -> Variable:
         if name not in self.state.locals:
             raise Unsupported(f"local variable {name!r} is used before it is assigned", "exception")
-        value = self.state.locals[name]
-        if not isinstance(value, Variable):  # an argument read for the first time: wrap and guard it
+        if not isinstance(value := self.state.locals[name], Variable):
+            # an argument read for the first time: wrap and guard it
             value = self.state.locals[name] = self.wrap(value.value, name)
         return value
 
@@ -307,8 +307,8 @@ class InstructionTranslator:
 
     def STORE_FAST(self, inst):
         """``STORE_FAST y`` -- (also restores what 3.12's LOAD_FAST_AND_CLEAR saved)."""
-        value = self.pop()
-        if isinstance(value, UnboundVariable):  # the local had no value before the comprehension: none again
+        if isinstance(value := self.pop(), UnboundVariable):
+            # the local had no value before the comprehension: none again
             return self.DELETE_FAST(inst)
         self.state.locals[inst.argval] = value
 
@@ -479,8 +479,7 @@ class InstructionTranslator:
 
     def CONTAINS_OP(self, inst):
         """``CONTAINS_OP 0`` -- ``a in b`` (1: ``not in``)."""
-        container, item = self.pop(), self.pop()
-        found = self.call_python(operator.contains, [container, item], {}).as_python()
+        found = self.call_python(operator.contains, [self.pop(), self.pop()], {}).as_python()  # [container, item]
         self.push(ConstantVariable(bool(found) != bool(inst.arg)))
 
     def UNARY_NOT(self, inst):
@@ -572,16 +571,14 @@ class InstructionTranslator:
 
     def UNPACK_SEQUENCE(self, inst):
         """``a, b = t`` -- push the items, first on top."""
-        items = self.pop().unpack(self)
-        if len(items) != inst.arg:
+        if len(items := self.pop().unpack(self)) != inst.arg:
             raise Unsupported(f"unpacking {len(items)} values into {inst.arg} names (ValueError)", "exception")
         self.state.stack.extend(reversed(items))
 
     def UNPACK_EX(self, inst):
         """``a, *rest, b = t`` -- arg = before | (after << 8)."""
         before, after = inst.arg & 0xFF, inst.arg >> 8
-        items = self.pop().unpack(self)
-        if len(items) < before + after:
+        if len(items := self.pop().unpack(self)) < before + after:
             raise Unsupported("not enough values to unpack (ValueError)", "exception")
         rest = ListVariable(items[before:len(items) - after])
         self.state.stack.extend(reversed([*items[:before], rest, *items[len(items) - after:]]))  # first on top
@@ -591,8 +588,7 @@ class InstructionTranslator:
     def FORMAT_VALUE(self, inst):
         """``f"{x!r:>4}"`` -- arg & 3: conversion, arg & 4: a format spec is on the stack."""
         spec = self.pop().as_python() if inst.arg & 0x04 else ""
-        value = self.pop()
-        if isinstance(value, TensorVariable):
+        if isinstance(value := self.pop(), TensorVariable):
             raise Unsupported("formatting a tensor into a string needs its values", "print")
         # arg & 3: no conversion, !s, !r or !a
         self.push(ConstantVariable(format(FORMAT_CONVERSIONS[inst.arg & 0x03](value.as_python()), spec)))
@@ -644,8 +640,8 @@ class InstructionTranslator:
 
         (3.12 jumps to an END_FOR; the bytecode table moves the target past it, which
         is what CPython does at run time too.)"""
-        iterator = self.state.stack[-1]
-        if not isinstance(iterator, IteratorVariable):  # e.g. a real iterator passed to a resume function
+        if not isinstance(iterator := self.state.stack[-1], IteratorVariable):
+            # e.g. a real iterator passed to a resume function
             raise Unsupported(f"iterating over {iterator.describe()}, a real iterator, is not traced")
         if (item := iterator.next(self)) is not None:
             return self.push(item)

@@ -100,8 +100,8 @@ class Variable:
 
     def unpack(self, tx: InstructionTranslator) -> list[Variable]:
         """The items ``for``, ``*args`` and ``a, b = ...`` see."""
-        value = self.as_python()
-        if isinstance(value, collections.abc.Iterator):  # a zip, map or generator object: one pass only
+        if isinstance(value := self.as_python(), collections.abc.Iterator):
+            # a zip, map or generator object: one pass only
             raise Unsupported(f"iterating over {self.describe()}, a real iterator, is not traced (reading it "
                               "while tracing would use it up before the code runs)")
         try:

@@ -59,11 +59,9 @@ from ..ir import COLUMN_WIDTH, IDENTITY, MATH_OPS, MATH_OPS2, Load, Op, exp_of_d
 from ..scheduler import placement
 from .common import HALF, INFIX, IndexPrinter, KernelRenderer
 
-TL_TYPES = {
-    torch.float32: "tl.float32", torch.float64: "tl.float64", torch.float16: "tl.float16",
-    torch.bfloat16: "tl.bfloat16", torch.int64: "tl.int64", torch.int32: "tl.int32", torch.int16: "tl.int16",
-    torch.int8: "tl.int8", torch.uint8: "tl.uint8", torch.bool: "tl.int1",
-}
+# Triton names a dtype as torch does (torch.float32 is tl.float32), but bool is a 1-bit integer
+TL_TYPES = {dtype: f"tl.{str(dtype).removeprefix('torch.')}" for dtype in (torch.float32, torch.float64, torch.float16,
+            torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)} | {torch.bool: "tl.int1"}
 # max/min through combine functions that propagate NaN as torch does (tl.max drops it)
 REDUCE = {"sum": "tl.sum({0}, 1)", "max": "tl.reduce({0}, 1, max_combine)", "min": "tl.reduce({0}, 1, min_combine)",
           "prod": "tl.reduce({0}, 1, prod_combine)", "first_index": "tl.min({0}, 1).to(tl.int64)"}
@@ -106,8 +104,7 @@ class TritonRenderer(KernelRenderer):
         # C's (truncating) remainder and division. Float remainder is libdevice's exact fmod: Triton's float `%`
         # becomes LLVM's frem, which the GPU computes as a - trunc(a / b) * b (1e10 % 0.3 off by 12).
         "imod": "{0} % {1}", "truncdiv": "{0} // {1}",  # (fmod: libdevice's, above)
-        "maximum": "tl.maximum({0}, {1}, propagate_nan=tl.PropagateNan.ALL)",
-        "minimum": "tl.minimum({0}, {1}, propagate_nan=tl.PropagateNan.ALL)",
+        **{op: f"tl.{op}({{0}}, {{1}}, propagate_nan=tl.PropagateNan.ALL)" for op in ("maximum", "minimum")},
         "logical_not": "{0} == 0", "logical_and": "({0} != 0) & ({1} != 0)", "logical_or": "({0} != 0) | ({1} != 0)",
         "bitwise_not": "~{0}", "signbit": "libdevice.signbit({0}) != 0",
     }
@@ -414,8 +411,7 @@ class TritonRenderer(KernelRenderer):
         for n, tile, dtype in zip(nodes, tiles, dtypes):  # an online sum: each lane's sum rescaled to the max
             m = self.online.get(n.name)  # (only looped kernels have online sums)
             tile = f"{tile} * tl.exp({acc_of[m]} - {values[m]})" if m else tile
-            op = n.reduction.op
-            if op in ("argmax", "argmin"):  # see the docstring
+            if (op := n.reduction.op) in ("argmax", "argmin"):  # see the docstring
                 best = self.tmp(REDUCE[op.removeprefix("arg")].format(tile) + "[:, None]", dtype)
                 index = "rindex" if self.persistent else f"{tile}_index"
                 tile, op = f"tl.where(({tile} == {best}) | ({tile} != {tile}), {index}, rnumel)", "first_index"
@@ -508,8 +504,7 @@ def _identity(op: str, dtype: torch.dtype) -> int | float:
         return IDENTITY[op]
     if dtype == torch.bool:
         return 0 if "max" in op else 1
-    info = torch.iinfo(dtype)
-    return info.min if "max" in op else info.max
+    return torch.iinfo(dtype).min if "max" in op else torch.iinfo(dtype).max
 
 
 def pointwise_block(numel: sympy.Expr) -> int:
