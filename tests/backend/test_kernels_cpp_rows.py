@@ -190,20 +190,67 @@ def test_a_short_row_sum_of_sleef_values_is_staged_then_summed_in_fewer_lanes(si
                      (lambda x, t: torch.nn.functional.cross_entropy(x, t), (x[5:].expand(6, size), t))]:
         assert_same(fn, *args, backend="cpp", rtol=1e-5, atol=1e-6)
     source = toycompiler.explain(lambda x: torch.softmax(x, -1), backend="cpp")(x).kernels[0].source
-    if size == 1:  # no loop over r: nothing to stage
+    if size < 32:  # no loop over r (a row of 1), or short rows, a block of them at a time (see below): no staging
         return
     acc = re.search(rf"float (acc\d+)_row\[{size}\];", source).group(1)
     assert f"{acc}_row[r0] = tmp" in source and f"reduction(+:{acc}) simdlen({4 if size < 48 else 8})" in source
 
 
-@pytest.mark.parametrize("size", [7, 20, 40])
+@pytest.mark.parametrize("size", [33, 40, 64])
 def test_a_max_loop_that_keeps_its_exp_writes_the_rest_too(size):
     def scaled_exp(x):  # exp(x) is written out by the max's loops (both), and read back by the last one
         e = torch.exp(x)
         return e / e.amax(-1, keepdim=True)
     source = toycompiler.explain(scaled_exp, backend="cpp")(torch.randn(3, size)).kernels[0].source
     body = source[source.index("vector paths"):]
-    assert body.count("std::exp(") == (2 if size % 16 and size > 16 else 1)  # (rows of 7: the rest loop alone)
+    assert body.count("std::exp(") == (2 if size % 16 else 1)  # the whole vectors' loop and the rest's
     assert "std::exp(" not in body[body.index("_nan ? NAN"):]  # the last loop reads the values back
     assert_same(scaled_exp, torch.randn(6, size), backend="cpp")
     assert_same(lambda x: torch.max(torch.exp(x), -1), torch.randn(6, size), backend="cpp")
+
+
+# Short rows: a block of 64 rows at a time, copied transposed, one row a lane (CppRenderer.short_rows). Rows shorter
+# than 8, or than 32 where the kernel calls SLEEF; 131 rows: two whole blocks and a part of one.
+SHORT_ROWS = {
+    "log_softmax": (lambda x: torch.log_softmax(x, -1), 20),
+    "softmax": (lambda x: torch.softmax(x, -1), 12),
+    "logsumexp": (lambda x: torch.logsumexp(x, -1), 7),
+    "sigmoid_sum": (lambda x: x.sigmoid().sum(-1), 31),
+    "amax": (lambda x: x.amax(-1), 5),
+    "max_and_argmax": (lambda x: torch.max(x, -1), 3),
+    "argmin": (lambda x: x.argmin(-1), 7),
+    "var_mean": (lambda x: torch.var_mean(x, -1), 6),
+    "int_sum": (lambda x: (x.nan_to_num() * 100).long().sum(-1), 5),
+    "layer_norm": (lambda x: torch.nn.functional.layer_norm(x, x.shape[-1:], torch.arange(5.0), torch.ones(5)), 5),
+    "masked_softmax": (lambda x: torch.softmax(x.masked_fill(x > 1, float("-inf")), -1), 9),
+    "a_view_of_longer_rows": (lambda x: torch.log_softmax(x[:, 2:-3], -1), 25),  # rows of 20, 25 apart
+}
+
+
+@pytest.mark.parametrize("name", list(SHORT_ROWS))
+def test_short_rows_run_a_block_at_a_time_and_match_eager(name):
+    fn, size = SHORT_ROWS[name]
+    x = torch.randn(131, size).round(decimals=1)  # (ties for the argmax)
+    x[1, 0], x[2, 1], x[3, size // 2], x[4], x[70, 1] = float("-inf"), float("inf"), float("nan"), float("-inf"), 9
+    source = toycompiler.explain(fn, backend="cpp")(x).kernels[0].source
+    assert "short rows: 64 at a time" in source and "rows0[r0][x0 - xb] = in_ptr0[" in source, source
+    assert_same(fn, x, backend="cpp", rtol=1e-5, atol=1e-6)
+    assert_same(fn, x[:5], backend="cpp", rtol=1e-5, atol=1e-6)  # a block of 5 rows
+
+
+def test_short_rows_with_a_dynamic_count_of_rows():
+    compiled = toycompiler.compile(lambda x: torch.log_softmax(x, -1), backend="cpp")
+    for rows in (100, 37, 200):
+        x = torch.randn(rows, 20)
+        toycompiler.mark_dynamic(x, 0)
+        assert_same(lambda x: torch.log_softmax(x, -1), x, compiled=compiled)
+    assert len(compiled.compiled_frames) == 1
+
+
+@pytest.mark.parametrize("fn, size", [(lambda x: x.sum(-1), 20), (lambda x: x.argmax(-1), 8),
+                                      (lambda x: torch.softmax(x, -1), 16), (lambda x: torch.softmax(x, -1), 32),
+                                      (lambda x: torch.softmax(x, -1), 33), (lambda x: x.sum(0), 5)])
+def test_rows_that_gain_nothing_from_a_transposed_copy_keep_their_loops(fn, size):
+    """A cheap reduction over rows of 8 or more, rows of whole vectors of 16, rows of 32 or more, a column sum."""
+    source = toycompiler.explain(fn, backend="cpp")(torch.randn(100, size)).kernels[0].source
+    assert "short rows" not in source and "rows0" not in source

@@ -54,7 +54,7 @@ def test_reduction_accumulator_and_store_lines_belong_to_their_buffers():
     def softmax_rows(x):
         return torch.softmax(x, dim=-1)
 
-    frame = toycompiler.explain(softmax_rows, backend="cpp")(torch.randn(4, 8)).frames[0]
+    frame = toycompiler.explain(softmax_rows, backend="cpp")(torch.randn(4, 40)).frames[0]
     (kernel,) = frame.backend.kernels
     owners = Provenance(frame).kernel_line_buffers(kernel)
     src = kernel.source.splitlines()
