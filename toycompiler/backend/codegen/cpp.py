@@ -265,10 +265,10 @@ class CppRenderer(KernelRenderer):
         rows of 12 0.79x and 2.10x; softmax over rows of 20 1.21x and 1.57x; an amax over rows of 3 1.36x and
         9.3x; an argmax over rows of 3 0.13x and 1.03x.
 
-        Only rows shorter than 8 (of 32 where the kernel calls one of SLEEF's functions, an ``exp`` or ``log``, whose
-        scalar rest is the cost): copying costs what a cheap row reduction saves (a sum over rows of 20 took 0.23 ms, 0.09 without),
-        and rows of a whole number of vectors of 16 have no rest (a softmax over rows of 16 took 1.30 ms, 0.97
-        without; over rows of 33 1.47, 1.01 without)."""
+        Only rows shorter than 8 (of 32 where the kernel calls one of SLEEF's functions, an ``exp`` or ``log``,
+        whose scalar rest is the cost): copying costs what a cheap row reduction saves (a sum over rows of 20 took
+        0.23 ms, 0.09 without), and rows of a whole number of vectors of 16 have no rest (a softmax over rows of 16
+        took 1.30 ms, 0.97 without; over rows of 33 1.47, 1.01 without)."""
         row = self.rr[0] if len(self.rr) == 1 and self.xr and not self.column else sympy.S.Zero  # (0: not a row)
         if not (row.is_Integer and row % 16 and row < (32 if self.kernel_ops & SLEEF_OPS else 8)):
             return {}
@@ -306,9 +306,9 @@ class CppRenderer(KernelRenderer):
         lines = self.loops("x", xr[:-1], parallel[:-1]) + parallel[-1:]  # the block loop is collapsed too
         size = self.printer(xr[-1])
         copies = [line for (p, i), rows in self.rows.items() for line in (  # (see short_rows)
-            f"std::decay_t<decltype(*{p})> {rows}[{self.rr[0]}][{self.xblock}];",
-            f"for (int64_t r0 = 0; r0 < {self.rr[0]}; ++r0) _Pragma(\"omp simd\") for (int64_t {self.xlast} = xb; "
-            f"{self.xlast} < xe; ++{self.xlast}) {rows}[r0][{self.xlast} - xb] = {p}[{self.printer(i)}];")]
+            f"std::decay_t<decltype(*{p})> {rows}[{self.rr[0]}][{self.xblock}];  // {rows}[r0][{self.xlast} - xb]",
+            *self.loops("r", self.rr, [""]), *self.block_loop(),
+            f"{rows}[r0][{self.xlast} - xb] = {p}[{self.printer(i)}];", *["@DEDENT@", "}"] * 2)]
         return lines + [f"for (int64_t xb = 0; xb < {size}; xb += {self.xblock}) {{", "@INDENT@",
                         f"const int64_t xe = std::min<int64_t>(xb + {self.xblock}, {size});", *copies]
 
