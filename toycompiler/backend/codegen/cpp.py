@@ -230,6 +230,8 @@ class CppRenderer(KernelRenderer):
         # 1 thread, this project's 2-core CPU, column reductions over [1000, 1037] in blocks of 256 columns rather
         # than 64: a softmax over dim 0 0.99 ms against 1.10, a column sum 0.083 against 0.091. 2 threads, 5
         # blocks of 256 between them, softmax 0.60 against 0.43, var 0.095 against 0.064 (torch.compile 0.45, 0.11)
+        # Short rows (see short_rows) run in column order over their transposed copy; ``rowwise`` is set once the
+        # last loop, over the output a row at a time, opens: its loads read memory, not the copy
         self.rows, self.rowwise = self.short_rows(), False
         self.column |= bool(self.rows)
         self.xblock = 64 if self.rows or self.xnumel.is_Integer and self.xnumel < 4 * XBLOCK * torch.get_num_threads() \
@@ -259,11 +261,11 @@ class CppRenderer(KernelRenderer):
         the lanes combined, and a masked or scalar rest (four scalar ``expf`` calls a row of 20). Over rows that
         short, the kernel runs as a column reduction instead: a block of 64 rows at a time, first copied into a
         local array transposed (``rows0[r0][x0 - xb]``, row r0 of the copy holding element r0 of each row), so that
-        the loops over r read the copy along x, one row a lane, and nothing is left to combine; the output, a row
-        at a time, is read from memory. One thread, toy before and after against torch.compile, 1M floats:
-        log_softmax over rows of 20 0.75x and 1.85x, of 7 0.69x and 3.46x, of 3 0.70x and 5.5x; logsumexp over
-        rows of 12 0.79x and 2.10x; softmax over rows of 20 1.21x and 1.57x; an amax over rows of 3 1.36x and
-        9.3x; an argmax over rows of 3 0.13x and 1.03x.
+        the loops over r read the copy along x, one row a lane, and nothing is left to combine. The last loop,
+        which writes the output, runs a row at a time and reads the input from memory, in order. One thread, toy
+        before and after against torch.compile, 1M floats: log_softmax over rows of 20 0.75x and 1.85x, of 7 0.69x
+        and 3.46x, of 3 0.70x and 5.5x; logsumexp over rows of 12 0.79x and 2.10x; softmax over rows of 20 1.21x
+        and 1.57x; an amax over rows of 3 1.36x and 9.3x; an argmax over rows of 3 0.13x and 1.03x.
 
         Only rows shorter than 8 (of 32 where the kernel calls one of SLEEF's functions, an ``exp`` or ``log``,
         whose scalar rest is the cost): copying costs what a cheap row reduction saves (a sum over rows of 20 took
@@ -289,7 +291,8 @@ class CppRenderer(KernelRenderer):
 
     def x_loop_open(self):
         """Pointwise: ``parallel for`` over the outer dims, ``simd`` over the innermost. Reductions: parallel
-        over rows; a column reduction (:meth:`column_order`) over blocks of ``self.xblock`` columns instead."""
+        over rows; a column reduction (:meth:`column_order`) over blocks of ``self.xblock`` columns instead,
+        each block of short rows first copied transposed (:meth:`short_rows`)."""
         xr = self.xr or (1,)
         n = len(xr)
         if self.tiles:
