@@ -45,12 +45,28 @@ def test_softmax_with_nan_and_infinities(backend):
     assert_same(lambda x: torch.softmax(x, -1), x, backend=backend)
 
 
-def test_softmax_computes_exp_once_per_element():
-    report = toycompiler.explain(lambda x: torch.softmax(x, -1), backend="cpp")(torch.randn(8, 100))
+@pytest.mark.parametrize("size", [100, 1037])
+def test_softmax_computes_exp_once_per_element(size):
+    """Rows of 1037: the summing loop writes ``exp`` into the output, the last loop reads it back. Rows of 100:
+    the sum's values are staged in an array (``CppRenderer.lanes``), which the last loop reads instead."""
+    report = toycompiler.explain(lambda x: torch.softmax(x, -1), backend="cpp")(torch.randn(8, size))
     source = report.frames[0].backend.kernels[0].source
     body = source[source.index("vector paths"):]
     assert body.count("std::exp(") == 1
-    assert "= out_ptr0[" in body  # the last loop reads the kept values back
+    last = body[body.rindex("for (int64_t r0"):]  # the last loop
+    assert ("= out_ptr0[" in last) == (size == 1037) and ("= acc3_row[r0] / acc3;" in last) == (size == 100), last
+    assert body.count("out_ptr0[") == (3 if size == 1037 else 1)  # (written, read back, written; or written once)
+
+
+def test_a_softmax_over_channels_last_channels_reads_its_staged_values_back():
+    """Rows along C of a channels-last input, an NCHW output (written with a stride along the row): the last loop
+    reads the ``exp`` values from the staged array, and the output is written once. NaN, +inf, a row of -inf."""
+    x = torch.randn(2, 40, 5, 7).to(memory_format=torch.channels_last)
+    x[0, 3, 1, 1], x[1, :, 2, 2], x[1, 5, 0, 0] = float("nan"), float("-inf"), float("inf")
+    assert_same(lambda x: torch.softmax(x, 1), x, backend="cpp")
+    source = toycompiler.explain(lambda x: torch.softmax(x, 1), backend="cpp")(x).kernels[0].source
+    body = source[source.index("vector paths"):]
+    assert body.count("out_ptr0[") == 1 and re.search(r"= acc\d+_row\[r0\] / acc\d+;", body), body
 
 
 def test_exp_is_recomputed_when_the_output_has_another_dtype():

@@ -256,11 +256,17 @@ class KernelRenderer:
             needs |= self.row_inputs(local[b]) if placement(local[b], self.kernel) == "element" else {b}
         return needs
 
-    def spill(self) -> None:
+    def spill(self, kept: dict[str, str]) -> None:
         """Inside a loop over r: write each costly element value (an ``exp``) that this loop can compute
         into the output the last loop computes from it (``out = exp(x - max) / sum``), so that loop reads
         it back instead of computing it again, as eager's softmax does. A value the loop computes
-        already (the sum's own ``exp``) costs no new work; the output must have its size and dtype."""
+        already (the sum's own ``exp``) costs no new work; the output must have its size and dtype.
+
+        ``kept``: values (their temporaries) that this loop also writes into a local array, element of the
+        row by element (C++'s staged sums, ``CppRenderer.lanes``). Such a value is read from the array
+        instead, and not written out: a softmax over the channels of a channels-last [16, 64, 56, 56]
+        tensor, whose NCHW output is written with a stride of 3136 along the row, took 4.66 ms instead of
+        5.09 (torch.compile 3.90; one thread); over rows of 100 and 200 floats, within 5% either way."""
         for e in self.kernel.nodes:
             if e.name in self.spilled or e.name in self.kernel.stores or not set(op_names(e.body)) & self.spill_ops \
                     or e.reduction or not self.row_inputs(e) <= self.row_values.keys():
@@ -270,7 +276,10 @@ class KernelRenderer:
                         and out.layout.size == e.layout.size and out.layout.dtype == e.layout.dtype:
                     with self.owning(e):
                         value = self.expr(e.body, self.vars(e), e)
-                        self.emit(self.store(out.name, self.store_index(out), value, "element"))
+                        if value in kept:  # the loop keeps it in an array already (``kept``): read it there
+                            self.row_values[e.name] = kept[value]
+                        else:
+                            self.emit(self.store(out.name, self.store_index(out), value, "element"))
                     self.spilled[e.name] = out.name
                     break
 

@@ -310,8 +310,7 @@ class CppRenderer(KernelRenderer):
         size = self.printer(xr[-1])
         copies = [line for (p, i), rows in self.rows.items() for line in (  # (see short_rows)
             f"std::decay_t<decltype(*{p})> {rows}[{self.rr[0]}][{self.xblock}];  // {rows}[r0][{self.xlast} - xb]",
-            *self.loops("r", self.rr, [""]), *self.block_loop(),
-            f"{rows}[r0][{self.xlast} - xb] = {p}[{self.printer(i)}];", *["@DEDENT@", "}"] * 2)]
+            *self.r_loop_open(""), f"{rows}[r0][{self.xlast} - xb] = {p}[{self.printer(i)}];", *self.r_loop_close())]
         return lines + [f"for (int64_t xb = 0; xb < {size}; xb += {self.xblock}) {{", "@INDENT@",
                         f"const int64_t xe = std::min<int64_t>(xb + {self.xblock}, {size});", *copies]
 
@@ -350,8 +349,7 @@ class CppRenderer(KernelRenderer):
         rr = self.rr or (1,)
         if self.rows and purpose == "store":  # short rows: the elements a row at a time (see short_rows)
             self.rowwise = True
-            return [f"for (int64_t {self.xlast} = xb; {self.xlast} < xe; ++{self.xlast}) {{", "@INDENT@",
-                    *self.loops("r", rr, ["#pragma omp simd"])]
+            return self.block_loop()[1:] + self.loops("r", rr, ["#pragma omp simd"])  # (the block loop, not simd)
         inner = "" if self.column else "#pragma omp simd" if purpose == "store" else purpose
         lines = self.loops("r", rr, [""] * (len(rr) - 1) + [inner])
         return lines + self.block_loop() if self.column else lines
@@ -417,6 +415,7 @@ class CppRenderer(KernelRenderer):
         pragma = "#pragma omp simd" + "".join(clauses + [f" reduction(|:{a}_nan)" for a in nans])
         flat = self.printer(linear_index(index_vars(len(self.rr or (1,)), "r"), contiguous_strides(self.rr or (1,))))
         split = bool(nans) and {op for _, op, _ in folds} <= {"max", "min"}  # (see row_loops)
+        kept: dict[str, str] = {}  # a staged value -> the array element that holds it (see spill)
         for open_, close in self.row_loops("#pragma omp simd" if staged else pragma + lanes, split):
             self.emit(*open_)
             for n, op, acc in folds:
@@ -425,8 +424,9 @@ class CppRenderer(KernelRenderer):
                     fold = self.ops[COMBINE[op]].format(acc + where, value) if self.column or op not in ("max", "min") \
                         else f"std::{op}({acc}, {value})"
                     line = f"{acc}_row[{flat}] = {value};" if staged else f"{acc}{where} = {fold};"  # (see lanes)
+                    kept |= {value: f"{acc}_row[{flat}]"} if staged else {}
                     self.emit(line, *[f"{acc}_nan |= {value} != {value};"] * (acc in nans))
-            self.spill()
+            self.spill(kept)
             self.emit(*close)
         if staged:  # the staged values, folded in a loop of their own (see lanes)
             self.emit(*self.r_loop_open(pragma + lanes))
