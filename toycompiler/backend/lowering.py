@@ -394,10 +394,9 @@ class GraphLowering:
                        tuple(b.name for b in self.inputs if b.kind == "constant"))
 
     def placeholder(self, node: torch.fx.Node) -> Any:
-        val = node.meta.get("val")
         name = f"arg{len(self.params)}"
         self.params.append(name)
-        if isinstance(val, torch.SymInt):
+        if isinstance(val := node.meta.get("val"), torch.SymInt):
             if isinstance(expr := ir.sym(val), sympy.Symbol):
                 self.size_vars.setdefault(expr.name, name)
             return expr

@@ -71,7 +71,9 @@ def compile_training(gm: torch.fx.GraphModule, example_inputs: list, compile_gra
             result = compile_graph(graph, list(inputs))
         call = result.call if kept is None else _with_nones(result.call, *kept)
         call = _with_traced_layouts(call, inputs) if kind == "backward" else call
-        artifacts[kind] = _labelled(result.artifacts, kind)
+        arts = result.artifacts  # a fallback's reason says which of the two graphs ran eagerly
+        artifacts[kind] = arts if arts.fallback_reason is None else dataclasses.replace(
+            arts, backend=f"{arts.backend} ({kind})", fallback_reason=f"{kind} graph: {arts.fallback_reason}")
         return make_boxed_func(call)  # AOTAutograd passes one list, freed as it goes
 
     # Compile the backward now rather than at the first .backward(), so the report shows it.
@@ -84,12 +86,6 @@ def compile_training(gm: torch.fx.GraphModule, example_inputs: list, compile_gra
                            decompositions=decomposition_table(), partition_fn=min_cut_rematerialization_partition)(
             gm, example_inputs)
     return CompiledGraph(run, dataclasses.replace(artifacts["forward"], backward=artifacts.get("backward")))
-
-
-def _labelled(arts: Any, kind: str) -> Any:
-    """A fallback's reason says which of the two graphs ran eagerly."""
-    return arts if arts.fallback_reason is None else dataclasses.replace(
-        arts, backend=f"{arts.backend} ({kind})", fallback_reason=f"{kind} graph: {arts.fallback_reason}")
 
 
 def drop_none_outputs(gm: torch.fx.GraphModule) -> tuple[torch.fx.GraphModule, tuple | None]:

@@ -69,13 +69,12 @@ LOW_BIT_FLAG = {"LOAD_GLOBAL": "LOAD_GLOBAL", "LOAD_SUPER_ATTR": "LOAD_SUPER_ATT
 
 # How the transformed code spells the few instructions it emits (the ``bytecode`` package names
 # instructions as CPython does; only these differ). Other versions are refused at ``import toycompiler``.
-_EMIT: dict[tuple[int, int], dict[str, Any]] = {
+EMIT: dict[str, Any] = {
     # 3.11 calls in two steps, and LOAD_ATTR's argument is the name (a branch re-emits the original's jump opcode,
     # which names its direction on 3.11: see resume._branch)
     (3, 11): {"call": ("PRECALL", "CALL"), "attr_arg": lambda name: name},
     (3, 12): {"call": ("CALL",), "attr_arg": lambda name: (False, name)},  # LOAD_ATTR's low bit: method load
-}
-EMIT = _EMIT[VERSION]
+}[VERSION]
 
 
 # Opcode names in ``dis.opmap`` that never reach the translator: 3.12's

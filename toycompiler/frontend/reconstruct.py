@@ -285,7 +285,6 @@ class Codegen:
     def load_local(self, plan: TransformPlan, name: str) -> None:
         """A live local a resume function receives: rebuilt, or read where it already is (a local the
         breaking instruction stored, an argument the trace never read: still in its parameter)."""
-        value = plan.locals.get(name)
-        if name in plan.written or not isinstance(value, Variable):
+        if name in plan.written or not isinstance(value := plan.locals.get(name), Variable):
             return self.emit("LOAD_FAST", name)
         self.reconstruct(value)

@@ -97,11 +97,6 @@ def build_transformed(fn: types.FunctionType, plan: TransformPlan, input_sources
     return func, disassemble(transformed, f"{code.co_qualname} (transformed)"), tuple(map(disassemble, resumes))
 
 
-def _offset_map(new: types.CodeType, original: types.CodeType, inserted_after: int, inserted: int) -> dict[int, int]:
-    a, b = ([i for i in dis.get_instructions(c) if i.opname != "EXTENDED_ARG"] for c in (original, new))
-    return {b[k if k <= inserted_after else k + inserted].offset: ins.offset for k, ins in enumerate(a)}
-
-
 @functools.cache
 def resume_code(code: types.CodeType, point: ResumePoint) -> types.CodeType:
     """A copy of ``code`` that takes the stack and live locals as arguments and continues at ``point.offset``.
@@ -128,7 +123,11 @@ def resume_code(code: types.CodeType, point: ResumePoint) -> types.CodeType:
     items.name, items.qualname = f"__resume_at_{point.offset}_{n}", f"{code.co_qualname}.<resume at {point.offset}>"
     items.docstring = pybc.UNSET  # constants numbered by first use, as in every code this module makes
     new = items.to_code()
-    ORIGINS[new] = (code, _offset_map(new, code, first_resume, len(prologue.instrs)))
+    # ``new``'s offsets -> the original's: the k-th instruction of ``code`` is the k-th of ``new`` up to RESUME,
+    # and as many as the prologue has further on after it
+    a, b = ([i for i in dis.get_instructions(c) if i.opname != "EXTENDED_ARG"] for c in (code, new))
+    ORIGINS[new] = (code, {b[k if k <= first_resume else k + len(prologue.instrs)].offset: ins.offset
+                           for k, ins in enumerate(a)})
     return new
 
 

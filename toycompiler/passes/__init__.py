@@ -37,9 +37,9 @@ def run_passes(gm: torch.fx.GraphModule, example_inputs: list, config: Config) -
     if config.fold_conv_bn:
         gm = record("fold_conv_bn", *fold_conv_bn(gm))
     gm = record("decompose", *decompose(gm, example_inputs, bool(config.matmul_template)))
-    cleanups = [("constant_fold", config.constant_folding, constant_fold), ("simplify", config.simplify, simplify),
-                ("cse", config.cse, cse), ("dce", True, dce)]
-    for name, enabled, fn in cleanups:
+    # the clean-ups, each with the setting that turns it on
+    for name, enabled, fn in [("constant_fold", config.constant_folding, constant_fold),
+                              ("simplify", config.simplify, simplify), ("cse", config.cse, cse), ("dce", True, dce)]:
         if enabled:
             changes = fn(gm)
             gm.recompile()
