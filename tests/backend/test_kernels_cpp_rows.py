@@ -104,6 +104,27 @@ def argmax_input(length: int) -> torch.Tensor:
     return x
 
 
+TRANSCENDENTAL_ARGMAX = {
+    "max_of_exp": lambda x: torch.max(x.exp(), 0),
+    "max_of_sin_rows": lambda x: torch.max(x.sin(), -1),
+    "argmin_of_tanh": lambda x: x.tanh().argmin(0),
+    "argmax_of_erf": lambda x: torch.erf(x).argmax(0),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("name", list(TRANSCENDENTAL_ARGMAX))
+def test_an_argmax_of_a_transcendental_in_column_order_finds_its_max(name, dtype):
+    """In column order and over short rows the index is found in the max's own loop. A second loop computed the
+    values again, and an ``exp`` or ``sin`` vectorised otherwise there came out an ulp apart: no element equalled
+    the max, and the index was INT64_MAX. Columns of [20, 131], rows of 20 (short rows), -inf, NaN, ties."""
+    fn = TRANSCENDENTAL_ARGMAX[name]
+    x = torch.randn(20, 131, dtype=dtype).round(decimals=1)
+    x[:, 3], x[5, 4], x[9, 4], x[0, 7], x[:, 8] = float("-inf"), float("nan"), float("nan"), float("nan"), 0.5
+    for x in (x, x.t().contiguous()):
+        assert_same(fn, x, backend="cpp")
+
+
 @pytest.mark.parametrize("name", ["max_dim", "argmin_of_body", "min_and_argmax"])
 def test_triton_argmax_over_rows_too_long_to_hold_whole(name):
     """Looped rows (past config.max_block): each lane keeps its first max's index, then the lanes that hold
