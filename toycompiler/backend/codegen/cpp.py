@@ -414,13 +414,13 @@ class CppRenderer(KernelRenderer):
         lanes, staged = self.lanes(folds)
         declare = (lambda t, a, init: [f"{t} {a}[{self.xblock}];", f"std::fill_n({a}, {self.xblock}, {init});"]) \
             if self.column else (lambda t, a, init: [f"{t} {a} = {init};"])
+        start = 0 if self.column else "INT64_MAX"  # an argmax's index before its loop (see above)
         for n, op, acc in zip(nodes, ops, accs):
             dtype = self.expr_dtype(n.body)
             self.emit(*declare(self.type_name(dtype), acc, self.init(op, dtype)) if alias[acc] == acc else [])
             self.emit(*[f"int {acc}_nan = 0;"] if acc in nans else [])
             self.emit(*[f"{self.type_name(dtype)} {acc}_row[{self.printer(self.rr[0])}];"] if staged else [])
-            first = 0 if self.column else "INT64_MAX"  # (see above)
-            self.emit(*declare("int64_t", f"{acc}_index", first) if op != n.reduction.op else [])
+            self.emit(*declare("int64_t", f"{acc}_index", start) if op != n.reduction.op else [])
         clauses = [f" reduction({REDUCE_CLAUSE[op]}:{acc})" for _, op, acc in folds]
         pragma = "#pragma omp simd" + "".join(clauses + [f" reduction(|:{a}_nan)" for a in nans])
         flat = self.printer(linear_index(index_vars(len(self.rr or (1,)), "r"), contiguous_strides(self.rr or (1,))))
