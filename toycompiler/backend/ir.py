@@ -556,9 +556,9 @@ def split_reductions(ir: GraphIR) -> tuple[GraphIR, list[tuple[str, str, str]]]:
         # merged first, so [32, 56, 56] unravels as [32, 3136]: one division fewer per element
         ranges, merge = merge_ranges("r", b.reduction.ranges, [sympy.expand(i) for i in index_exprs(b.body)])
         d, r = index_vars(n + 1), index_vars(len(ranges), "r")  # d0: the chunk; d1...: the buffer's own indices
-        q = ranges[0] // count if ranges[0] % count == 0 else 0
-        if q:  # the chunks split the outer loop: each takes q of its steps and all of the inner loops,
-            # so no division finds an element and no mask is needed past the end
+        # q: where the chunks split the outer loop, each takes q of its steps and all of the inner loops,
+        # so no division finds an element and no mask is needed past the end
+        if q := (ranges[0] // count if ranges[0] % count == 0 else 0):
             rranges, digits, inside = (q, *ranges[1:]), (d[0] * q + r[0], *r[1:]), None
         else:  # chunk s is elements s*C ... s*C + C - 1 of the (merged) row, masked past its end
             rranges, flat = (chunk,), d[0] * chunk + r[0]

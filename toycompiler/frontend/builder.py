@@ -31,8 +31,8 @@ if TYPE_CHECKING:
 
 def register_object(tx: Tx, obj: Any) -> str:
     """A name for ``obj`` that guards and the transformed code can both refer to."""
-    name = next((name for name, known in tx.guard_objects.items() if known is obj), None)
-    if name is None:  # a new one: ``___obj_0`` (``G``, the globals, comes first)
+    if (name := next((name for name, known in tx.guard_objects.items() if known is obj), None)) is None:
+        # a new one: ``___obj_0`` (``G``, the globals, comes first)
         name = f"___obj_{len(tx.guard_objects) - 1}"
         tx.guard_objects[name] = obj
     return name

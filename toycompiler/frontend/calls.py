@@ -84,8 +84,12 @@ def call_python(tx: Tx, fn: Any, args: list[Variable], kwargs: dict[str, Variabl
                           "known while tracing, nor constants of the graph)", "numpy")
     if _foldable(fn) and not any(a.tensors() for a in [*args, *kwargs.values()]):
         return fold(tx, fn, args, kwargs)
-    if isinstance(fn, type) and issubclass(fn, torch.nn.Module):
-        return construct_module(tx, fn, args, kwargs)
+    if isinstance(fn, type) and issubclass(fn, torch.nn.Module):  # ``nn.ReLU()`` inside the function: built now
+        module = fold(tx, fn, args, kwargs).as_python()
+        if any(True for _ in module.parameters()) or any(True for _ in module.buffers()):
+            raise Unsupported(f"{fn.__name__}(...) made inside the function has parameters or buffers, freshly "
+                              "initialised on every call; make it once outside the function", "unsupported-call")
+        return ObjectVariable(module)  # (only modules without tensors)
     if isinstance(fn, torch._library.custom_ops.CustomOpDef):  # @torch.library.custom_op
         fn = fn._opoverload
     if is_torch_op(fn):
@@ -103,9 +107,8 @@ def call_python_function(tx: Tx, fn: Any, source: str | None, args: list[Variabl
         return inline_function(tx, fn, source, args, kwargs)
     if isinstance(fn, functools.partial):
         inner = tx.wrap(fn.func, f"{source}.func" if source else None)
-        bound = [tx.wrap(a, None) for a in fn.args]
         keywords = {k: tx.wrap(v, None) for k, v in fn.keywords.items()}
-        return inner.call(tx, [*bound, *args], {**keywords, **kwargs})  # the bound arguments first
+        return inner.call(tx, [*(tx.wrap(a, None) for a in fn.args), *args], {**keywords, **kwargs})  # bound ones first
     if isinstance(getattr(type(fn), "__call__", None), types.FunctionType):  # an object of a class with __call__
         return call_python_function(tx, fn.__call__, source and f"{source}.__call__", args, kwargs)
     if isinstance(fn, type) and issubclass(fn, BaseException):
@@ -140,15 +143,6 @@ def call_module(tx: Tx, module: torch.nn.Module, source: str | None, args: list[
     if not isinstance(forward := type(module).forward, types.FunctionType):
         raise Unsupported(f"{type(module).__name__}.forward is not a Python function", "unsupported-call")
     return call_python(tx, forward, [self_var, *args], kwargs)  # ``forward`` with the module first, as ``self``
-
-
-def construct_module(tx: Tx, cls: type, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
-    """``nn.ReLU()`` inside the function: built now; only modules without tensors."""
-    module = fold(tx, cls, args, kwargs).as_python()
-    if any(True for _ in module.parameters()) or any(True for _ in module.buffers()):
-        raise Unsupported(f"{cls.__name__}(...) made inside the function has parameters or buffers, "
-                          "freshly initialised on every call; make it once outside the function", "unsupported-call")
-    return ObjectVariable(module)
 
 
 # -- inlining ---------------------------------------------------------------------------
@@ -195,10 +189,9 @@ def is_torch_op(fn: Any) -> bool:
     if isinstance(fn, type) or not isinstance(module, str) \
             or (module.startswith(("torch.nn.modules", "torch.nn.utils")) and isinstance(fn, types.FunctionType)):
         return False
-    # in torch: "torch" or "torch.*", not torchvision, torchaudio ... (user code)
-    if module.split(".")[0] == "torch" and not module.startswith(("torch._dynamo", "torch.fx", "torch.compiler")):
-        return True
-    return _hashable(fn) and fn in OPERATOR_FUNCTIONS
+    # in torch: "torch" or "torch.*", not torchvision, torchaudio ... (user code); or an operator function
+    return module.split(".")[0] == "torch" and not module.startswith(("torch._dynamo", "torch.fx", "torch.compiler")) \
+        or _hashable(fn) and fn in OPERATOR_FUNCTIONS
 
 
 def _foldable(fn: Any) -> bool:
@@ -206,9 +199,9 @@ def _foldable(fn: Any) -> bool:
         return True
     # a bound method of a constant: "a,b".split, (3).bit_length, torch.float32.is_floating_point (not None, the
     # __self__ of some builtin functions)
-    if isinstance(fn, types.BuiltinMethodType | types.MethodWrapperType) and fn.__self__ is not None \
-            and isinstance(fn.__self__, CONSTANT_TYPES):
-        return True
+    if isinstance(fn, types.BuiltinMethodType | types.MethodWrapperType) and fn.__self__ is not None:
+        return isinstance(fn.__self__, CONSTANT_TYPES)
+    # a constant type (int, str, torch.dtype...), not type itself
     return isinstance(fn, type) and issubclass(fn, CONSTANT_TYPES) and fn is not type
 
 

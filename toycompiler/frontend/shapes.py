@@ -81,8 +81,8 @@ class ShapePolicy:
         if self.dynamic:
             return {d: "dynamic=True" for d in range(t.dim())}
         out = {d: "mark_dynamic" for d in [*getattr(t, MARK_ATTRIBUTE, ()), *getattr(t, TORCH_MARK_ATTRIBUTE, ())]}
-        seen = self.previous.get(source)
-        if self.automatic and seen is not None and len(seen) == t.dim():  # a dim whose size changed (None: varied)
+        # a dim whose size changed (None: varied)
+        if self.automatic and (seen := self.previous.get(source)) is not None and len(seen) == t.dim():
             out = {d: f"automatic dynamic: size changed ({'several sizes' if old is None else old} -> {new})"
                    for d, (old, new) in enumerate(zip(seen, t.shape)) if old != new} | out  # mark_dynamic's kept
         return out

@@ -284,8 +284,8 @@ class InstructionTranslator:
         self.push(self.state.stack[-inst.arg])
 
     def SWAP(self, inst):
-        s = self.state.stack
-        s[-1], s[-inst.arg] = s[-inst.arg], s[-1]
+        stack = self.state.stack
+        stack[-1], stack[-inst.arg] = stack[-inst.arg], stack[-1]
 
     # -- locals ----------------------------------------------------------------------
 
@@ -324,14 +324,13 @@ class InstructionTranslator:
 
     def LOAD_GLOBAL(self, inst):
         """``LOAD_GLOBAL torch`` -- a global (or builtin), guarded by value or identity."""
-        name = inst.argval
-        if name in self.globals:  # compiled code reaches the compiled function's own globals as ``G``
+        if inst.argval in self.globals:  # compiled code reaches the compiled function's own globals as ``G``
             # ``G``, or ``___obj_N`` for an inlined function's module
             where = builder.register_object(self, self.globals)
-            return self.push_loaded(inst, self.wrap(self.globals[name], f"{where}[{name!r}]"))
-        if name not in self.builtins:
-            raise Unsupported(f"name {name!r} is not defined", "name-error")
-        self.push_loaded(inst, ObjectVariable(self.builtins[name]))
+            return self.push_loaded(inst, self.wrap(self.globals[inst.argval], f"{where}[{inst.argval!r}]"))
+        if inst.argval not in self.builtins:
+            raise Unsupported(f"name {inst.argval!r} is not defined", "name-error")
+        self.push_loaded(inst, ObjectVariable(self.builtins[inst.argval]))
 
     def IMPORT_NAME(self, inst):
         """``import math`` inside the function: the import happens now, at compile time."""

@@ -404,5 +404,5 @@ def fake_inputs(example_inputs: list, gm: torch.fx.GraphModule) -> tuple[FakeTen
 
 def _is_symbolic(value: object) -> bool:
     """A SymInt, or a fake tensor with a symbolic size (dynamic shapes)."""
-    sizes = value.shape if isinstance(value, FakeTensor) else [value]  # a size (a SymInt or not): its own list
-    return any(isinstance(s, torch.SymInt) for s in sizes)
+    # a tensor's sizes; a size (a SymInt or not): its own list
+    return any(isinstance(s, torch.SymInt) for s in (value.shape if isinstance(value, FakeTensor) else [value]))

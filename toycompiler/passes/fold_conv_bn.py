@@ -48,9 +48,10 @@ def _foldable(node: torch.fx.Node) -> bool:
     conv = node.args[0]
     if not (isinstance(conv, torch.fx.Node) and conv.target is aten.convolution.default and len(conv.users) == 1):
         return False
-    tensors = conv.args[1:3] + node.args[1:5]  # weights, biases and statistics (None: left out)
-    if conv.args[6] or any(t is not None and t.op != "get_attr" for t in tensors):
-        return False  # a transposed convolution, or tensors that are graph inputs rather than its own constants
+    # a transposed convolution, or weights, biases and statistics (None: left out) that are graph inputs rather
+    # than its own constants
+    if conv.args[6] or any(t is not None and t.op != "get_attr" for t in conv.args[1:3] + node.args[1:5]):
+        return False
     return all(u.target is operator.getitem for u in node.users)
 
 

@@ -71,11 +71,10 @@ def _double_negation(node: torch.fx.Node):
 
 def _affine(node: torch.fx.Node) -> tuple[torch.fx.Node, object, float] | None:
     """``x + c``, ``x - c``, ``x * c`` with c a number, as ``(x, ADD or MUL, c)``: ``x - c`` is ``(x, ADD, -c)``."""
-    if node.target not in (ADD, SUB, MUL) or len(node.args) != 2 or node.kwargs:
+    if node.target not in (ADD, SUB, MUL) or len(node.args) != 2 or node.kwargs \
+            or not (isinstance(node.args[0], torch.fx.Node) and _scalar(node.args[1])):
         return None
     x, c = node.args
-    if not (isinstance(x, torch.fx.Node) and _scalar(c)):
-        return None
     return x, MUL if node.target is MUL else ADD, -c if node.target is SUB else c
 
 
