@@ -16,6 +16,8 @@ import os
 import unittest.mock
 from dataclasses import dataclass, field, fields, replace
 
+import torch
+
 # torch.compile's modes (toycompiler accepts the same names; see ``Config.mode``).
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 # The cache directory unless $TOYCOMPILER_CACHE_DIR names another (see ``Config.cache_dir``).
@@ -67,8 +69,15 @@ class Config:
     # -fno-math-errno: nobody reads errno, and setting it stops sqrt/exp loops vectorizing.
     # -fno-tree-sink: a value used in only one arm of a `where` (`c ? erf(a) : pow(b, y)`) would be moved into
     # that arm, where only scalar libm calls can compute it: a transcendental chain ran 2.7x slower.
-    cxx_flags: tuple[str, ...] = ("-O3", "-march=native", "-fno-math-errno", "-fno-tree-sink", "-fopenmp", "-shared",
-                                  "-fPIC")
+    # -fno-trapping-math: nobody reads the floating-point exception flags either (the results are IEEE's all the
+    # same). Without it, GCC 12 on an AVX2 CPU vectorised no loop with a float compare and a select in it
+    # (`(x > 0).float() * x`, a relu, a cat's guarded loads: "control flow in loop"); with AVX-512 it did.
+    # -mprefer-vector-width=256 where the CPU has AVX2 but not AVX-512: for AMD's first Zen, GCC 12 prefers vectors
+    # of 16 bytes, and in them it compiles the masked rest of an argmax's index loop wrongly: torch.max(x, -1)
+    # returned INT64_MAX as the index of a NaN or inf in the last 8 of a row of 40. Other AVX2 CPUs get 32 already.
+    cxx_flags: tuple[str, ...] = ("-O3", "-march=native", "-fno-math-errno", "-fno-trapping-math", "-fno-tree-sink",
+                                  "-fopenmp", "-shared", "-fPIC",
+                                  *["-mprefer-vector-width=256"] * (torch.backends.cpu.get_cpu_capability() == "AVX2"))
     # Where generated code and shared libraries are kept between processes.
     cache_dir: str = field(default_factory=lambda: os.environ.get("TOYCOMPILER_CACHE_DIR", HOME_CACHE_DIR))
     # Check every IR at stage boundaries (tests turn this on).
