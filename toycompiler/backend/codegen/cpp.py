@@ -415,9 +415,11 @@ class CppRenderer(KernelRenderer):
         declare = (lambda t, a, init: [f"{t} {a}[{self.xblock}];", f"std::fill_n({a}, {self.xblock}, {init});"]) \
             if self.column else (lambda t, a, init: [f"{t} {a} = {init};"])
         start = 0 if self.column else "INT64_MAX"  # an argmax's index before its loop (see above)
+        wide = [acc for n, op, acc in zip(nodes, ops, accs) if self.wide(op, self.expr_dtype(n.body))]  # (see wide)
         for n, op, acc in zip(nodes, ops, accs):
             dtype = self.expr_dtype(n.body)
-            self.emit(*declare(self.type_name(dtype), acc, self.init(op, dtype)) if alias[acc] == acc else [])
+            self.emit(*declare("double" if acc in wide else self.type_name(dtype), acc, self.init(op, dtype))
+                      if alias[acc] == acc else [])
             self.emit(*[f"int {acc}_nan = 0;"] if acc in nans else [])
             self.emit(*[f"{self.type_name(dtype)} {acc}_row[{self.printer(self.rr[0])}];"] if staged else [])
             self.emit(*declare("int64_t", f"{acc}_index", start) if op != n.reduction.op else [])
@@ -426,7 +428,7 @@ class CppRenderer(KernelRenderer):
         flat = self.printer(linear_index(index_vars(len(self.rr or (1,)), "r"), contiguous_strides(self.rr or (1,))))
         split = bool(nans) and {op for _, op, _ in folds} <= {"max", "min"}  # (see row_loops)
         kept: dict[str, str] = {}  # a staged value -> the array element that holds it (see spill)
-        for open_, close in self.row_loops("#pragma omp simd" if staged else pragma + lanes, split):
+        for open_, close in self.row_loops("#pragma omp simd" if staged else pragma + lanes, split, wide):
             self.emit(*open_)
             for n, op, acc in folds:
                 with self.owning(n):
@@ -434,6 +436,7 @@ class CppRenderer(KernelRenderer):
                     fold = self.ops[COMBINE[op]].format(acc + where, value) if self.column or op not in ("max", "min") \
                         else f"std::{op}({acc}, {value})"
                     line = f"{acc}_row[{flat}] = {value};" if staged else f"{acc}{where} = {fold};"  # (see lanes)
+                    line = f"{acc}_part += {value};" if self.column and acc in wide else line
                     kept |= {value: f"{acc}_row[{flat}]"} if staged else {}
                     a, gt = f"{acc}{where}", ">" if op == "max" else "<"  # (an argmax in column order: see above)
                     index = [f"{i}_index{where} = {value} {gt} {a} || {value} != {value} && {a} == {a} ? {flat} : "
@@ -453,14 +456,40 @@ class CppRenderer(KernelRenderer):
         for n, op, acc in zip(nodes, ops, accs):
             if op != n.reduction.op and not self.column:
                 # loops as the max's, over the same values
-                for open_, close in self.row_loops(f"#pragma omp simd reduction(min:{acc}_index)", split):
+                for open_, close in self.row_loops(f"#pragma omp simd reduction(min:{acc}_index)", split, []):
                     self.emit(*open_)
                     with self.owning(n):
                         v, i, m = self.expr(n.body, self.vars(n), n), f"{acc}_index{where}", alias[acc] + where
                         self.emit(f"{i} = {v} == {m} || {v} != {v} ? std::min<int64_t>({i}, {flat}) : {i};")
                     self.emit(*close)
-        return [f"{acc}_index{where}" if op != n.reduction.op else alias[acc] + where
-                for n, op, acc in zip(nodes, ops, accs)]
+        return [f"{acc}_index{where}" if op != n.reduction.op else self.cast(alias[acc] + where, torch.float32)
+                if acc in wide else alias[acc] + where for n, op, acc in zip(nodes, ops, accs)]
+
+    def wide(self, op: str, dtype: torch.dtype) -> bool:
+        """Whether a float sum adds in double: a row loop's values each into a double accumulator; in column
+        order, float *parts* of a step's 8 rows, each added into the double when its loop ends (``acc0[x0 - xb]
+        += acc0_part``).
+
+        A lane adds its values one after another, each add rounded to float, so the error grows with their count.
+        ``x.var()`` over 4M floats of mean 100 came out 9.4e-4 from the float64 value (eager 1.6e-8, torch.compile
+        1.0e-7: both add in blocks, a cascade), a sum over dim 0 of [10^6, 17] 3.2e-5 (eager 1.1e-7). In column
+        order each column's accumulator adds every row. A lane of a row loop adds a sixteenth of the row; where
+        the row is several loops (``x.mean((0, 2, 3))`` of NCHW), a sixteenth of the inner loop, whose lanes are
+        combined into the accumulator each time it ends (OpenMP's reduction), which so adds one value a run of
+        the inner loop. Past 256 values in any of these (or a count known only when running) the sum adds in
+        double, now 1e-7 and 3e-8 from float64.
+
+        In a row loop the double was faster, not slower: a sum over [64, 100003] floats took 2.8 ms, 7.3 in
+        float, a ``mse_loss`` of 4M floats 2.5 and 4.6 (GCC adds the halves of each vector of floats into two
+        vectors of doubles, two chains of adds instead of one). In column order a double in the loop made it
+        slower: a sum over dim 1 of [32, 512, 1000] took 7.4 ms against 5.4, and 5.5 with parts (one thread).
+        Never in a kernel that calls SLEEF: the doubles changed the width GCC gives the whole loop, exp included
+        (cross entropy over rows of 50257, 25% slower); the values summed there are an exp's, all positive, and
+        the log of a log_softmax narrows the error."""
+        rr = self.rr or (sympy.S.One,)
+        counts = [sympy.Mul(*rr)] if self.column else [rr[-1] / 16, sympy.Mul(*rr[:-1])]
+        return op == "sum" and dtype == torch.float32 and not self.kernel_ops & SLEEF_OPS and not all(
+            count.is_Number and count <= 256 for count in counts)
 
     def lanes(self, folds) -> tuple[str, bool]:
         """How many lanes a row reduction's vectors have (``simdlen``), from the row's length; and whether the
@@ -498,7 +527,7 @@ class CppRenderer(KernelRenderer):
             return "", False
         return f" simdlen({4 if row < 48 else 8})", sleef
 
-    def row_loops(self, pragma: str, split: bool) -> Iterator[tuple[list[str], list[str]]]:
+    def row_loops(self, pragma: str, split: bool, wide: list[str]) -> Iterator[tuple[list[str], list[str]]]:
         """The loops over r (lines that open one, lines that close it) of a reduction: one, or where ``split`` (a row
         max or min of floats) and the row is not a whole number of vectors of 16, two: the whole vectors, then the
         rest as one more vector of 16 whose lanes past the row do nothing (``if (r0 < 20)``: masked loads). Left to
@@ -516,18 +545,23 @@ class CppRenderer(KernelRenderer):
         1037] 12.6 and 18.8 (one thread; a sum of the same floats in memory order 21 GB/s). A loop over the rows'
         count known only when running (``r0 < std::min(r0s + 8, rnumel)``) was slower than a row at a time.
 
+        ``wide`` are the float sums that add in double (``wide``): in column order, each pass over a column adds its
+        values into a float part first (``acc0_part``, declared in the block loop), then the part into the double.
+
         A loop that would run no times (no whole vectors, no rest) is left out."""
         rr = self.rr or (sympy.S.One,)
         if not split and not self.column:
             yield self.r_loop_open(pragma), self.r_loop_close()
             return
+        decl = [f"float {a}_part = 0;" for a in wide]  # a column's float part sums (see wide; a row max has none)
+        flush = [f"{a}[{self.xlast} - xb] += {a}_part;" for a in wide]
         r, size, step = f"r{len(rr) - 1}", self.printer(rr[-1]), 8 if self.column else 16  # rows; a vector's floats
         end = rr[-1] - sympy.Mod(rr[-1], step)  # where the whole steps (vectors) end and the rest begins
         e = self.printer(end)
         if self.column:  # a step's rows inside the vector loop; the rest a row a pass
-            whole = [f"for (int64_t {r}s = 0; {r}s < {e}; {r}s += {step}) {{", "@INDENT@", *self.block_loop(),
+            whole = [f"for (int64_t {r}s = 0; {r}s < {e}; {r}s += {step}) {{", "@INDENT@", *self.block_loop(), *decl,
                      f"for (int64_t {r} = {r}s; {r} < {r}s + {step}; ++{r}) {{", "@INDENT@"]
-            rest = [f"for (int64_t {r} = {e}; {r} < {size}; ++{r}) {{", "@INDENT@", *self.block_loop()]
+            rest = [f"for (int64_t {r} = {e}; {r} < {size}; ++{r}) {{", "@INDENT@", *self.block_loop(), *decl]
         else:  # whole vectors; the rest as one more vector, its lanes past the row masked off
             whole = [pragma, f"for (int64_t {r} = 0; {r} < {e}; ++{r}) {{", "@INDENT@"]
             rest = [pragma, f"for (int64_t {r} = {e}; {r} < {self.printer(end + step)}; ++{r}) {{", "@INDENT@",
@@ -537,7 +571,8 @@ class CppRenderer(KernelRenderer):
         for k, lines in enumerate(loops):
             self.spilled = dict(spilled)  # each loop spills its own elements (KernelRenderer.spill)
             levels = lines.count("@INDENT@") + (len(rr) - 1) * (k == len(loops) - 1)  # the last closes the outer loops
-            yield (outer if k == 0 else []) + lines, ["@DEDENT@", "}"] * levels
+            inner = ["@DEDENT@", "}"] * (lines is whole)  # the parts end with a step's loop, or in the block loop
+            yield (outer if k == 0 else []) + lines, inner + flush + ["@DEDENT@", "}"] * (levels - len(inner) // 2)
 
     def init(self, op: str, dtype: torch.dtype) -> str:
         """The accumulator's start: ``IDENTITY[op]``, but integers have no infinity (their lowest or max value)."""
