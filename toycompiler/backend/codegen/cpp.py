@@ -479,10 +479,11 @@ class CppRenderer(KernelRenderer):
         the inner loop. Past 256 values in any of these (or a count known only when running) the sum adds in
         double, now 1e-7 and 3e-8 from float64.
 
-        In a row loop the double was faster, not slower: a sum over [64, 100003] floats took 2.8 ms, 7.3 in
-        float, a ``mse_loss`` of 4M floats 2.5 and 4.6 (GCC adds the halves of each vector of floats into two
-        vectors of doubles, two chains of adds instead of one). In column order a double in the loop made it
-        slower: a sum over dim 1 of [32, 512, 1000] took 7.4 ms against 5.4, and 5.5 with parts (one thread).
+        Timed on an AVX2 CPU, one thread. In a row loop the double was faster, not slower: a sum over [64, 100003]
+        floats took 2.8 ms, 7.3 in float, a ``mse_loss`` of 4M floats 2.5 and 4.6 (GCC adds the halves of each
+        vector of floats into two vectors of doubles, two chains of adds instead of one). In column order a double
+        in the loop made it slower: a sum over dim 1 of [32, 512, 1000] took 7.4 ms against 5.4, and 5.5 with
+        parts.
         Never in a kernel that calls SLEEF: the doubles changed the width GCC gives the whole loop, exp included
         (cross entropy over rows of 50257, 25% slower); the values summed there are an exp's, all positive, and
         the log of a log_softmax narrows the error."""
@@ -545,15 +546,16 @@ class CppRenderer(KernelRenderer):
         1037] 12.6 and 18.8 (one thread; a sum of the same floats in memory order 21 GB/s). A loop over the rows'
         count known only when running (``r0 < std::min(r0s + 8, rnumel)``) was slower than a row at a time.
 
-        ``wide`` are the float sums that add in double (``wide``): in column order, each pass over a column adds its
-        values into a float part first (``acc0_part``, declared in the block loop), then the part into the double.
+        ``wide`` are the accumulators of the float sums that add in double (see ``wide``): in column order, each pass
+        over a column adds its values into a float part first (``acc0_part``, declared in the block loop), then the
+        part into the double. (A row loop that splits reduces only a max or min: no sums.)
 
         A loop that would run no times (no whole vectors, no rest) is left out."""
         rr = self.rr or (sympy.S.One,)
         if not split and not self.column:
             yield self.r_loop_open(pragma), self.r_loop_close()
             return
-        decl = [f"float {a}_part = 0;" for a in wide]  # a column's float part sums (see wide; a row max has none)
+        decl = [f"float {a}_part = 0;" for a in wide]  # a column's float part sums
         flush = [f"{a}[{self.xlast} - xb] += {a}_part;" for a in wide]
         r, size, step = f"r{len(rr) - 1}", self.printer(rr[-1]), 8 if self.column else 16  # rows; a vector's floats
         end = rr[-1] - sympy.Mod(rr[-1], step)  # where the whole steps (vectors) end and the rest begins
