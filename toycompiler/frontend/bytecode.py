@@ -110,11 +110,11 @@ def normalise(code: types.CodeType) -> Iterator[Inst]:
     for ins, line in raw:
         low_bit = ins.opname in LOW_BIT_FLAG and bool(ins.arg & 1)
         opname = LOW_BIT_FLAG[ins.opname] if low_bit else ALIASES.get(ins.opname, ins.opname)
-        flag = low_bit or opname == "LOAD_METHOD"  # a method load pushes NULL first
         if ins.opname == "CALL_INTRINSIC_1":
             opname = INTRINSICS.get(ins.argrepr, opname)
         argval = next_offset.get(ins.argval, ins.argval) if ins.opname in JUMPS_SKIP_THEIR_END else ins.argval
-        yield Inst(ins.offset, opname, ins.arg, argval, ins.argrepr, line, flag)
+        # the flag: the low bit was set, or a method load (which pushes NULL first)
+        yield Inst(ins.offset, opname, ins.arg, argval, ins.argrepr, line, low_bit or opname == "LOAD_METHOD")
 
 
 def _with_lines(code: types.CodeType, line: int | None) -> Iterator[tuple[dis.Instruction, int | None]]:

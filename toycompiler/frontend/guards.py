@@ -47,16 +47,14 @@ from ..artifacts import Guard, GuardFailure, GuardsArtifact
 class GuardBuilder:
     """Collects guards while the translator runs (one per cache entry)."""
 
-    guards: list[Guard] = field(default_factory=list)
-    seen: set[str] = field(default_factory=set)
+    guards: dict[str, Guard] = field(default_factory=dict)  # by expression, in the order they were added
     checked: dict[str, torch.Tensor] = field(default_factory=dict)  # static tensors: source -> value
     covered: set[str] = field(default_factory=set)  # the guards ``___check_tensors`` stands for
 
     def add(self, expr: str, kind: str, reason: str, line: int | None = None,
             actual: str | None = None, expected: str | None = None) -> None:
-        if expr not in self.seen:  # each fact once, where it was first relied on
-            self.seen.add(expr)
-            self.guards.append(Guard(expr, kind, reason, line, actual, expected))
+        # each fact once, where it was first relied on
+        self.guards.setdefault(expr, Guard(expr, kind, reason, line, actual, expected))
 
     def tensor(self, source: str, t: torch.Tensor, line: int | None,
                dynamic_dims: frozenset[int] = frozenset()) -> None:

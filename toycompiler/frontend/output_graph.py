@@ -92,7 +92,7 @@ class OutputGraph:
         node_args, node_kwargs = tuple(a.node_arg() for a in args), {k: v.node_arg() for k, v in kwargs.items()}
         result = self.wrap_result(op, target, node_args, node_kwargs, example)
         if mutated := [t for t, before in versions if t.example._version != before]:
-            # its node (or its results' last getitem)
+            # its node (or its results' last getitem); ``iter``: the reversed nodes are an iterable in torch 2.11
             self.side_effect_nodes.append(next(iter(reversed(self.graph.nodes))))
             for t in mutated:
                 if isinstance(result, TensorVariable) and result.example is t.example:
@@ -144,18 +144,18 @@ class OutputGraph:
         self.journal.append((obj, attr, value.copy() if isinstance(value, list | dict) else value))  # a copy of items
 
     def checkpoint(self) -> tuple:
-        """A mark to roll back to: the last node, how many side effects and journal entries, the grad mode."""
-        last = next(iter(reversed(self.graph.nodes)), None)  # an iterable, not an iterator, in torch 2.11
-        return last, len(self.side_effect_nodes), len(self.journal), torch.is_grad_enabled()
+        """A mark to roll back to: how many nodes, side effects and journal entries there are, the grad mode.
+
+        (While tracing, nodes are only added at the end of the graph: those past the mark are the step's own.)"""
+        return len(self.graph.nodes), len(self.side_effect_nodes), len(self.journal), torch.is_grad_enabled()
 
     def rollback(self, mark: tuple) -> None:
-        last, n_effects, n_journal, grad_mode = mark
+        n_nodes, n_effects, n_journal, grad_mode = mark
         torch._C._set_grad_enabled(grad_mode)
         for obj, attr, value in reversed(self.journal[n_journal:]):
             setattr(obj, attr, value)
         del self.journal[n_journal:], self.side_effect_nodes[n_effects:]
-        nodes = list(self.graph.nodes)
-        for node in reversed(nodes[nodes.index(last) + 1 if last is not None else 0 :]):
+        for node in reversed(list(self.graph.nodes)[n_nodes:]):
             if node.op != "placeholder":  # inputs stay: harmless, and their guards were added
                 self.graph.erase_node(node)
 

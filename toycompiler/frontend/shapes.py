@@ -96,15 +96,15 @@ class ShapePolicy:
         context = StatelessSymbolicContext(
             dynamic_sizes=[DimDynamic.DYNAMIC if d in wanted else DimDynamic.STATIC for d in range(t.dim())])
         fake = self.fake_mode.from_tensor(t, symbolic_context=context, source=LocalSource(source))
-        dims = set()
-        for d, size in enumerate(fake.shape):
-            if isinstance(size, torch.SymInt) and isinstance(expr := size.node.expr, sympy.Symbol):
-                dims.add(d)
-                where = f"{source}.shape[{d}]"
-                self.why[where] = wanted[d]
-                if (first := self.symbols.setdefault(expr, where)) != where:  # the same symbol as a size seen before
-                    self.aliases.append((where, first))
-        self.dims[source] = frozenset(dims)
+        # the dims whose size is a symbol, and that symbol
+        symbolic = {d: size.node.expr for d, size in enumerate(fake.shape)
+                    if isinstance(size, torch.SymInt) and isinstance(size.node.expr, sympy.Symbol)}
+        for d, expr in symbolic.items():
+            where = f"{source}.shape[{d}]"
+            self.why[where] = wanted[d]
+            if (first := self.symbols.setdefault(expr, where)) != where:  # the same symbol as a size seen before
+                self.aliases.append((where, first))
+        self.dims[source] = frozenset(symbolic)
         return fake
 
     # -- guards --------------------------------------------------------------------

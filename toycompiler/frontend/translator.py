@@ -169,7 +169,7 @@ class InstructionTranslator:
             self.output.rollback(mark)
             self.state = saved
             self.output.events.append(f"graph break: {reason}")
-        events += [f"guard added: {g.expr}" for g in self.guards.guards[guards_before:]]
+        events += [f"guard added: {expr}" for expr in list(self.guards.guards)[guards_before:]]
         after = tuple(v.describe() for v in self.state.stack)
         locals_ = tuple((k, v.describe()) for k, v in self.state.locals.items() if isinstance(v, Variable))
         self.steps.append(TranslationStep(inst.offset, inst.opname, inst.argrepr, inst.line, before, after, locals_,
@@ -216,8 +216,8 @@ class InstructionTranslator:
             self.broke = replace(self.broke, resumes_at=resumes_at, no_resume_reason=no_resume)
         artifact = TranslationArtifact(self.code.co_qualname, tuple(self.steps), self.broke)
         return Translation(gm, tuple(self.output.example_inputs), tuple(self.output.inputs_by_source),
-                           tuple(self.guards.guards), self.guard_objects, artifact, ops, plan, self.output.shapes,
-                           self.guards.tensor_check(self.guard_objects))
+                           tuple(self.guards.guards.values()), self.guard_objects, artifact, ops, plan,
+                           self.output.shapes, self.guards.tensor_check(self.guard_objects))
 
     def break_at(self, inst: bc.Inst, reason: str, kind: str) -> GraphBreak:
         """A graph break at ``inst``, in the user's code (``finish`` adds where the frame resumes)."""
@@ -427,8 +427,7 @@ class InstructionTranslator:
         [defaults?, kwdefaults?, annotations?, closure?, code] -> function. It is inlined when called."""
         code = self.pop().as_python()
         closure = self.pop().unpack(self) if inst.arg & 0x08 else []
-        if inst.arg & 0x04:
-            self.pop()  # annotations: not needed to run the function
+        _annotations = self.pop() if inst.arg & 0x04 else None  # not needed to run the function
         kwdefaults = dict(self.pop().items) if inst.arg & 0x02 else {}
         defaults = self.pop().unpack(self) if inst.arg & 0x01 else []
         self.push(UserFunctionVariable(code, self.globals, defaults, kwdefaults, closure))
