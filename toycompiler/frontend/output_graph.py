@@ -125,13 +125,6 @@ class OutputGraph:
         self.side_effect_nodes.append(node)
         torch._C._set_grad_enabled(enabled)
 
-    def restore_grad_mode(self) -> None:
-        """At the end of tracing: the graph leaves grad mode as it found it (a break inside a
-        ``with torch.no_grad()`` block ends the graph inside the block), and so does tracing."""
-        if torch.is_grad_enabled() != self.initial_grad_mode:
-            with self.graph.inserting_before(self.graph.output_node()):
-                self.set_grad_mode(self.initial_grad_mode)
-
     # -- undo, for a graph break in the middle of an instruction ------------------
     # A break inside an inlined call happens after the callee already recorded
     # nodes and changed variables. The caller's CALL will run again as ordinary

@@ -52,7 +52,7 @@ from bytecode.instr import InstrLocation
 
 from . import bytecode as bc
 from .containers import ContainerVariable
-from .variables import CannotResume, NullVariable, TensorVariable, Variable, simple_source
+from .variables import CannotResume, NullVariable, Variable, simple_source
 
 # Instructions whose result may include a NULL (which can't be passed to a resume function).
 PUSHES_NULL = {"LOAD_METHOD", "LOAD_GLOBAL", "LOAD_ATTR", "LOAD_SUPER_ATTR", "FOR_ITER", "RETURN_VALUE",
@@ -241,13 +241,6 @@ class Codegen:
         """``BUILD_TUPLE n`` / ``BUILD_LIST n`` over the rebuilt items."""
         self.reconstruct(*items)
         self.emit(opname, len(items))
-
-    def load_graph_output(self, v: TensorVariable) -> None:
-        """``___graph_out[i]``; while planning, the tensor is added to the graph's outputs (the real run rebuilds
-        the same values, so it finds each one there: planning is a dry run of the same code)."""
-        self.emit("LOAD_FAST", "___graph_out")
-        self.emit("LOAD_CONST", self.outputs.setdefault(v.node, len(self.outputs)))
-        self.emit("BINARY_SUBSCR")
 
     def call_function(self, fn: Any, args: list[Variable], kwargs: dict[str, Variable] | None = None) -> None:
         """``fn(*args)`` for a known ``fn`` and symbolic ``args``; with ``kwargs``, ``fn(*args, **kwargs)``

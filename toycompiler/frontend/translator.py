@@ -204,8 +204,17 @@ class InstructionTranslator:
                 reason = f"returning {self.returned.describe()} is not supported: the compiled code can't rebuild it"
                 self.broke, self.returned = self.break_at(last, reason, "unsupported-return"), None
         self.output.graph.output(plan.graph_outputs if plan else ())
-        self.output.restore_grad_mode()
-        self.guard_no_aliasing()
+        # The graph leaves grad mode as it found it (a break inside a ``with torch.no_grad()`` block ends the graph
+        # inside the block), and so does tracing.
+        if torch.is_grad_enabled() != self.output.initial_grad_mode:
+            with self.output.graph.inserting_before(self.output.graph.output_node()):
+                self.output.set_grad_mode(self.output.initial_grad_mode)
+        # The tensor inputs (and the caller's lists and dicts) were distinct objects: ``a is b``, sets and lookups
+        # relied on it.
+        sources = list(self.output.inputs_by_source) + [src for _, src, _ in self.output.caller_containers.values()]
+        if len(sources) > 1:
+            expr = f"len({{id(t) for t in ({', '.join(sources)})}}) == {len(sources)}"
+            self.guards.add(expr, "NO_ALIASING", "the tensor inputs were distinct objects")
         self.guards.shapes(self.output.shapes)
         self.output.remove_dead_nodes()
         # the submodules: torch.cond's branch graphs
@@ -224,14 +233,6 @@ class InstructionTranslator:
         line = inst.line or self.code.co_firstlineno
         return GraphBreak(reason, self.code.co_filename, line, self.source.line(line), inst.offset, inst.opname, kind,
                           self.label)
-
-    def guard_no_aliasing(self) -> None:
-        """The tensor inputs (and the caller's lists and dicts) were distinct objects: ``a is b``,
-        sets and lookups relied on it."""
-        sources = list(self.output.inputs_by_source) + [src for _, src, _ in self.output.caller_containers.values()]
-        if len(sources) > 1:
-            expr = f"len({{id(t) for t in ({', '.join(sources)})}}) == {len(sources)}"
-            self.guards.add(expr, "NO_ALIASING", "the tensor inputs were distinct objects")
 
     # -- what variables and builtins ask of the translator (``tx``) ----------------------
     # (defined in builder.py and calls.py, with the translator as first argument)
@@ -439,8 +440,7 @@ class InstructionTranslator:
 
         (``x += y`` is ``operator.iadd``: ``record_call`` sees the change in the fake tensor's version and
         keeps the node.)"""
-        b, a = self.pop(), self.pop()
-        op = inst.argrepr
+        b, a, op = self.pop(), self.pop(), inst.argrepr
         if any(isinstance(v, TupleVariable) and not v.is_python_constant() for v in (a, b)) \
                 and op.rstrip("=") in ("+", "*"):
             return self.push(self.sequence_op(op, a, b))

@@ -371,10 +371,14 @@ class TensorVariable(Variable):
         raise Unsupported("branching on a tensor's value (data-dependent control flow)", "data-dependent-branch")
 
     def reconstruct(self, cg):
-        """A graph input still unchanged is read from its source; any other tensor is a graph output."""
+        """A graph input still unchanged is read from its source; any other tensor is a graph output,
+        ``___graph_out[i]``. While planning, the tensor is added to the graph's outputs (the real run rebuilds
+        the same values, so it finds each one there: planning is a dry run of the same code)."""
         if self.node not in cg.outputs and self.source is not None and self.node.op == "placeholder":
             return cg.load_source(self.source)
-        cg.load_graph_output(self)
+        cg.emit("LOAD_FAST", "___graph_out")
+        cg.emit("LOAD_CONST", cg.outputs.setdefault(self.node, len(cg.outputs)))
+        cg.emit("BINARY_SUBSCR")
 
 
 @dataclass(eq=False)
