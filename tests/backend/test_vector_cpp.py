@@ -162,3 +162,57 @@ def test_guarded_loads_and_bool_conversions_vectorise_and_match_eager(name):
         assert any(" ? in_ptr" in k.source for k in kernels)
     if "g++" in os.path.basename(toycompiler.config.cxx):
         assert all(gcc_vectorises(k.source) for k in kernels), [k.name for k in kernels]
+
+
+CUT = {  # a pointwise kernel's innermost loop, cut where a clamped load starts or stops reading: its pieces
+    "cat_last_dim": (GUARDED["cat_last_dim"], [(37, 29), (37, 29)], [0, 29, 58, 63]),
+    "pad_both_sides": (lambda x: F.pad(x, (1, 2)).sigmoid(), [(5, 30)], [0, 1, 31, 33]),
+    "pad_rows_and_columns": (lambda x: F.pad(x, (2, 3, 1, 0), value=-1.5).tanh(), [(5, 30)], [0, 2, 32, 35]),
+    "pad_cropping": (lambda x: F.pad(x, (-2, 3)) * 2, [(5, 30)], [0, 28, 31]),
+    "cat_with_an_empty_input": (lambda x, y: torch.cat([x, y[:, :0], y], -1) + 1, [(4, 9), (4, 11)], [0, 9, 20]),
+    "cat_1d": (lambda x, y: torch.cat([x, y]).exp(), [(30,), (45,)], [0, 30, 75]),
+    "cat_of_ints": (lambda x, y: torch.cat([x.long(), y.long()], -1) * 3, [(6, 7), (6, 9)], [0, 7, 16]),
+    "cat_transposed": (lambda x, y: torch.cat([x.t(), y], -1).relu(), [(13, 6), (6, 9)], [0, 13, 22]),
+    "cat_of_11": (lambda *xs: torch.cat(xs, -1) + 1, [(4, k) for k in range(1, 12)], [0, 66]),  # > 8: one loop
+}
+
+
+@pytest.mark.parametrize("name", CUT)
+def test_loops_with_clamped_loads_are_cut_where_each_input_starts(name):
+    """A cat's or pad's innermost loop runs in pieces, one per input or border (``CppRenderer.body_pointwise``); in
+    each, every guard has one value. Checked: the pieces' bounds, and the values (NaN, inf, -0.0) against eager."""
+    fn, shapes, cuts = CUT[name]
+    args = [torch.randn(s) for s in shapes]
+    args[0].view(-1)[:4] = torch.tensor([float("nan"), float("inf"), float("-inf"), -0.0])
+    assert_same(fn, *args, backend="cpp")
+    kernel, = toycompiler.explain(fn, backend="cpp")(*args).frames[0].backend.kernels
+    loops = re.findall(r"for \(int64_t (x\d) = (\d+); \1 < (\d+);", kernel.source)
+    inner = max(v for v, _, _ in loops)
+    assert [(int(lo), int(hi)) for v, lo, hi in loops if v == inner] == list(zip(cuts, cuts[1:])), kernel.source
+
+
+SHORT_INNER = {  # pointwise kernels whose innermost loop has 1 to 4 elements (5 and more: a vector loop as usual)
+    "stack_2_sin": (lambda x, y: torch.stack([x, y], -1).sin(), [(37, 29), (37, 29)]),
+    "stack_3": (lambda x, y: torch.stack([x, y * 2, x - y], -1).relu(), [(37, 29), (37, 29)]),
+    "slice_3_of_10": (lambda x, y: x[:, :3] * 2 + y[:, 7:], [(101, 10), (101, 10)]),
+    "sin_plus_first_column": (lambda x, y: x.sin() + x[:, :1] * y, [(203, 3), (203, 3)]),
+    "stack_4": (lambda x, y: torch.stack([x, y, x + y, x * y], -1).exp(), [(37, 29), (37, 29)]),
+    "slice_5": (lambda x: x[:, 2:7].exp() * 2, [(53, 9)]),
+}
+
+
+@pytest.mark.parametrize("name", SHORT_INNER)
+def test_short_innermost_loops_vectorise_the_loop_around_them(name):
+    """An innermost loop of 1 to 4 elements is unrolled and the loop around it vectorised (``x_loop_open``):
+    the values (NaN, inf, -0.0, odd sizes) against eager, GCC's report, and which loop carries the ``simd``."""
+    fn, shapes = SHORT_INNER[name]
+    args = [torch.randn(s) for s in shapes]
+    args[0].view(-1)[:4] = torch.tensor([float("nan"), float("inf"), float("-inf"), -0.0])
+    assert_same(fn, *args, backend="cpp", rtol=1e-5, atol=1e-5)
+    kernel, = toycompiler.explain(fn, backend="cpp")(*args).frames[0].backend.kernels
+    simd_then_unrolled = (r"simd[^\n]*\n\s*for \(int64_t x0 [^\n]*\n"
+                          r"\s*#pragma GCC unroll \d+\n\s*for \(int64_t x1 = 0; x1 < [1-4];")
+    unrolled = re.search(simd_then_unrolled, kernel.source)
+    assert bool(unrolled) == (name != "slice_5"), kernel.source
+    if "g++" in os.path.basename(toycompiler.config.cxx):
+        assert gcc_vectorises(kernel.source), kernel.source
