@@ -121,10 +121,18 @@ def test_kernel_comments_point_at_fx_nodes():
 @pytest.mark.parametrize("target", ["cpp", "triton"])
 def test_a_pointwise_value_read_only_by_a_cat_is_computed_in_the_cat_kernel(target):
     """``rotate_half`` of a rotary embedding: ``-x2`` has another iteration space than the cat, so as a buffer of
-    its own it was a second kernel, written and read back. A value used twice stays a buffer."""
+    its own it was a second kernel, written and read back. So is a value read by two cats, or read by a stack (a
+    cat of unsqueezed values) through other values, up to 4 reads; read more often, it is stored once."""
     x = torch.randn(4, 6, 64)
     x[0, 0, :3] = torch.tensor([float("nan"), float("inf"), -0.0])
     arts = check(lambda x: torch.cat((-x[..., 32:], x[..., :32]), -1), x, target=target)
     assert len(arts.kernels) == 1
     arts = check(lambda x: (torch.cat((-x[..., 32:], x), -1), torch.cat((x, -x[..., 32:]), -1)), x, target=target)
-    assert len(arts.kernels) == 2 and "neg" in arts.kernels[0].name  # -x2 once, then the two cats in one kernel
+    assert len(arts.kernels) == 1  # -x2 computed in both cats' loop
+    b = torch.randn(37, 4)
+    b[0, :3] = torch.tensor([float("nan"), float("inf"), -0.0])
+    corners = lambda b: torch.stack((b[:, 0] - b[:, 2] / 2, b[:, 1] - b[:, 3] / 2,  # noqa: E731 (w / 2 read twice)
+                                     b[:, 0] + b[:, 2] / 2, b[:, 1] + b[:, 3] / 2), -1)
+    assert len(check(corners, b, target=target).kernels) == 1
+    arts = check(lambda x: torch.stack([x.exp() * k for k in range(5)], -1), x, target=target)
+    assert len(arts.kernels) == 2 and "exp" in arts.kernels[0].name  # exp read 5 times: stored, then the stack

@@ -66,6 +66,17 @@ class TensorValue:
     ref: ir.TensorRef | None = None
 
 
+def cat_reads(node: torch.fx.Node, depth: int = 4) -> int:
+    """How many times a cat would read ``node``'s value, through views and pointwise ops; 0 if anything else
+    reads it (see ``LoweringGraph.call_function``). ``w / 2`` in ``torch.stack((cx - w / 2, cx + w / 2), -1)``: 2.
+    Looked for at most ``depth`` ops away, through 5 users a node at most (5 users are 5 reads or more, too many):
+    a chain of a thousand ops is no thousand-deep recursion, and no walk of each op's chain to its end."""
+    reads = [1 if u.target is aten.cat.default else cat_reads(u, depth - 1) if depth and (getattr(
+        u.target, "overloadpacket", u.target) in VIEW_OPS or torch.Tag.pointwise in getattr(u.target, "tags", ()))
+        else 0 for u in list(node.users)[:5]]
+    return sum(reads) if reads and all(reads) else 0
+
+
 def strided_value(ref: ir.TensorRef, dtype: torch.dtype, device: str) -> TensorValue:
     """A strided view of a stored buffer: element ``idx`` is ``buf[offset + sum(idx[i] * stride[i])]``."""
     def load(idx: tuple) -> ir.Expr:
@@ -435,19 +446,20 @@ class GraphLowering:
         if not isinstance(value, TensorValue) or target in VIEW_OPS or packet in VIEW_OPS:
             return value
         # Constants and index ramps (``full``, ``arange``) load nothing: consumers recompute them inline. So is a
-        # pointwise value read only by a cat (``torch.cat((-x2, x1), -1)``): the cat's kernel computes it where it
-        # takes it, where a buffer of its own (another iteration space, which no kernel fuses) was written and read.
+        # pointwise value read only by a cat (``torch.cat((-x2, x1), -1)``), through views (a ``torch.stack`` is a cat
+        # of unsqueezed values) or pointwise ops that are read so too: the cat's kernel computes it where it takes
+        # it, where a buffer of its own (another iteration space, which no kernel fuses) was written and read.
         # A lookup (one load through an index: a position embedding [T, C] added to [B, T, C]) is read the same way.
         # And a cast of stored data: a reader in another kernel reads the source where a stored copy would be
         # written and read (a bfloat16 layer norm's backward read x and the gradient cast to float32 from copies).
         # Not a value that reads an input the graph writes to later: read where it is used, it would see the new data.
         element = value.loader(ir.index_vars(len(value.size)))
         read = ir.loads(element)  # (a cast's one load: ``identity(to_dtype(load))``)
-        cheap = value.ref is None and (not read or isinstance(element, ir.Load) and bool(element.indirect)
-                                       or ir.op_names(element) == ["to_dtype", "identity"])
-        inline = value.ref is None and [u.target for u in node.users] == [aten.cat.default]
+        # (A cat's reads: at most 4, so that a chain of such values stays small.)
+        inline = value.ref is None and (not read or isinstance(element, ir.Load) and bool(element.indirect)
+                                        or ir.op_names(element) == ["to_dtype", "identity"] or 0 < cat_reads(node) <= 4)
         stale = {ld.buf for ld in read} & {self.values[n].ref.buf for n in self.written if n in self.values}
-        return value if (cheap or inline) and not stale else self.realize(value, node, self.orders.get(node))
+        return value if inline and not stale else self.realize(value, node, self.orders.get(node))
 
     def realize(self, value: TensorValue, node: torch.fx.Node, order: list | None = None) -> TensorValue:
         """Store ``value`` in a new buffer (unless it already is a whole one), returned as a view of it.
