@@ -65,6 +65,18 @@ def chain8(x, y):
     return torch.exp(-g)
 
 
+def rotary_cat(x, cos, sin):
+    """A rotary position embedding as LLaMA-style code writes it: the rotated half by ``torch.cat``."""
+    half = x.shape[-1] // 2
+    return x * cos + torch.cat((-x[..., half:], x[..., :half]), -1) * sin
+
+
+def stack_boxes(boxes):
+    """Boxes from centre and size to corners: a ``torch.stack`` of four values along a new last dim."""
+    cx, cy, w, h = boxes.unbind(-1)
+    return torch.stack((cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2), -1)
+
+
 def ten_ops(x, y):
     """The 10-op function whose cold compile time is a target."""
     a = torch.sin(x) * y + 1.5
@@ -250,6 +262,17 @@ def _vectors(n: int) -> Callable[[str, bool], tuple]:
     return make
 
 
+def _rotary(device: str, quick: bool) -> tuple:
+    """Queries of ``_numel`` floats as [batch * heads, 512 positions, 64 per head], and cos and sin per position."""
+    t, d = 512, 64
+    return (torch.randn(_numel(device, quick) // (t * d), t, d, device=device), torch.randn(t, d, device=device),
+            torch.randn(t, d, device=device))
+
+
+def _boxes(device: str, quick: bool) -> tuple:
+    return (torch.randn(_numel(device, quick) // 4, 4, device=device),)
+
+
 def _matrix(device: str, quick: bool) -> tuple:
     return (torch.randn(*_rows(device, quick), device=device),)
 
@@ -374,6 +397,8 @@ WORKLOADS = [
     Workload("transcendental", transcendental_chain, _odd_vectors(2), True,
              describe="sigmoid/abs/pow/erf/rsqrt/where chain"),
     Workload("chain8", chain8, _vectors(2), True, describe="8 pointwise ops"),
+    Workload("rotary_cat", rotary_cat, _rotary, True, describe="rotary embedding, rotate-half by torch.cat"),
+    Workload("stack_boxes", stack_boxes, _boxes, True, describe="torch.stack of 4 box corners along a new dim"),
     Workload("softmax", softmax, _matrix, True, describe="F.softmax over rows"),
     Workload("masked_softmax", masked_softmax, _causal, True, describe="softmax of scores with a causal -inf mask"),
     Workload("softmax_manual", softmax_manual, _odd_matrix, True, describe="softmax with amax/exp/sum, odd sizes"),
