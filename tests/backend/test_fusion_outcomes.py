@@ -6,7 +6,7 @@ import torch.nn.functional as F
 from _util import check
 
 import toycompiler
-from toycompiler.testing import device_for
+from toycompiler.testing import assert_same, device_for
 
 
 def chain8(x, y):
@@ -74,7 +74,8 @@ def test_sibling_fusion_shares_a_loop():
 
 
 def test_transposed_read_of_a_fused_value_is_refused():
-    arts = check(lambda x: (x.sin() + 1).t().contiguous() * 2, torch.randn(5, 5))  # same range, other order
+    # same range, other order; read by two (an output too), so stored and read back, not computed where read
+    arts = check(lambda x: ((x.sin() + 1), (x.sin() + 1).t().contiguous() * 2), torch.randn(5, 5))
     assert any("at a different index" in d.reason for d in arts.schedule.decisions if not d.fused)
 
 
@@ -136,3 +137,32 @@ def test_a_pointwise_value_read_only_by_a_cat_is_computed_in_the_cat_kernel(targ
     assert len(check(corners, b, target=target).kernels) == 1
     arts = check(lambda x: torch.stack([x.exp() * k for k in range(5)], -1), x, target=target)
     assert len(arts.kernels) == 2 and "exp" in arts.kernels[0].name  # exp read 5 times: stored, then the stack
+
+
+@pytest.mark.parametrize("target", ["cpp", "triton"])
+def test_heads_split_and_merged_by_a_reshape_and_a_permute_are_one_kernel(target):
+    """Attention's heads: merged, ``x.transpose(1, 2).reshape(B, T, C) * 2`` (a copy over [B, T, H, D] and a
+    multiply over [B, T, C]: loops over [B, T, H, D] walk both, C being ``D*h + d``), and split,
+    ``(y * 2).view(B, T, H, D).transpose(1, 2).contiguous()`` (``y * 2`` read once through a permute: computed
+    in the copy's loop, in its order). Each was two kernels, the first written and read back. A slice of a
+    computed value is read so too. Shapes no loops walk alike ([6, 10] reshaped to [4, 15]) stay apart."""
+    B, H, T, D = 2, 3, 5, 4
+    x = torch.randn(B, H, T, D)
+    x[0, 0, 0, :3] = torch.tensor([float("nan"), float("inf"), -0.0])
+    merged = lambda x: x.transpose(1, 2).reshape(x.shape[0], x.shape[2], -1) * 2  # noqa: E731
+    arts = check(merged, x, target=target)
+    assert len(arts.kernels) == 1 and any("element by element" in d.reason for d in arts.schedule.decisions)
+    y = merged(x)
+    assert len(check(lambda y: (y * 2).view(B, T, H, D).transpose(1, 2).contiguous(), y, target=target).kernels) == 1
+    assert len(check(lambda y: (y.exp() * 2)[:, 1::2] + 1, y, target=target).kernels) == 1
+    cl = torch.randn(2, 3, 4, 5).to(memory_format=torch.channels_last)
+    assert len(check(lambda x: x.mul(2).permute(0, 2, 3, 1).reshape(2, -1, 3), cl, target=target).kernels) == 1
+    # a reduction kernel's element node may be a reshape too (a softmax's output read flat)
+    assert len(check(lambda x: torch.softmax(x, -1).view(-1) + 1, torch.randn(4, 8), target=target,
+                     rtol=1e-4).kernels) == 1
+    arts = check(lambda x: (x * 2).reshape(4, 15) * 3, torch.randn(6, 10), target=target)
+    assert len(arts.kernels) == 2 and any("iteration spaces differ" in d.reason for d in arts.schedule.decisions)
+    dev = device_for(target)
+    compiled = toycompiler.compile(merged, backend=target, dynamic=True)
+    for shape in [(B, H, T, D), (3, H, 7, D), (4, H, 9, D)]:  # one graph for every batch and length
+        assert_same(merged, torch.randn(shape, device=dev), compiled=compiled)

@@ -10,8 +10,8 @@ broadcast, slicing, reshape) are nothing but index arithmetic inside a ``Load``.
 Everything here is frozen data and prints as text; no closures.
 
 Mirrors: torch/_inductor/ir.py (Pointwise, Reduction, ComputedBuffer, Layout,
-ExternKernel, ReinterpretView) and the FloorDiv / ModularIndexing helpers of
-torch/utils/_sympy/functions.py.
+ExternKernel, ReinterpretView); indices divide with torch's own sympy functions
+(``FloorDiv``, ``ModularIndexing`` of torch/utils/_sympy/functions.py).
 Two rewrites of the IR live here too: :func:`inline_pointwise` (a reduction
 reads its pointwise inputs' expressions, not their buffers) and
 :func:`split_reductions` (Triton: a long reduction as partials plus a final one; a split
@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 
 import sympy
 import torch
+from torch.utils._sympy.functions import FloorDiv, ModularIndexing  # (a // b) and (a // b) % c, in sympy
 
 
 def index_vars(n: int, prefix: str = "d") -> tuple[sympy.Symbol, ...]:
@@ -53,40 +54,31 @@ def store_index(ranges: tuple[sympy.Expr, ...]) -> sympy.Expr:
     return linear_index(dims, contiguous_strides(ranges)).subs({d: 0 for d, s in zip(dims, ranges) if s == 1})
 
 
-class FloorDiv(sympy.Function):
-    """``a // b`` for non-negative integers (printed as ``//`` in Python/Triton, ``/`` in C++)."""
-
-    is_integer = True
-
-    @classmethod
-    def eval(cls, a, b):
-        if b == 1:
-            return a
-        if a == 0:
-            return sympy.Integer(0)
-        if a.is_Integer and b.is_Integer:
-            return sympy.Integer(int(a) // int(b))
-        # otherwise None: it stays unevaluated, FloorDiv(a, b)
-
-
-class ModularIndexing(sympy.Function):
-    """``(a // b) % c`` for non-negative integers: digit ``b`` of a mixed-radix number."""
-
-    is_integer = True
-
-    @classmethod
-    def eval(cls, a, b, c):
-        if c == 1 or a == 0:
-            return sympy.Integer(0)
-        if a.is_Integer and b.is_Integer and c.is_Integer:
-            return sympy.Integer((int(a) // int(b)) % int(c))
-
-
 def unravel(flat: sympy.Expr, size: tuple[sympy.Expr, ...]) -> tuple[sympy.Expr, ...]:
     """Where element ``flat`` of a contiguous tensor of ``size`` sits: the digits of a mixed-radix number,
-    ``(flat // 12, flat // 4 % 3, flat % 4)`` for a ``[2, 3, 4]`` tensor."""
+    ``(flat // 12, flat // 4 % 3, flat % 4)`` for a ``[2, 3, 4]`` tensor. Leading dims of size 1 are 0 (the
+    first other dim takes ``flat // stride`` whole: ``[1, 6]`` gives ``(0, flat)``)."""
+    if size and size[0] == 1:
+        return (sympy.Integer(0), *unravel(flat, size[1:]))
     return tuple(FloorDiv(flat, st) if k == 0 else ModularIndexing(flat, st, s)
                  for k, (s, st) in enumerate(zip(size, contiguous_strides(size))))
+
+
+def reshape_runs(a: tuple, b: tuple) -> list[tuple[range, range]]:
+    """The shortest runs of dims of ``a`` and of ``b`` with equal element counts, in order: ``[B, T, 768]`` to
+    ``[B, T, 12, 64]`` is B to B, T to T, 768 to (12, 64). Each run is indexed on its own, so splitting a dim gives
+    ``64*d2 + d3`` and no division (a flat index over all dims would give ``(393216*d0 + ...) // 768 % 512``, which
+    no simplification without the dims' ranges undoes; Inductor: ``View._dynamic_reshape_indexer``). A run ends
+    where both shapes' element counts so far are equal; sizes known only when running end runs where they are
+    the same expression (``[s0, 6]`` and ``[6, s0]``: one run)."""
+    ends = {sympy.Mul(*a[:i]): i for i in range(len(a) + 1)}  # elements before a dim of a -> that dim (the last)
+    runs, i, j = [], 0, 0
+    for j1 in range(1, len(b) + 1):
+        if (i1 := ends.get(sympy.Mul(*b[:j1]))) is not None:
+            runs.append((range(i, i1), range(j, j1)))
+            i, j = i1, j1
+    # the dims left, one run: a's last dims of size 1 (into none of b), or sizes it cannot tell equal
+    return runs + [(range(i, len(a)), range(j, len(b)))] * ((i, j) != (len(a), len(b)))
 
 
 def merge_ranges(prefix: str, ranges: tuple, indices: list[sympy.Expr]) -> tuple[tuple, dict]:
@@ -111,13 +103,13 @@ def merge_ranges(prefix: str, ranges: tuple, indices: list[sympy.Expr]) -> tuple
 
 def sym(value: object) -> sympy.Expr:
     """An int, a torch.SymInt (or SymFloat) or a sympy expression, as sympy. A size known only when running may
-    hold torch's own functions: a floor division (a pooled or strided size, ``(s2 - 1)//2 + 1``) becomes
-    :class:`FloorDiv` (a size is never negative), torch's ``Max``, ``Min``, modulo and true division
-    sympy's, and a size as a float (``std``'s count, ``ToFloat(s1) - 1.0``) the size: the expressions the
-    kernels' printers know."""
+    hold torch's own functions: a floor division (a pooled or strided size, ``(s2 - 1)//2 + 1``) stays
+    ``FloorDiv`` (indices use it too), torch's ``Max``, ``Min``, modulo and true division become sympy's, and a
+    size as a float (``std``'s count, ``ToFloat(s1) - 1.0``) the size: the expressions the kernels' printers
+    know."""
     expr = value.node.expr if isinstance(value, torch.SymInt | torch.SymFloat) else sympy.sympify(value)
     f = torch.utils._sympy.functions
-    return expr.replace(f.FloorDiv, FloorDiv).replace(f.Max, sympy.Max).replace(f.Min, sympy.Min) \
+    return expr.replace(f.Max, sympy.Max).replace(f.Min, sympy.Min) \
         .replace(f.PythonMod, sympy.Mod).replace(f.Mod, sympy.Mod).replace(f.ToFloat, lambda a: a) \
         .replace(f.FloatTrueDiv, lambda a, b: a / b)  # (nearest upsampling's scale, s2 / (2.0*s2): 0.5)
 
@@ -439,6 +431,14 @@ class GraphIR:
     def buffer(self, name: str) -> Buffer:
         return {b.name: b for b in (*self.inputs, *self.buffers)}[name]
 
+    def live_buffers(self) -> set[str]:
+        """The buffers an output, an input write or a library call needs, directly or through other buffers."""
+        needed = set(self.outputs) | {ref.buf for ref in self.output_refs}
+        for b in reversed(self.buffers):
+            if b.name in needed or isinstance(b, ExternKernel) or b.store_into:
+                needed |= {b.name} | b.reads
+        return needed
+
 
 def verify(ir: GraphIR) -> None:
     """Check the IR's invariants: names unique, every load reads an earlier buffer with known index symbols."""
@@ -629,13 +629,5 @@ def _reinline(b: ComputedBuffer, ir: GraphIR, buffers: list) -> ComputedBuffer:
     new = replace(b, body=inline_pointwise(b.body, dict(zip(index_vars(len(b.layout.size)), b.layout.size)),
                                            {p.name: p for p in buffers if isinstance(p, ComputedBuffer)}))
     gone = {ld.buf for ld in loads(b.body)} - {ld.buf for ld in loads(new.body)}
-    return b if gone & live_buffers(replace(ir, buffers=tuple(new if p is b else p for p in buffers))) else new
+    return b if gone & replace(ir, buffers=tuple(new if p is b else p for p in buffers)).live_buffers() else new
 
-
-def live_buffers(ir: GraphIR) -> set[str]:
-    """The buffers an output, an input write or a library call needs, directly or through other buffers."""
-    needed = set(ir.outputs) | {ref.buf for ref in ir.output_refs}
-    for b in reversed(ir.buffers):
-        if b.name in needed or isinstance(b, ExternKernel) or b.store_into:
-            needed |= {b.name} | b.reads
-    return needed

@@ -66,15 +66,26 @@ class TensorValue:
     ref: ir.TensorRef | None = None
 
 
-def cat_reads(node: torch.fx.Node, depth: int = 4) -> int:
-    """How many times a cat would read ``node``'s value, through views and pointwise ops; 0 if anything else
-    reads it (see ``LoweringGraph.call_function``). ``w / 2`` in ``torch.stack((cx - w / 2, cx + w / 2), -1)``: 2.
-    Looked for at most ``depth`` ops away, through 5 users a node at most (5 users are 5 reads or more, too many):
-    a chain of a thousand ops is no thousand-deep recursion, and no walk of each op's chain to its end."""
-    reads = [1 if u.target is aten.cat.default else cat_reads(u, depth - 1) if depth and (getattr(
-        u.target, "overloadpacket", u.target) in VIEW_OPS or torch.Tag.pointwise in getattr(u.target, "tags", ()))
-        else 0 for u in list(node.users)[:5]]
-    return sum(reads) if reads and all(reads) else 0
+def inlined_reads(node: torch.fx.Node, depth: int = 4, moved: bool = False) -> int:
+    """How many times ``node``'s value would be read where it is used, by ops that iterate in another order than its
+    own, so that no kernel fuses them with it; 0 if anything else reads it (see ``LoweringGraph.call_function``):
+
+    - a cat: ``w / 2`` in ``torch.stack((cx - w / 2, cx + w / 2), -1)`` is read twice;
+    - a pointwise op through a permute, slice or select: ``(x * 2).view(B, T, H, D).transpose(1, 2).contiguous()``,
+
+    through views and pointwise ops that are read so too. Looked for at most ``depth`` ops away, through 5 users
+    a node at most (5 users are 5 reads or more, too many): a chain of a thousand ops is no thousand-deep
+    recursion, and no walk of each op's chain to its end. Inductor leaves any value with one reader unrealized."""
+    def reads(user: torch.fx.Node) -> int:
+        packet = getattr(user.target, "overloadpacket", user.target)
+        pointwise = torch.Tag.pointwise in getattr(user.target, "tags", ())
+        if packet is aten.cat or moved and pointwise:
+            return 1
+        if not depth or packet is aten.expand or not (pointwise or packet in VIEW_OPS):  # (an expand: many reads)
+            return 0
+        return inlined_reads(user, depth - 1, moved or packet in (aten.permute, aten.slice, aten.select))
+    counts = [reads(u) for u in list(node.users)[:5]]
+    return sum(counts) if counts and all(counts) else 0
 
 
 def strided_value(ref: ir.TensorRef, dtype: torch.dtype, device: str) -> TensorValue:
@@ -448,16 +459,18 @@ class GraphLowering:
         # Constants and index ramps (``full``, ``arange``) load nothing: consumers recompute them inline. So is a
         # pointwise value read only by a cat (``torch.cat((-x2, x1), -1)``), through views (a ``torch.stack`` is a cat
         # of unsqueezed values) or pointwise ops that are read so too: the cat's kernel computes it where it takes
-        # it, where a buffer of its own (another iteration space, which no kernel fuses) was written and read.
+        # it, where a buffer of its own (another iteration space, which no kernel fuses) was written and read; so is
+        # a value a pointwise op reads through a permute or a slice (splitting attention's heads). See inlined_reads.
         # A lookup (one load through an index: a position embedding [T, C] added to [B, T, C]) is read the same way.
         # And a cast of stored data: a reader in another kernel reads the source where a stored copy would be
         # written and read (a bfloat16 layer norm's backward read x and the gradient cast to float32 from copies).
         # Not a value that reads an input the graph writes to later: read where it is used, it would see the new data.
         element = value.loader(ir.index_vars(len(value.size)))
         read = ir.loads(element)  # (a cast's one load: ``identity(to_dtype(load))``)
-        # (A cat's reads: at most 4, so that a chain of such values stays small.)
+        # (Such reads: at most 4, so that a chain of such values stays small.)
         inline = value.ref is None and (not read or isinstance(element, ir.Load) and bool(element.indirect)
-                                        or ir.op_names(element) == ["to_dtype", "identity"] or 0 < cat_reads(node) <= 4)
+                                        or ir.op_names(element) == ["to_dtype", "identity"]
+                                        or 0 < inlined_reads(node) <= 4)
         stale = {ld.buf for ld in read} & {self.values[n].ref.buf for n in self.written if n in self.values}
         return value if inline and not stale else self.realize(value, node, self.orders.get(node))
 

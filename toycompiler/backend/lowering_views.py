@@ -61,9 +61,11 @@ def view_of(x: TensorValue, size: tuple, index_map: IndexMap) -> TensorValue:
 # -- views ----------------------------------------------------------------------
 
 
-@register_lowering(aten.view, aten._unsafe_view, aten.reshape, view=True)
+@register_lowering(aten.view, aten._unsafe_view, aten.reshape, aten.squeeze, aten.unsqueeze, aten.alias,
+                   aten.lift_fresh, view=True)
 def view(node, x, *_: Any) -> TensorValue:
-    """Same elements in row-major order, new shape: contiguous memory just gets new strides."""
+    """Same elements in row-major order, new shape: contiguous memory just gets new strides. Dropping or inserting
+    size-1 dims (``squeeze``, ``unsqueeze``) is such a reshape; ``alias`` and ``lift_fresh`` keep the shape."""
     size = out_size(node)
     if x.ref is not None and ir.row_major(x.ref.size, x.ref.stride):
         ref = ir.TensorRef(x.ref.buf, size, ir.contiguous_strides(size), x.ref.offset)
@@ -73,8 +75,10 @@ def view(node, x, *_: Any) -> TensorValue:
             meta = torch.empty_strided(tuple(map(int, x.ref.size)), tuple(map(int, x.ref.stride)), device="meta")
             stride = tuple(map(sympy.Integer, meta.view(tuple(map(int, size))).stride()))
             return strided_value(ir.TensorRef(x.ref.buf, size, stride, x.ref.offset), x.dtype, x.device)
-    # out index -> flat position -> input index
-    return view_of(x, size, lambda idx: ir.unravel(ir.linear_index(idx, ir.contiguous_strides(size)), x.size))
+    # out index -> flat position -> input index, within each run of dims that the reshape splits or merges
+    runs = ir.reshape_runs(x.size, size)
+    return view_of(x, size, lambda idx: tuple(i for a, b in runs for i in ir.unravel(
+        ir.linear_index(idx[b.start:b.stop], ir.contiguous_strides(size[b.start:b.stop])), x.size[a.start:a.stop])))
 
 
 @register_lowering(aten.permute, view=True)
@@ -118,18 +122,6 @@ def slice_start(x: TensorValue, dim: int, start: Any) -> tuple[int, Any]:
 def select(node, x, dim, index) -> TensorValue:
     dim, index = slice_start(x, dim, index)  # a negative index counts from the end, as a slice's start does
     return view_of(x, out_size(node), lambda idx: (*idx[:dim], ir.sym(index), *idx[dim:]))
-
-
-@register_lowering(aten.squeeze, aten.unsqueeze, aten.alias, aten.lift_fresh, view=True)
-def squeeze(node, x, *_: Any) -> TensorValue:
-    """Drop or insert size-1 dims: a size-1 dim is read at index 0, and the other dims of the input are the
-    other dims of the result, in order. ``alias`` and ``lift_fresh`` keep every dim: the same tensor."""
-    size = out_size(node)
-
-    def index_map(idx: tuple) -> tuple:
-        kept = iter(i for i, s in zip(idx, size) if s != 1)
-        return tuple(sympy.Integer(0) if s == 1 else next(kept) for s in x.size)
-    return view_of(x, size, index_map)
 
 
 @register_lowering(aten.as_strided, view=True, needs_graph=True)

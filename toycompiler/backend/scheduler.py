@@ -8,6 +8,10 @@ row). A node fits a kernel in one of three ways:
 - *row*: it has one value per x (``amax``, ``sum``, and pointwise work on them),
 - a *reduction* over the kernel's r range.
 
+An element node may have another shape with the same elements in the same
+order (a reshape): a pointwise kernel's loops split until they walk every
+node's dims (:func:`refine`), and each dim reads as one loop or several.
+
 The scheduler walks the buffers in order and, for each one, asks whether it
 can join a kernel that already exists (its producer's: vertical fusion; or an
 unrelated one over the same range: sibling fusion). Every answer, yes or no,
@@ -21,7 +25,8 @@ Before fusing, Triton's schedule splits long reductions with few outputs
 (``ir.split_reductions``); buffers nobody reads any more (their readers inlined
 them) are dropped, each with its reason.
 
-Leaves out: reordering to create fusion opportunities, loop splitting, tiling.
+Leaves out: reordering to create fusion opportunities, and refining a reduction's loops (a sum over
+a reshaped copy is a kernel of its own).
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ import sympy
 
 from ..artifacts import FusionDecision, FusionGroup, ScheduleArtifact, StageResult
 from ..config import Config
-from .ir import ComputedBuffer, ExternKernel, GraphIR, index_vars, live_buffers, loads, split_reductions, store_index
+from .ir import ComputedBuffer, ExternKernel, GraphIR, index_vars, loads, reshape_runs, split_reductions, store_index
 
 Node = ComputedBuffer | ExternKernel
 
@@ -40,6 +45,18 @@ Node = ComputedBuffer | ExternKernel
 def squeeze(size: tuple) -> tuple:
     """The sizes that are not 1: ``[N, 1, C]`` and ``[N, C]`` iterate alike."""
     return tuple(s for s in size if s != 1)
+
+
+def refine(a: tuple, b: tuple) -> tuple | None:
+    """The loops that walk both ``a`` and ``b`` in row-major order, if any: ``[B, T, 768]`` and ``[B, T, 12, 64]``
+    (a tensor and its reshape) are both walked by ``[B, T, 12, 64]``, dim 768 being ``64*x2 + x3``; ``[4, 6]`` and
+    ``[6, 4]`` have none (the 4th element starts a row of one, not of the other). Inductor fuses nodes of equal
+    element count and splits their loops alike (``SIMDKernel._split_iteration_ranges``)."""
+    # each run of dims: one dim of one split into dims of the other, or else there is no such loop nest
+    runs = reshape_runs(a, b)
+    if sympy.Mul(*a) != sympy.Mul(*b) or any(len(ra) > 1 and len(rb) > 1 for ra, rb in runs):
+        return None
+    return tuple(s for ra, rb in runs for s in (a[ra.start:ra.stop] if len(ra) > 1 else b[rb.start:rb.stop]))
 
 
 @dataclass
@@ -73,6 +90,8 @@ class Kernel:
         elif not self.nodes or (node.reduction and self.kind == "pointwise"):
             self.xranges = squeeze(node.layout.size)
             self.rranges = squeeze(node.reduction.ranges) if node.reduction else ()
+        elif self.kind == "pointwise":  # a reshape of the kernel's elements: loops fine enough for both
+            self.xranges = refine(self.xranges, squeeze(node.layout.size)) or self.xranges
         if isinstance(node, ComputedBuffer):  # what codegen walks to write its value (a reduction's is kept)
             self.walk[node.name] = 1 if node.reduction else inline_walk(self, node)
         self.nodes.append(node)
@@ -95,13 +114,14 @@ def element_order(node: ComputedBuffer, kernel: Kernel) -> list[int] | None:
     softmax over rows), the kept dims first where it reduces others (``Reduction.dims``): a softmax over
     the channels of NCHW reduces dim 1, so its ``exp`` runs over n, h, w (x) and c (r). Any order is
     correct, as a node's loads and its store take the same one; ``can_fuse`` checks that it reads what
-    other nodes of the kernel compute at their elements."""
+    other nodes of the kernel compute at their elements. Its dims may be coarser than the loops (see
+    :func:`refine`): ``[B, T, 768]`` in loops over ``[B, T, 12, 64]``."""
     size = node.layout.size
     r = next((m for m in kernel.nodes if isinstance(m, ComputedBuffer) and m.reduction), None)
     rdims = r.reduction.dims if r and len(size) == len(r.layout.size) + len(r.reduction.ranges) else ()
     order = [d for d in range(len(size)) if d not in rdims] + list(rdims)
-    fits = not node.reduction and squeeze(tuple(size[d] for d in order)) == kernel.xranges + kernel.rranges
-    return order if fits else None
+    own, loops = squeeze(tuple(size[d] for d in order)), kernel.xranges + kernel.rranges
+    return order if not node.reduction and refine(own, loops) == loops else None  # each dim: one loop or more
 
 
 def node_vars(node: ComputedBuffer, kernel: Kernel) -> dict[sympy.Symbol, sympy.Expr]:
@@ -109,14 +129,18 @@ def node_vars(node: ComputedBuffer, kernel: Kernel) -> dict[sympy.Symbol, sympy.
 
     Size-1 dims read index 0; the first non-1 dims run over x, the rest (element
     nodes in a reduction kernel, in :func:`element_order`) over r; a reduction's r dims run over r.
+    A dim the kernel walks in finer loops (see :func:`refine`) takes as many as make its size: ``64*x2 + x3``.
     """
-    loop_vars = iter((*index_vars(len(kernel.xranges), "x"), *index_vars(16, "r")))  # taken in order
     dims = list(zip(index_vars(len(node.layout.size)), node.layout.size))
     if node.reduction:  # a reduction's kept dims fill x exactly: its r dims come next
         dims += zip(index_vars(len(node.reduction.ranges), "r"), node.reduction.ranges)
     elif (order := element_order(node, kernel)) is not None:
         dims = [dims[d] for d in order]
-    return {d: sympy.Integer(0) if s == 1 else next(loop_vars) for d, s in dims}
+    loops = (*kernel.xranges, *kernel.rranges)
+    names = (*index_vars(len(kernel.xranges), "x"), *index_vars(len(kernel.rranges), "r"))
+    runs = reshape_runs(loops, tuple(s for _, s in dims))  # the loops each dim takes, in order (a size-1 dim: none)
+    return {d: sum((names[k] * sympy.Mul(*loops[k + 1:a.stop]) for k in a), sympy.Integer(0))
+            for (d, _), (a, _) in zip(dims, runs)}
 
 
 # -- fusion ---------------------------------------------------------------------------
@@ -183,7 +207,7 @@ def schedule(ir: GraphIR, config: Config, target: str = "cpp") -> StageResult[Sc
     ir, splits = split_reductions(ir) if target == "triton" else (ir, [])
     decisions = [FusionDecision(name, partial, False, reason) for name, partial, reason in splits]
     home: dict[str, int] = {}  # buffer -> index of its kernel
-    live = live_buffers(ir)
+    live = ir.live_buffers()
     for node in ir.buffers:
         if node.name not in live:
             decisions.append(FusionDecision("-", node.name, False,
@@ -219,7 +243,7 @@ def verify(ir: GraphIR, kernels: list[Kernel]) -> None:
                 assert where[b] == i or where[b] == -1 or b in kernels[where[b]].stores, \
                     f"{n.name} in kernel{i} reads {b}, which kernel{where[b]} does not store"
             where[n.name] = i
-    assert set(where) >= live_buffers(ir) & {b.name for b in ir.buffers}, "some buffers are not scheduled"
+    assert set(where) >= ir.live_buffers() & {b.name for b in ir.buffers}, "some buffers are not scheduled"
     assert all(o in where for o in ir.outputs)
 
 

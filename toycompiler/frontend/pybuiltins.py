@@ -319,9 +319,7 @@ def _count(tx, start=ZERO, step=ConstantVariable(1)):
 
 @handles(operator.getitem)
 def _getitem(tx, obj, index, /):
-    if isinstance(obj, TensorVariable | TupleVariable | DictVariable):
-        return obj.getitem(tx, index)
-    return NotImplemented
+    return obj.getitem(tx, index) if isinstance(obj, TensorVariable | TupleVariable | DictVariable) else NotImplemented
 
 
 @handles(operator.contains)

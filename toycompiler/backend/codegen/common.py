@@ -138,11 +138,11 @@ class KernelRenderer:
     - ``define(name, expr)``, ``assign(tmp, value, dtype)``, ``load(ptr, index, dtype)``,
       ``store(buf, index, value, where)``, ``constant(value, dtype)``, ``cast(value, dtype)``,
       ``index_value(index, dtype)``: one statement or expression each;
-    - ``type_name(dtype)``: the target's name of a dtype.
+    - ``types``: the target's name of each dtype it supports.
     """
 
-    language = "?"
-    prefix = "kernel"
+    language = "?"  # also the first word of its kernels' names
+    types: dict[torch.dtype, str] = {}
     ops: dict[str, str] = {}  # op name -> format string over its operands {0}, {1}, ...
     printer = IndexPrinter()
 
@@ -156,7 +156,12 @@ class KernelRenderer:
         # each op once, in order of first use (dict keys keep it); casts and copies name nothing
         ops = _name_patterns([op for op in dict.fromkeys(names) if op not in ("to_dtype", "identity")])
         core = "_".join(ops[:5]) + ("_etc" if len(ops) > 5 else "")
-        return f"{self.prefix}_{core or 'copy'}_{index}"
+        return f"{self.language}_{core or 'copy'}_{index}"
+
+    def type_name(self, dtype: torch.dtype) -> str:
+        if dtype not in self.types:
+            raise NotImplementedError(f"the {self.language} backend does not support {dtype}")
+        return self.types[dtype]
 
     # -- the driver ------------------------------------------------------------------
     def render(self, kernel: Kernel, index: int) -> RenderedKernel:

@@ -154,7 +154,7 @@ def vector_math(used: set[str]) -> list[str]:
 
 class CppRenderer(KernelRenderer):
     language = "cpp"
-    prefix = "cpp"
+    types = CTYPES
     comment_mark = "//"
     # min and max of an index by value (toy_minimum's NaN test is no code for an integer). std::min returns a
     # reference, which GCC selects as a branch: a loop reading a clamped index (torch.cat, F.pad) did not vectorise (a
@@ -176,11 +176,6 @@ class CppRenderer(KernelRenderer):
         "maximum": "toy_maximum({0}, {1})", "minimum": "toy_minimum({0}, {1})",
         "where": "{0} ? {1} : {2}", "bitwise_not": "static_cast<{dtype}>(~{0})",
     }
-
-    def type_name(self, dtype: torch.dtype) -> str:
-        if dtype not in CTYPES:
-            raise NotImplementedError(f"the C++ backend does not support {dtype}")
-        return CTYPES[dtype]
 
     def header(self) -> list[str]:
         return vector_math(self.used_ops) + PRELUDE.splitlines() + TILE_PRELUDE.splitlines() * bool(self.tiles) + [""]

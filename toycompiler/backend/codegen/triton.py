@@ -90,7 +90,7 @@ def next_power_of_2(n: int) -> int:
 
 class TritonRenderer(KernelRenderer):
     language = "triton"
-    prefix = "triton"
+    types = TL_TYPES
     printer = IndexPrinter(minmax="tl.{which}imum({args})")
     ops = {
         **{op: f"libdevice.{op}({{0}})" for op in MATH_OPS},
@@ -108,11 +108,6 @@ class TritonRenderer(KernelRenderer):
         "logical_not": "{0} == 0", "logical_and": "({0} != 0) & ({1} != 0)", "logical_or": "({0} != 0) | ({1} != 0)",
         "bitwise_not": "~{0}", "signbit": "libdevice.signbit({0}) != 0",
     }
-
-    def type_name(self, dtype: torch.dtype) -> str:
-        if dtype not in TL_TYPES:
-            raise NotImplementedError(f"the Triton backend does not support {dtype}")
-        return TL_TYPES[dtype]
 
     def compute_dtype(self, dtype):
         # Half precision is computed in float32 and rounded only where a value is stored or cast, as
