@@ -77,6 +77,18 @@ def stack_boxes(boxes):
     return torch.stack((cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2), -1)
 
 
+def heads_merge(y, r):
+    """Attention's heads merged back and a residual added: [B, H, T, D] to [B, T, H * D], a transposing reshape."""
+    b, h, t, d = y.shape
+    return r + y.transpose(1, 2).reshape(b, t, h * d)
+
+
+def heads_split(x):
+    """Queries scaled and split into 12 heads: [B, T, C] to a contiguous [B, 12, T, C / 12]."""
+    b, t, c = x.shape
+    return (x * 0.125).view(b, t, 12, c // 12).transpose(1, 2).contiguous()
+
+
 def ten_ops(x, y):
     """The 10-op function whose cold compile time is a target."""
     a = torch.sin(x) * y + 1.5
@@ -269,6 +281,12 @@ def _rotary(device: str, quick: bool) -> tuple:
             torch.randn(t, d, device=device))
 
 
+def _heads(device: str, quick: bool) -> tuple:
+    """Attention's output of ``_numel`` floats as [B, 12 heads, 512 positions, 64], and a residual [B, 512, 768]."""
+    b = max(1, _numel(device, quick) // (12 * 512 * 64))
+    return torch.randn(b, 12, 512, 64, device=device), torch.randn(b, 512, 768, device=device)
+
+
 def _boxes(device: str, quick: bool) -> tuple:
     return (torch.randn(_numel(device, quick) // 4, 4, device=device),)
 
@@ -399,6 +417,9 @@ WORKLOADS = [
     Workload("chain8", chain8, _vectors(2), True, describe="8 pointwise ops"),
     Workload("rotary_cat", rotary_cat, _rotary, True, describe="rotary embedding, rotate-half by torch.cat"),
     Workload("stack_boxes", stack_boxes, _boxes, True, describe="torch.stack of 4 box corners along a new dim"),
+    Workload("heads_merge", heads_merge, _heads, True, describe="r + y.transpose(1, 2).reshape(B, T, C)"),
+    Workload("heads_split", heads_split, lambda device, quick: _heads(device, quick)[1:], True,
+             describe="(x * 0.125).view(B, T, 12, 64).transpose(1, 2).contiguous()"),
     Workload("softmax", softmax, _matrix, True, describe="F.softmax over rows"),
     Workload("masked_softmax", masked_softmax, _causal, True, describe="softmax of scores with a causal -inf mask"),
     Workload("softmax_manual", softmax_manual, _odd_matrix, True, describe="softmax with amax/exp/sum, odd sizes"),
