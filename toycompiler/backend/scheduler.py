@@ -50,8 +50,8 @@ def squeeze(size: tuple) -> tuple:
 def refine(a: tuple, b: tuple) -> tuple | None:
     """The loops that walk both ``a`` and ``b`` in row-major order, if any: ``[B, T, 768]`` and ``[B, T, 12, 64]``
     (a tensor and its reshape) are both walked by ``[B, T, 12, 64]``, dim 768 being ``64*x2 + x3``; ``[4, 6]`` and
-    ``[6, 4]`` have none (the 4th element starts a row of one, not of the other). Inductor fuses nodes of equal
-    element count and splits their loops alike (``SIMDKernel._split_iteration_ranges``)."""
+    ``[6, 4]`` have none (element 4 starts a row of the second, inside a row of the first). Inductor fuses
+    nodes of equal element count and splits their loops alike (``SIMDKernel._split_iteration_ranges``)."""
     # each run of dims: one dim of one split into dims of the other, or else there is no such loop nest
     runs = reshape_runs(a, b)
     if sympy.Mul(*a) != sympy.Mul(*b) or any(len(ra) > 1 and len(rb) > 1 for ra, rb in runs):
