@@ -139,7 +139,8 @@ def node_vars(node: ComputedBuffer, kernel: Kernel) -> dict[sympy.Symbol, sympy.
     loops = (*kernel.xranges, *kernel.rranges)
     names = (*index_vars(len(kernel.xranges), "x"), *index_vars(len(kernel.rranges), "r"))
     runs = reshape_runs(loops, tuple(s for _, s in dims))  # the loops each dim takes, in order (a size-1 dim: none)
-    return {d: sum((names[k] * sympy.Mul(*loops[k + 1:a.stop]) for k in a), sympy.Integer(0))
+    # a run's loops index the dim row-major, as a contiguous buffer of their sizes is indexed
+    return {d: store_index(loops[a.start:a.stop]).xreplace(dict(zip(index_vars(len(a)), names[a.start:a.stop])))
             for (d, _), (a, _) in zip(dims, runs)}
 
 
