@@ -138,11 +138,21 @@ def test_triton_argmax_over_rows_too_long_to_hold_whole(name):
     assert "for roffset" in source and "_index = tl.where(" in source
 
 
+@pytest.mark.parametrize("length", [29, 30, 1029, 1037, 1038, 1041])
+def test_row_argmax_finds_its_max_in_every_lane_of_the_rest(length):
+    """Row k's max at k (an identity matrix), so every position of a row, the masked rest's lanes too, holds a
+    max once. Written as a select, the index's update lost lanes of the rest in GCC 12's AVX2 code: over rows
+    of 1037 floats no index was found for a max at 1028 (INT64_MAX)."""
+    x = torch.eye(length)
+    assert_same(lambda x: (torch.max(x, -1).indices, (-x).argmin(-1), x.argmax(-1)), x, backend="cpp")
+
+
 def test_row_argmax_vectorises_as_a_max_then_a_min_over_indices():
     report = toycompiler.explain(lambda x: torch.max(x, -1), backend="cpp")(torch.randn(8, 100))
     source = report.frames[0].backend.kernels[0].source
     body = source[source.index("vector paths"):]
-    assert body.count("if (") == 2 and "if (r0 < 100) {" in body  # no branch per element; the rests' masks
+    # the rests' masks, and the index's update (an ``if`` that GCC turns into a masked min; see above)
+    assert body.count("if (") == 4 and "if (r0 < 100) {" in body and body.count("acc1_index = std::min") == 2
     assert source.count("acc0 = std::max(acc0, ") == 2 and "acc1 = std::max" not in source  # one max (vectors, rest)
     assert "reduction(max:acc0)" in source and "acc0_nan |= " in source  # OpenMP's max, and a NaN flag
     assert "#pragma omp simd reduction(min:acc1_index)" in source

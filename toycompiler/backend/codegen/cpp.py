@@ -489,7 +489,10 @@ class CppRenderer(KernelRenderer):
                     self.emit(*open_)
                     with self.owning(n):
                         v, i, m = self.expr(n.body, self.vars(n), n), f"{acc}_index{where}", alias[acc] + where
-                        self.emit(f"{i} = {v} == {m} || {v} != {v} ? std::min<int64_t>({i}, {flat}) : {i};")
+                        # an ``if``: GCC 12 miscompiles the same update written as a select in a masked rest
+                        # loop for AVX2 (no int64 vector min), losing lanes: argmax over rows of 1037 floats
+                        # found no index for an element at 1028, and returned INT64_MAX
+                        self.emit(f"if ({v} == {m} || {v} != {v}) {i} = std::min<int64_t>({i}, {flat});")
                     self.emit(*close)
         return [f"{acc}_index{where}" if op != n.reduction.op else self.cast(alias[acc] + where, torch.float32)
                 if acc in wide else alias[acc] + where for n, op, acc in zip(nodes, ops, accs)]
