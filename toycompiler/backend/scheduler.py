@@ -292,9 +292,8 @@ def plan_memory(ir: GraphIR, kernels: list[Kernel]) -> tuple[dict[str, str], lis
             if node.store_into or (isinstance(node, ExternKernel) and ("out", name) not in node.kwargs):
                 continue  # it lives in an input, or torch allocates it
             for dead in pool + in_place:
-                d = ir.buffer(dead).layout
-                if d.dtype == node.layout.dtype and d.device == node.layout.device and d.is_contiguous and \
-                        sympy.expand(d.numel - node.layout.numel) == 0:
+                if (d := ir.buffer(dead).layout).dtype == node.layout.dtype and d.device == node.layout.device \
+                        and d.is_contiguous and sympy.expand(d.numel - node.layout.numel) == 0:
                     (pool if dead in pool else in_place).remove(dead)
                     reuses[name] = dead
                     keep.add(dead)  # its memory is name's now

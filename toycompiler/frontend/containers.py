@@ -28,9 +28,8 @@ def wrap_constant_result(value: Any) -> Variable:
         return value
     if type(value) in (tuple, list):  # a TupleVariable or a ListVariable (:data:`CONTAINERS`)
         return CONTAINERS[type(value)]([wrap_constant_result(v) for v in value])
-    if type(value) is dict:
-        return DictVariable({k: wrap_constant_result(v) for k, v in value.items()})
-    return wrap_scalar(value)
+    return DictVariable({k: wrap_constant_result(v) for k, v in value.items()}) if type(value) is dict \
+        else wrap_scalar(value)
 
 
 class ContainerVariable(Variable):

@@ -84,9 +84,8 @@ def handles(*fns: Any, pass_fn: bool = False) -> Callable[[Handler], Handler]:
 def _len(tx, obj, /):
     if isinstance(obj, TensorVariable):  # its first size (a symbolic one is fixed, with a guard); 0-d: TypeError
         return ConstantVariable(Unsupported.if_raises("len()", lambda: len(obj.example)))
-    if isinstance(obj, TupleVariable | DictVariable | SetVariable):
-        return ConstantVariable(len(obj.items))
-    return NotImplemented
+    container = isinstance(obj, TupleVariable | DictVariable | SetVariable)
+    return ConstantVariable(len(obj.items)) if container else NotImplemented
 
 
 @handles(isinstance)

@@ -416,9 +416,8 @@ class CellVariable(Variable):
     cannot_rebuild = "a closure cell is not a value the code can push"
 
     def describe(self) -> str:
-        if self.cell is not None:
-            return f"cell {self.name}"
-        return f"cell({self.contents.describe() if self.contents else 'empty'})"
+        inside = self.contents.describe() if self.contents else "empty"
+        return f"cell {self.name}" if self.cell is not None else f"cell({inside})"
 
     def as_cell(self) -> types.CellType:
         """The real cell; for one made while tracing, a new cell holding the (constant) contents."""

@@ -258,9 +258,7 @@ class TritonRenderer(KernelRenderer):
             return None
         (x0, x1), (r0,) = index_vars(2, "x"), index_vars(1, "r")
         a, b = (sympy.expand(ld.index.xreplace(self.vars(node))) for ld in loads)
-        if a.free_symbols != {x0, r0} or b.free_symbols != {r0, x1}:
-            return None
-        return (loads[0], a), (loads[1], b)
+        return ((loads[0], a), (loads[1], b)) if a.free_symbols == {x0, r0} and b.free_symbols == {r0, x1} else None
 
     def dot_loop(self, node):
         """The template's loop over k: ``acc += tl.dot(a_tile, b_tile)``, products and sums in float32.
@@ -471,7 +469,7 @@ class TritonRenderer(KernelRenderer):
     def load(self, ptr, index, dtype):
         pointer, mask = self._pointer(ptr, index)
         hint = ", eviction_policy=@EVICT@" if "rmask" in mask and not self.persistent else ""  # see finish
-        text = f"tl.load({pointer}, {mask}, other=0{hint})"
+        text = f"tl.load({pointer}, {mask}{self.guard}, other=0{hint})"  # (guard: see KernelRenderer.expr)
         return f"{text}.to(tl.float32)" if dtype in HALF else text
 
     def store(self, buf, index, value, where):
@@ -497,9 +495,8 @@ def _identity(op: str, dtype: torch.dtype) -> int | float:
     """What a reduction starts from; for integers, the type's extremes stand for -inf and inf."""
     if dtype.is_floating_point or op in ("sum", "prod"):
         return IDENTITY[op]
-    if dtype == torch.bool:
-        return 0 if "max" in op else 1
-    return torch.iinfo(dtype).min if "max" in op else torch.iinfo(dtype).max
+    low, high = (0, 1) if dtype == torch.bool else (torch.iinfo(dtype).min, torch.iinfo(dtype).max)
+    return low if "max" in op else high
 
 
 def pointwise_block(numel: sympy.Expr) -> int:
