@@ -13,6 +13,7 @@ import torch
 
 import toycompiler
 from toycompiler.backend.codecache import python_module_at
+from toycompiler.backend.codegen.cpp import VECTOR_BYTES
 from toycompiler.testing import assert_same, device_for
 
 BACKENDS = ["cpp", "triton"]
@@ -125,10 +126,25 @@ def test_triton_transposed_reads_run_in_2d_blocks_and_match_eager(name):
         == (grid_cols, grid_rows)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64, torch.int16, torch.uint8])
+def test_cpp_a_tile_row_is_one_vector_of_the_widest_element(dtype):
+    """Tiles of 8 floats on AVX2 (16 on AVX-512), 4 doubles, 16 int16 or uint8 (at most 16); odd sizes, so the
+    last tile of each row and column overlaps the one before it; a double and a float read in one kernel take
+    the double's tiles."""
+    x, y = (torch.randn(37, 45).abs() * 50).to(dtype), (torch.randn(45, 37).abs() * 50).to(dtype)
+    for fn, args, widest in ((lambda x, y: x.t() + y, (x, y), dtype), (lambda x, y: x.t() + y.double(), (x, y),
+                                                                       torch.float64)):
+        assert_same(fn, *args, backend="cpp")
+        compiled = toycompiler.compile(fn, backend="cpp")
+        compiled(*args)
+        n = min(16, VECTOR_BYTES // widest.itemsize)
+        assert f"toy_tile<{n}>(" in sources(compiled) and f"tiles of {n} x {n}" in sources(compiled)
+
+
 def test_cpp_no_tiles_for_short_loops_or_symbolic_sizes():
     def narrow(x, y):
         return x.t() + y
-    x, y = torch.randn(40, 9), torch.randn(9, 40)
+    x, y = torch.randn(40, 3), torch.randn(3, 40)  # 3 columns: fewer than a tile's (8 floats, or 16)
     assert_same(narrow, x, y, backend="cpp")
     compiled = toycompiler.compile(narrow, backend="cpp")
     compiled(x, y)

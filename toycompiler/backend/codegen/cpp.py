@@ -102,7 +102,7 @@ SLEEF_PRELUDE = """typedef float toy_vec8 __attribute__((vector_size(32)));
 typedef float toy_vec16 __attribute__((vector_size(64)));
 #define TOY_SLEEF(isa, n, f, s) toy_vec##n Sleef_##s(toy_vec##n); \\
     __attribute__((visibility("hidden"))) toy_vec##n _ZGV##isa##N##n##v_##f(toy_vec##n a) { return Sleef_##s(a); }"""
-TILE = 16  # rows and columns of a tile of a kernel with a transposed read (toy_tile's N)
+VECTOR_BYTES = 64 if torch.backends.cpu.get_cpu_capability() == "AVX512" else 32  # a vector register (see setup)
 # Columns per block of a column reduction: its accumulators stay in L1, its reads are 1 KiB runs. The threads
 # share out the blocks, so where there are fewer than 4 a thread, blocks of 64 columns instead (CppRenderer.setup).
 XBLOCK = 256
@@ -197,7 +197,7 @@ class CppRenderer(KernelRenderer):
         notes = [f"{what}: {', '.join(sorted(ops))}" for what, ops in parts.items() if ops]
         notes += ["short rows: 64 at a time, copied transposed, a row a lane"] if self.rows else \
             ["column order: r outside, a block of x inside"] if self.column else []
-        notes += [f"tiles of {TILE} x {TILE}, transposed reads through toy_tile"] if self.tiles else []
+        notes += [f"tiles of {self.tile} x {self.tile}, transposed reads through toy_tile"] if self.tiles else []
         notes += ["a gather along the vector loop: vectorised as GCC's cost model says"] if self.gathers() else []
         return "    // vector paths: " + "; ".join(notes)
 
@@ -233,20 +233,28 @@ class CppRenderer(KernelRenderer):
             else XBLOCK
         # Tiles: (pointer, index) -> the local array that holds it, for each transposed load (transposed_loads).
         #
-        # Such a kernel runs in tiles of TILE x TILE. Each tile first copies what a transposed load reads, a
-        # row of TILE neighbours at a time, and transposes the copy in vector registers (``toy_tile``, whose
+        # Such a kernel runs in tiles of N x N (``self.tile``). Each tile first copies what a transposed load reads, a
+        # row of N neighbours at a time, and transposes the copy in vector registers (``toy_tile``, whose
         # loops GCC turns into shuffles); the loop over the tile then reads the copy in order, like every
         # other load. Inductor does the same (``transpose_mxn`` in its C++ vector headers). Read straight
         # from memory, the load took 3.6 ms on [1024, 1024] floats against torch.compile's 0.34 (1 thread),
-        # and 1.1 ms in tiles without the copy: the TILE rows of a tile, 4 KiB apart, share one set of
+        # and 1.1 ms in tiles without the copy: the N rows of a tile, 4 KiB apart, share one set of
         # the L1 cache.
         #
-        # The last tile of a row or column starts TILE before the end, overlapping the one before it, so
-        # every loop runs exactly TILE times (the loops that vectorise best). An element in the overlap is
+        # A row of a tile fills one vector register with the kernel's widest element (at most 16 elements): its
+        # transpose is then shuffles of whole registers. One thread, AVX2, toycompiler against torch.compile, tiles
+        # of 8, 16 and 32 floats: x.t() + y over [1000, 1037] 1.86x, 0.76x and 1.21x; NHWC to NCHW of [16, 56, 56,
+        # 64] 1.29x, 0.54x and 0.75x; NCHW to NHWC 1.37x, 0.90x, 1.46x. Doubles in tiles of 4, 8 and 16: x.t() + y
+        # 1.47x, 1.26x, 0.80x; int16 in tiles of 8 and 16 4.22x and 5.39x; uint8 in tiles of 8, 16 and 32 2.86x,
+        # 6.50x and 1.80x. (16 floats, a register of AVX-512, was chosen on an AVX-512 machine.)
+        #
+        # The last tile of a row or column starts N before the end, overlapping the one before it, so
+        # every loop runs exactly N times (the loops that vectorise best). An element in the overlap is
         # computed twice, to the same value: a kernel never reads memory it writes (a write into a graph input
         # runs in a kernel of its own, reading another buffer: ``scheduler.can_fuse``; eager refuses a copy
-        # between overlapping tensors). Loops shorter than TILE, or of a symbolic size, run untiled.
-        static = all(s.is_Integer and s >= TILE for s in self.xr[-2:])
+        # between overlapping tensors). Loops shorter than N, or of a symbolic size, run untiled.
+        self.tile = min(16, VECTOR_BYTES // max(self.dtypes[b].itemsize for b in self.ptr))
+        static = all(s.is_Integer and s >= self.tile for s in self.xr[-2:])
         self.tiles = {read: f"tile{k}" for k, read in enumerate(self.transposed_loads() if static else [])}
 
     def short_rows(self) -> dict[tuple[str, sympy.Expr], str]:
@@ -345,17 +353,18 @@ class CppRenderer(KernelRenderer):
 
     def tile_loops(self, xr) -> list[str]:
         """The loops of a kernel with transposed reads (``self.tiles``, see setup): parallel over the outer
-        dims and the tiles; in each tile, its copies, then TILE x TILE elements, the inner loop vectorised."""
+        dims and the tiles; in each tile, its copies, then N x N elements (``self.tile``), the inner loop vectorised."""
         n, (a, b), sizes = len(xr), index_vars(len(xr), "x")[-2:], tuple(map(self.printer, xr[-2:]))
         lines = [f"#pragma omp parallel for collapse({n}) if(xnumel > 16384)",
                  *self.loops("x", xr[:-2], [""] * (n - 2))]
-        for v, size in zip((a, b), sizes):  # the tiles; the last of a row or column starts TILE before its end
-            lines += [f"for (int64_t {v}t = 0; {v}t < {size}; {v}t += {TILE}) {{", "@INDENT@"]
-        lines += [f"const int64_t {v}s = std::min<int64_t>({v}t, {size} - {TILE});" for v, size in zip((a, b), sizes)]
-        lines += [f"const auto {tile} = toy_tile<{TILE}>({a}s, {b}s, [&](int64_t {a}, int64_t {b}) "
+        for v, size in zip((a, b), sizes):  # the tiles; the last of a row or column starts N before its end
+            lines += [f"for (int64_t {v}t = 0; {v}t < {size}; {v}t += {self.tile}) {{", "@INDENT@"]
+        lines += [f"const int64_t {v}s = std::min<int64_t>({v}t, {size} - {self.tile});"
+                  for v, size in zip((a, b), sizes)]
+        lines += [f"const auto {tile} = toy_tile<{self.tile}>({a}s, {b}s, [&](int64_t {a}, int64_t {b}) "
                   f"{{ return {p}[{self.printer(i)}]; }});" for (p, i), tile in self.tiles.items()]
         for v, pragma in ((a, []), (b, ["#pragma omp simd"])):  # the elements of a tile
-            lines += [*pragma, f"for (int64_t {v} = {v}s; {v} < {v}s + {TILE}; ++{v}) {{", "@INDENT@"]
+            lines += [*pragma, f"for (int64_t {v} = {v}s; {v} < {v}s + {self.tile}; ++{v}) {{", "@INDENT@"]
         return lines
 
     def x_loop_close(self):
@@ -622,7 +631,7 @@ class CppRenderer(KernelRenderer):
             return f"{self.rows[ptr, index]}[r0][{self.xlast} - xb]"
         if (ptr, index) in self.tiles:  # read in memory order by tile_loops, transposed
             a, b = index_vars(len(self.xr), "x")[-2:]
-            return f"{self.tiles[ptr, index]}[{TILE} * ({a} - {a}s) + {b} - {b}s]"
+            return f"{self.tiles[ptr, index]}[{self.tile} * ({a} - {a}s) + {b} - {b}s]"
         clamps = {g: unclamped(g) for g in index.atoms(sympy.Min, sympy.Max)}
         clamps = {g: u for g, u in clamps.items() if u is not None and not any(g in h.args for h in clamps)}
         if not clamps:
@@ -637,14 +646,12 @@ class CppRenderer(KernelRenderer):
         return f"static_cast<{self.type_name(dtype)}>({self.printer(index)})"
 
     def constant(self, value, dtype):
-        if dtype == torch.bool:
-            return "true" if value else "false"
         if dtype.is_floating_point:
             value = float(value)
             if not math.isfinite(value):  # <cmath>'s float INFINITY and NAN convert exactly to a double
                 return {math.inf: "INFINITY", -math.inf: "-INFINITY"}.get(value, "NAN")
             return f"{value!r}f" if dtype == torch.float32 else repr(value)
-        return f"{self.type_name(dtype)}({int(value)})"
+        return f"{self.type_name(dtype)}({int(value)})"  # (a bool: bool(1))
 
     def cast(self, value, dtype, source=None):
         """A bool becomes a number by a select (``m ? 1.0f : 0.0f``): GCC vectorises no loop that converts a C++
