@@ -245,8 +245,9 @@ class CppRenderer(KernelRenderer):
         # transpose is then shuffles of whole registers. One thread, AVX2, toycompiler against torch.compile, tiles
         # of 8, 16 and 32 floats: x.t() + y over [1000, 1037] 1.86x, 0.76x and 1.21x; NHWC to NCHW of [16, 56, 56,
         # 64] 1.29x, 0.54x and 0.75x; NCHW to NHWC 1.37x, 0.90x, 1.46x. Doubles in tiles of 4, 8 and 16: x.t() + y
-        # 1.47x, 1.26x, 0.80x; int16 in tiles of 8 and 16 4.22x and 5.39x; uint8 in tiles of 8, 16 and 32 2.86x,
-        # 6.50x and 1.80x. (16 floats, a register of AVX-512, was chosen on an AVX-512 machine.)
+        # 1.47x, 1.26x, 0.80x (but an int64 transpose 1.64x, 2.16x, 1.24x: for 8-byte elements the rule is not the
+        # best everywhere); int16 in tiles of 8 and 16 4.22x and 5.39x; uint8 in tiles of 8, 16 and 32 2.86x, 6.50x
+        # and 1.80x. (16 floats, a register of AVX-512, was chosen on an AVX-512 machine.)
         #
         # The last tile of a row or column starts N before the end, overlapping the one before it, so
         # every loop runs exactly N times (the loops that vectorise best). An element in the overlap is
