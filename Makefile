@@ -20,6 +20,8 @@ NBVAL   ?= --nbval
 # Extra pip arguments for setup, e.g. on a Linux machine without a local CPU
 # build of torch: PIP_ARGS="--extra-index-url https://download.pytorch.org/whl/cpu"
 PIP_ARGS ?=
+# Tests and lessons run in JOBS processes (pytest-xdist), one per CPU up to 8: `make test JOBS=1` for one.
+JOBS    ?= $(shell $(PYTHON) -c 'import os; print(min(8, os.cpu_count() or 1))' 2>/dev/null || echo 1)
 
 # The stamp's name is a checksum of what setup reads, so changing any of those
 # files makes the next command set up again. Whether toycompiler/__init__.py
@@ -50,13 +52,15 @@ lab: $(STAMP)
 # the tests still run. pytest's exit code 5 means "no tests collected": not a
 # failure while tests/ is still empty. Lessons run in a kernel of this same
 # environment (--nbval-current-env); .ci/lesson_times.py prints the time each one took.
+# Tests are spread over the JOBS processes as each finishes its last (--dist worksteal); a notebook's cells
+# stay together and in order in one process (--dist loadscope), as its kernel's state needs.
 test: $(STAMP)
 	@status=0; \
 	$(BIN)/python .ci/lint_imports.py || { echo "import contracts: BROKEN (see above)"; status=1; }; \
 	$(BIN)/python .ci/size.py || status=1; \
 	$(BIN)/ruff check --quiet . || { echo "ruff: findings above"; status=1; }; \
 	if [ -d tests ]; then \
-	    $(BIN)/pytest tests; rc=$$?; \
+	    $(BIN)/pytest -n $(JOBS) --dist worksteal tests; rc=$$?; \
 	    if [ $$rc -eq 5 ]; then echo "tests/: no tests collected yet"; \
 	    elif [ $$rc -ne 0 ]; then status=1; fi; \
 	else \
@@ -64,8 +68,8 @@ test: $(STAMP)
 	fi; \
 	set -- lessons/*.ipynb lessons/solutions/*.ipynb; \
 	if [ -e "$$1" ]; then \
-	    PYTHONPATH=.ci$${PYTHONPATH:+:$$PYTHONPATH} $(BIN)/pytest -p lesson_times $(NBVAL) --nbval-current-env \
-	        --nbval-sanitize-with lessons/nbval_sanitize.cfg "$$@" || status=1; \
+	    PYTHONPATH=.ci$${PYTHONPATH:+:$$PYTHONPATH} $(BIN)/pytest -n $(JOBS) --dist loadscope -p lesson_times \
+	        $(NBVAL) --nbval-current-env --nbval-sanitize-with lessons/nbval_sanitize.cfg "$$@" || status=1; \
 	else \
 	    echo "lessons/: no notebooks yet, nbval skipped"; \
 	fi; \

@@ -379,7 +379,8 @@ def test_placeholder_gets_the_first_hint_tier(checker, capsys):
 
 
 @pytest.mark.parametrize("checker", build.BUILD_CHECKERS, ids=lambda c: c.__name__)
-@pytest.mark.parametrize("junk", [None, 42, "text", lambda *a: 1 / 0, type("Empty", (), {})], ids=repr)
+@pytest.mark.parametrize("junk", [None, 42, "text", lambda *a: 1 / 0, type("Empty", (), {})],
+                         ids=["None", "42", "text", "raising-function", "empty-class"])
 def test_no_checker_raises_on_junk(checker, junk, capsys):
     assert not checker(junk)
     assert capsys.readouterr().out[:1] in "✎✗"

@@ -295,19 +295,18 @@ def test_rows_past_16384_are_held_whole_with_16_warps(dtype):
 
 def test_a_column_softmax_counts_the_bytes_of_all_its_columns_for_online_softmax(monkeypatch):
     """Online softmax (``TritonRenderer.reduction_group``) counts the bytes one program reads in its loops: a
-    column softmax's program reads a block of columns of every row, here 300 rows of 16 floats (19 KB, over
+    column softmax's program reads a block of columns of every row, here 300 rows of 8 floats (9.6 KB, over
     the limit set to 4 KB), where one column's 1.2 KB is under it. A log_softmax over the middle axis of
-    [64, 1000, 256] ran at 0.77x torch.compile in three loops, 1.09x in two (H200)."""
+    [64, 1000, 256] ran at 0.77x torch.compile in three loops, 1.09x in two (H200). A ``max_block`` of 2048
+    makes the rows loop at this size (at the default, 300 rows of 16 columns do: [4, 300, 2100])."""
     fn = lambda x: torch.log_softmax(x, 1)  # noqa: E731
-    x = torch.randn(4, 300, 2100, device=device_for("triton")) * 4  # 8400 columns: one program per 16, unsplit
-    monkeypatch.setattr(triton_codegen, "ONLINE_MIN_ROW_BYTES", 4096)
-    fresh = {"graph_cache": False}  # the limit is no part of the cache key
-    assert_same(fn, x, backend="triton", rtol=1e-4, atol=1e-4)
-    kernel = toycompiler.explain(fn, backend="triton", options=fresh)(x).frames[0].backend.kernels[0].source
-    assert "online softmax" in kernel and kernel.count("for roffset in range") == 2, kernel
-    monkeypatch.setattr(triton_codegen, "ONLINE_MIN_ROW_BYTES", 65536)
-    kernel = toycompiler.explain(fn, backend="triton", options=fresh)(x).frames[0].backend.kernels[0].source
-    assert "online softmax" not in kernel and kernel.count("for roffset in range") == 3
+    x = torch.randn(2, 300, 48, device=device_for("triton")) * 4  # 96 columns: 8 a program
+    small = {"graph_cache": False, "max_block": 2048}  # (the limit is no part of the cache key)
+    for limit, online, loops in ((4096, True, 2), (65536, False, 3)):
+        monkeypatch.setattr(triton_codegen, "ONLINE_MIN_ROW_BYTES", limit)
+        assert_same(fn, x, compiled=toycompiler.compile(fn, backend="triton", options=small), rtol=1e-4, atol=1e-4)
+        kernel = toycompiler.explain(fn, backend="triton", options=small)(x).frames[0].backend.kernels[0].source
+        assert ("online softmax" in kernel) == online and kernel.count("for roffset in range") == loops, kernel
 
 
 def _channels_last(*shape):
