@@ -75,26 +75,51 @@ def test_a_3d_input_and_a_channels_last_one(backend):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_pooling_is_a_kernel_fused_with_its_reader_and_a_large_window_is_torchs(backend):
-    """A 3x3 max pool (windows past the input's end: masked) and the ReLU after it: one kernel, no library
-    call. A 7x7 window (49 loads) stays torch's kernel, with its reason; so does a padded window on a CPU."""
+    """A 3x3 max pool (windows past the input's end: masked on a GPU, read from a padded copy on a CPU, one
+    kernel more) and the ReLU after it: one kernel, no library call. A 7x7 window (49 loads) stays torch's
+    kernel, with its reason; padded windows are generated kernels on both backends."""
     x = torch.randn(2, 3, 16, 16, device=device_for(backend))
+    copy = int(x.device.type == "cpu")
     report = toycompiler.explain(lambda x: F.max_pool2d(x, 3, 2, ceil_mode=True).relu(), backend=backend)(x)
     code = report.frames[0].backend.output_code.source
-    assert len(report.kernels) == 1 and "torch.ops" not in code, code
+    assert len(report.kernels) == 1 + copy and "torch.ops" not in code, code
     # the work before the pooling (a folded batch norm and a ReLU) is computed at each load: one kernel too,
     # with or without masks; where that work's result is also returned, it is stored as well
     scale, shift = torch.randn(3, 1, 1, device=x.device), torch.randn(3, 1, 1, device=x.device)
-    for fn, kernels in [(lambda x: F.max_pool2d((x * scale + shift).relu(), 3, 2, ceil_mode=True), 1),
+    for fn, kernels in [(lambda x: F.max_pool2d((x * scale + shift).relu(), 3, 2, ceil_mode=True), 1 + copy),
                         (lambda x: F.avg_pool2d((x * scale + shift).relu(), 2), 1),
                         (lambda x: (F.max_pool2d(x.relu(), 2), x.relu()), 2)]:
         assert_same(fn, x, backend=backend)
         assert len(toycompiler.explain(fn, backend=backend)(x).kernels) == kernels
-    padded = x.device.type == "cpu"
     for fn, why in [(lambda x: F.max_pool2d(x, 7) + 1, True), (lambda x: F.avg_pool2d(x, 7) + 1, True),
-                    (lambda x: F.max_pool2d(x, 3, 2, 1) + 1, padded), (lambda x: F.avg_pool2d(x, 3, 1, 1), padded)]:
+                    (lambda x: F.max_pool2d(x, 3, 2, 1) + 1, False), (lambda x: F.avg_pool2d(x, 3, 1, 1), False)]:
         assert_same(fn, x, backend=backend)
         ir = str(toycompiler.explain(fn, backend=backend)(x).frames[0].backend.ir)
-        assert ("window of more than 25 elements, or padded on a CPU" in ir) == why, ir
+        assert ("window of more than 25 elements" in ir) == why, ir
+
+
+@pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "channels_last"])
+def test_a_cpu_window_that_does_not_fit_reads_a_padded_copy(channels_last):
+    """On a CPU a window in the padding or past the input's end reads a copy of the input with a border of
+    the fill (-inf for a max, 0 for an average) in which every window fits, so the pooling kernel's loads
+    are plain strided reads, with no clamped index and no guard (GCC vectorises its loop; see pool2d). The
+    copy computes the work before the pooling, is one buffer for a max's values and positions,
+    and is stored in the input's memory order. A position in the border is never a max's position: a
+    window whose elements inside the input are all -inf gives the first of them, as eager does."""
+    x = image(2, 8, 9, 11)
+    x[:, :, :2, :2] = x[:, :, -1:, -2:] = float("-inf")  # the corner windows: -inf inside, fill outside
+    x = x.contiguous(memory_format=torch.channels_last) if channels_last else x
+    fn = lambda x: F.max_pool2d(x * 2 - 1, 3, 2, 1, ceil_mode=True, return_indices=True)  # noqa: E731
+    assert_same(fn, x)
+    report = toycompiler.explain(fn, backend="cpp")(x)
+    copy, pool = report.kernels  # 9 + 1 + 1 rows of 11 + 1 + 1 (ceil_mode's last windows overhang by one)
+    size = "[2, 11, 13, 8]" if channels_last else "[2, 8, 11, 13]"
+    assert f"pointwise float32{size}  # from max_pool2d_with_indices" in str(report.frames[0].backend.ir)
+    assert "* 2.0f" in copy.source and "INFINITY" in copy.source, copy.source
+    loads = [line for line in pool.source.splitlines() if "in_ptr0[" in line]
+    assert len(loads) == 9 and not any("?" in line or "toy_m" in line for line in loads), pool.source
+    assert "* 2.0f" not in pool.source, pool.source
+    assert_same(lambda x: F.avg_pool2d(x, 3, 1, 1, count_include_pad=False), x.nan_to_num(0, 0, 0))
 
 
 def test_a_backward_reads_the_positions_of_the_maxima():
@@ -108,11 +133,13 @@ def test_a_backward_reads_the_positions_of_the_maxima():
 
 
 def test_sizes_known_only_when_running():
-    """Dynamic shapes: an output size is then a floor division, which the kernels print. A padded window on a CPU
-    stays torch's kernel; its result's strides, as the fake tensor gives them, can hold sympy's ``Max``
-    (``Max(1, s2//2)``) and floor divisions: the output code spells them ``max`` and ``//`` (a NameError when
-    the call ran, once)."""
-    for fn, generated in ((lambda x: F.max_pool2d(x, 2), True), (lambda x: F.max_pool2d(x, 3, 2, 1), False),
+    """Dynamic shapes: an output size is then a floor division, which the kernels print, and so is the size of
+    a padded copy. A large window stays torch's kernel; its result's strides, as the fake tensor gives them,
+    can hold sympy's ``Max`` (``Max(1, s2//2)``) and floor divisions: the output code spells them ``max`` and
+    ``//`` (a NameError when the call ran, once)."""
+    for fn, generated in ((lambda x: F.max_pool2d(x, 2), True), (lambda x: F.max_pool2d(x, 7, 2, 3), False),
+                          (lambda x: F.max_pool2d(x, 3, 2, 1), True),
+                          (lambda x: F.avg_pool2d(x.relu(), 3, 2, 1, ceil_mode=True, count_include_pad=False), True),
                           (lambda x: F.max_pool2d(x, 3, 2, ceil_mode=True, return_indices=True), True)):
         compiled = toycompiler.compile(fn, backend="cpp", dynamic=True)
         for shape in [(2, 3, 10, 12), (1, 4, 17, 9), (2, 2, 8, 8)]:

@@ -264,13 +264,10 @@ class _Allocators(dict):
     """
 
     def __missing__(self, device: str) -> Callable:
-        kind = device.split(":")[0]
-        if kind == "cpu":
-            alloc = torch._C._dynamo.guards._empty_strided_cpu
-        elif kind == "cuda" and torch.cuda.device_count() == 1:
-            alloc = torch._C._dynamo.guards._empty_strided_cuda
-        else:
-            alloc = lambda size, stride, dtype: torch.empty_strided(size, stride, dtype=dtype, device=device)  # noqa: E731
+        kind, guards = device.split(":")[0], torch._C._dynamo.guards
+        alloc = guards._empty_strided_cpu if kind == "cpu" else guards._empty_strided_cuda \
+            if kind == "cuda" and torch.cuda.device_count() == 1 else \
+            lambda size, stride, dtype: torch.empty_strided(size, stride, dtype=dtype, device=device)
         return self.setdefault(device, alloc)
 
 

@@ -323,8 +323,8 @@ FALLBACKS = {
                    "sum over a triangle, costs the square of the length)",
     "aten.cumprod": "a scan (see cumsum)",
     **dict.fromkeys(["aten.sort", "aten.topk", "aten.median"], "sorting is no loop nest of this IR"),
-    **dict.fromkeys(["aten.avg_pool2d", "aten.max_pool2d_with_indices"], "a window of more than 25 elements, or "
-                    "padded on a CPU (others: lowering_reductions.pool2d)"),
+    **dict.fromkeys(["aten.avg_pool2d", "aten.max_pool2d_with_indices"], "a window of more than 25 elements "
+                    "(others: lowering_reductions.pool2d)"),
     "aten.avg_pool2d_backward": "a window reduction (the IR's reduce dims)",
     "aten.max_pool2d_with_indices_backward": "it writes through those indices (indirect indexing)",
     "aten.bernoulli": RANDOM,
@@ -493,6 +493,11 @@ class GraphLowering:
                                    value.loader(tuple(ir.index_vars(n)[k] for k in inverse)), node)
         self.stored[key] = value, lowering_views.permute(node, stored, inverse) if order else stored  # value's order
         return self.stored[key][1]
+
+    def read(self, value: TensorValue, idx: tuple) -> ir.Expr:
+        """``value`` at ``idx`` (loop variables), with the pointwise buffers it reads computed in place
+        (``ir.inline_pointwise``): what a reduction or a pooling window reads, straight from memory."""
+        return ir.inline_pointwise(value.loader(idx), dict(zip(idx, value.size)), {b.name: b for b in self.buffers})
 
     def add_computed(self, size: tuple, dtype: torch.dtype, device: str, body: ir.Expr, node: torch.fx.Node,
                      reduction: Any = None) -> TensorValue:

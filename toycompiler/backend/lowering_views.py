@@ -168,9 +168,9 @@ def within(i: sympy.Expr, lo: Any, hi: Any) -> ir.Op:
     return ir.Op("logical_and", (ir.Op("ge", (i, lo), torch.bool), ir.Op("lt", (i, hi), torch.bool)), torch.bool)
 
 
-def both(a: ir.Op, b: ir.Op | None) -> ir.Op:
-    """``a and b`` as a bool value of the kernel; ``a`` alone where ``b`` is None (no condition)."""
-    return a if b is None else ir.Op("logical_and", (a, b), torch.bool)
+def both(a: ir.Op | None, b: ir.Op | None) -> ir.Op | None:
+    """``a and b`` as a bool value of the kernel; one alone where the other is None (no condition)."""
+    return b if a is None else a if b is None else ir.Op("logical_and", (a, b), torch.bool)
 
 
 @register_lowering(aten.constant_pad_nd)
