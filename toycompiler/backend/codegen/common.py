@@ -391,12 +391,15 @@ class KernelRenderer:
             if e.buf in self.spilled:  # written to an output by an earlier loop over r: read back
                 out = local[self.spilled[e.buf]]
                 return self.load_tmp(out.name, self.store_index(out))
-            if e.buf in local:  # computed in this kernel, element by element: inline it
-                producer = local[e.buf]
-                with self.owning(producer):
-                    value = self.expr(producer.body, self.vars(producer), producer)
-                    if producer.name not in self.scopes[-1]:
-                        self.scopes[-1][producer.name] = value
+            # Computed in this kernel, element by element: inlined, once for each loop and each where branch's
+            # mask (self.guard) it is read in, so a value read many times (a diamond) is walked once: codegen's
+            # work is linear in the kernel's ops.
+            if e.buf in local:
+                if (value := next((s[e.buf + self.guard] for s in reversed(self.scopes) if e.buf + self.guard in s),
+                                  None)) is None:
+                    with self.owning(producer := local[e.buf]):
+                        value = self.expr(producer.body, self.vars(producer), producer)
+                        self.scopes[-1][e.buf + self.guard] = value
                         self.comment(producer, value)
                 return value
             if self.ir.buffer(e.buf).layout.numel == 0:  # never read (masked off), may have no memory
