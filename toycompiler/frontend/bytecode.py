@@ -110,8 +110,7 @@ def normalise(code: types.CodeType) -> Iterator[Inst]:
     for ins, line in raw:
         low_bit = ins.opname in LOW_BIT_FLAG and bool(ins.arg & 1)
         opname = LOW_BIT_FLAG[ins.opname] if low_bit else ALIASES.get(ins.opname, ins.opname)
-        if ins.opname == "CALL_INTRINSIC_1":
-            opname = INTRINSICS.get(ins.argrepr, opname)
+        opname = INTRINSICS.get(ins.argrepr, opname) if ins.opname == "CALL_INTRINSIC_1" else opname
         argval = next_offset.get(ins.argval, ins.argval) if ins.opname in JUMPS_SKIP_THEIR_END else ins.argval
         # the flag: the low bit was set, or a method load (which pushes NULL first)
         yield Inst(ins.offset, opname, ins.arg, argval, ins.argrepr, line, low_bit or opname == "LOAD_METHOD")

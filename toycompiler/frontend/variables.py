@@ -587,8 +587,7 @@ def wrap_scalar(value: Any) -> Variable:
     (Tuples, lists and dicts of values: :func:`.containers.wrap_constant_result`.)
     """
     # A symbolic size read as a Python value is fixed to its traced value (the ShapeEnv adds the guard).
-    if isinstance(value, torch.SymInt | torch.SymFloat | torch.SymBool):
-        value = guard_scalar(value)
+    value = guard_scalar(value) if isinstance(value, torch.SymInt | torch.SymFloat | torch.SymBool) else value
     if isinstance(value, torch.Size):  # and so is each symbolic size in a shape
         value = torch.Size(guard_scalar(v) if isinstance(v, torch.SymInt) else v for v in value)
     return ConstantVariable(value) if isinstance(value, CONSTANT_TYPES) else ObjectVariable(value)

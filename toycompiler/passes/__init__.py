@@ -34,8 +34,7 @@ def run_passes(gm: torch.fx.GraphModule, example_inputs: list, config: Config) -
         results.append(PassResult(name, tuple(changes), graph_artifact(after, f"after {name}")))
         return after
 
-    if config.fold_conv_bn:
-        gm = record("fold_conv_bn", *fold_conv_bn(gm))
+    gm = record("fold_conv_bn", *fold_conv_bn(gm)) if config.fold_conv_bn else gm
     gm = record("decompose", *decompose(gm, example_inputs, bool(config.matmul_template)))
     # the clean-ups, each with the setting that turns it on
     for name, enabled, fn in [("constant_fold", config.constant_folding, constant_fold),

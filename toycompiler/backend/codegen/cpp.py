@@ -38,7 +38,7 @@ import sympy
 import torch
 
 from ..ir import IDENTITY, MATH_OPS, MATH_OPS2, contiguous_strides, index_exprs, index_vars, linear_index, loads
-from .common import INFIX, IndexPrinter, KernelRenderer
+from .common import INFIX, IndexPrinter, KernelRenderer, unclamped
 
 CTYPES = {
     torch.float32: "float", torch.float64: "double", torch.int64: "int64_t", torch.int32: "int32_t",
@@ -106,23 +106,6 @@ VECTOR_BYTES = 64 if torch.backends.cpu.get_cpu_capability() == "AVX512" else 32
 # Columns per block of a column reduction: its accumulators stay in L1, its reads are 1 KiB runs. The threads
 # share out the blocks, so where there are fewer than 4 a thread, blocks of 64 columns instead (CppRenderer.setup).
 XBLOCK = 256
-
-
-def unclamped(e: sympy.Expr) -> sympy.Expr | None:
-    """``Min(Max(x1 - 64, 0), 63)`` -> ``x1 - 64``: the argument of an index's clamp that holds a loop variable.
-
-    A Min or Max in a load's index is a guard: it keeps a load whose value the kernel discards (the other
-    inputs' columns of a ``torch.cat``, a pad's border, the tail of a split reduction) inside its buffer. But
-    a clamped index is no longer affine, so GCC gathers the loop's loads one element at a time: a cat along
-    the last dim ran at 0.69x torch.compile, a rotary embedding at 0.53x, ``F.pad`` at 0.36x. So a C++
-    kernel reads ``x1 - 64 == clamp ? in_ptr1[... x1 - 64] : 0``: the address affine, the read skipped
-    where the clamp would have moved it, which GCC vectorises as a masked load (as Inductor's masked loads)."""
-    while isinstance(e, (sympy.Min, sympy.Max)):
-        inner = [a for a in e.args if any(s.name[0] in "xr" for s in a.free_symbols)]  # loop variables x0, r0...
-        if len(inner) != 1:
-            return None
-        e = inner[0]
-    return e
 
 
 def vector_math(used: set[str]) -> list[str]:

@@ -57,7 +57,7 @@ import torch
 
 from ..ir import COLUMN_WIDTH, IDENTITY, MATH_OPS, MATH_OPS2, Load, Op, exp_of_difference, index_vars, loads, substitute
 from ..scheduler import placement
-from .common import HALF, INFIX, IndexPrinter, KernelRenderer
+from .common import HALF, INFIX, IndexPrinter, KernelRenderer, unclamped
 
 # Triton names a dtype as torch does (torch.float32 is tl.float32), but bool is a 1-bit integer
 TL_TYPES = {dtype: f"tl.{str(dtype).removeprefix('torch.')}" for dtype in (torch.float32, torch.float64, torch.float16,
@@ -144,8 +144,7 @@ class TritonRenderer(KernelRenderer):
         # bfloat16, 6144 programs, 40.1 us with 64 columns and 48.0 with 16. A sum over dim 1 of [64, 512, 1000]
         # (1000 programs of 64 columns) took 35.0 us, in 2000 programs of 32 37.9 (H200, when the bound was 1024).
         few = self.column and self.xnumel.is_Integer and self.xnumel < 512 * COLUMN_WIDTH  # programs of 64 columns
-        if few:
-            x = min(x, 32 if self.xnumel >= 16384 else 16 if self.xnumel > 2048 else 8)
+        x = min(x, 32 if self.xnumel >= 16384 else 16 if self.xnumel > 2048 else 8) if few else x
         # A row is held whole up to max_block elements; a column reduction's tile (x columns of each row) up to an
         # eighth of that, 4096 elements (64 rows of 64 columns: 32 floats a thread at Triton's 4 warps)
         self.persistent = self.kernel.kind == "pointwise" or (
@@ -160,8 +159,18 @@ class TritonRenderer(KernelRenderer):
             # elements took 91.7 us so, 105.3 with 4 a thread (torch.compile 91.2); over 2^24 + 2, 26.1 and 28.8
             # (26.1), a silu(x) * y 31.6 and 37.9 (32.8). Loaded one by one, 8 a thread are slower: 59.3 us for a
             # GELU over 2^24 + 37 bfloat16 elements, where 4 a thread took 31.9 (H100; before full blocks)
+            # A read along x with a stride (a pooling window's, ``x[:, ::2]``; its clamps set aside) takes 1 element
+            # a thread, blocks of 256: with 8, a warp's loads of one element each touched 32 lines. H200, 3x3 max
+            # pool, stride 2, padding 1, over [64, 128, 112, 112] floats: 269 us with 8 a thread, 267 with 4, 149
+            # with 2, 143 with 1 (torch.compile 153); a 3x3 average, stride 2, over [64, 128, 56, 56] 82, 75, 49, 43
+            # (48); the same with stride 1 (not strided) 142, 129, 129, 128 (84). A 2x2 max pool 131 us either way.
+            last = index_vars(len(self.xr), "x")[-1:]
+            strided = last and any(i.xreplace({g: unclamped(g) or g for g in i.atoms(sympy.Min, sympy.Max)}).coeff(
+                last[0]) not in (0, 1) for _, i in self.load_indices(self.inputs))
+            x = min(x, 16) if strided else x
             self.full = self.xnumel.is_Integer and self.xnumel % 16 and self.xnumel > 16 * x  # see finish
-            self.blocks = (("XBLOCK", 16 * x), ("num_warps", max(1, x // (16 if self.loads_together() else 8))))
+            per_thread = 2 if strided else 16 if self.loads_together() else 8  # (twice the elements a thread takes)
+            self.blocks = (("XBLOCK", 16 * x), ("num_warps", max(1, x // per_thread)))
             # A transposed read (transposed_loads): 2-D blocks, YBLOCK rows (every loop but the last, flattened)
             # by XBLOCK columns, so that each load is contiguous along one of the block's axes: Triton lays out
             # each load along its own contiguous axis and moves values between the two layouts through shared
