@@ -198,7 +198,8 @@ def test_triton_launch_fits_the_tile():
              # padded window (a GPU pool's; on a CPU it reads a padded copy with plain strided loads)
              (lambda x: x[:, ::2] + 1, (64, 200), torch.float32, {}, "XBLOCK=256, num_warps=8)"),
              (lambda x: F.max_pool2d(x, 3, 2, 1), (2, 3, 40, 40), torch.float32, {}, "XBLOCK=256, num_warps=8)"),
-             (lambda x: x[:, 1:] + 1, (64, 200), torch.float32, {}, "XBLOCK=1024, num_warps=4)")]  # a shift: stride 1
+             (lambda x: x[:, 1:] + 1, (64, 200), torch.float32, {}, "XBLOCK=1024, num_warps=4)"),  # a shift: stride 1
+             (lambda x: x.flip(-1) + 1, (64, 200), torch.float32, {}, "XBLOCK=1024, num_warps=4)")]  # backwards
     for fn, shape, dtype, options, launch in cases:
         x = torch.randn(*shape, device=dev).to(dtype)
         assert_same(fn, x, compiled=toycompiler.compile(fn, backend="triton", options=options), rtol=1e-2, atol=1e-3)
