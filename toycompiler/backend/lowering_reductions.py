@@ -138,10 +138,10 @@ def pool2d(graph, node, *args: Any, **kwargs: Any) -> Any:
     # of a padded window's guarded loads in neither layout (-fopt-info-vec: "no vectype" for the masked loads of
     # a stride-2 window; this AMD CPU's GCC tuning makes no gathers, so clamped indices do not vectorise either).
     # One thread, a 3x3 max pool, stride 2, padding 1, over [16, 32, 57, 57] floats: 11.8 ms with guarded loads,
-    # 2.8 with the copy (torch's kernel 22.5, torch.compile 6.9); channels-last 11.3 and 2.3 (2.3; 3.0); over
-    # [8, 64, 112, 112] 13.8 with the copy (83.3; 26.8). A 3x3 average, stride 1, padding 1, over [16, 32, 57, 57]:
-    # 8.1 (36.8; 20.7). The copy holds what the windows read. (With sizes known only when running, its size is a
-    # formula of them.)
+    # 2.8 with the copy (torch's kernel 22.5, torch.compile 6.9); channels-last 11.3 and 2.3 (2.3; 3.2); over
+    # [8, 64, 112, 112] 13.8 with the copy (83.8; 26.8), channels-last 8.1 (7.3; 9.9). A 3x3 average, stride 1,
+    # padding 1, over [16, 32, 57, 57]: 8.1 (36.8; 20.7). The copy holds what the windows read. (With sizes known
+    # only when running, its size is a formula of them.)
     if padded := x.device == "cpu" and not all(fits):
         size = (*x.size[:-2], (h_out - 1) * sh + (kh - 1) * dh + 1, (w_out - 1) * sw + (kw - 1) * dw + 1)
         copy = TensorValue(size, x.dtype, x.device, lambda idx: bordered(idx[:-2], idx[-2] - ph, idx[-1] - pw)[1])

@@ -132,7 +132,8 @@ def unclamped(e: sympy.Expr) -> sympy.Expr | None:
     a clamped index is no longer affine, so GCC gathers the loop's loads one element at a time: a cat along
     the last dim ran at 0.69x torch.compile, a rotary embedding at 0.53x, ``F.pad`` at 0.36x. So a C++
     kernel reads ``x1 - 64 == clamp ? in_ptr1[... x1 - 64] : 0``: the address affine, the read skipped
-    where the clamp would have moved it, which GCC vectorises as a masked load (as Inductor's masked loads)."""
+    where the clamp would have moved it, which GCC vectorises as a masked load (as Inductor's masked loads).
+    Triton's ``setup`` sets clamps aside the same way to find the stride of a read along x."""
     while isinstance(e, (sympy.Min, sympy.Max)):
         inner = [a for a in e.args if any(s.name[0] in "xr" for s in a.free_symbols)]  # loop variables x0, r0...
         if len(inner) != 1:
