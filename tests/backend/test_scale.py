@@ -43,6 +43,12 @@ def test_shared_subexpressions_do_not_blow_up():
     assert len(arts.kernels) == 1 and arts.kernels[0].source.count("std::cos(") == 40, arts.kernels[0].source
 
 
+
+def test_short_chain_stays_one_kernel():
+    arts = check(chain(30), torch.randn(9), rtol=1e-4)
+    assert len(arts.kernels) == 1
+
+
 @pytest.mark.parametrize("target", ["cpp", "triton"])
 def test_integer_floor_division_and_remainder_are_one_kernel(target):
     """Torch decomposes ``//`` on integers into a truncating division corrected by the remainder's sign, and ``%``
