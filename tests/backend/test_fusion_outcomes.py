@@ -145,7 +145,7 @@ def test_heads_split_and_merged_by_a_reshape_and_a_permute_are_one_kernel(target
     multiply over [B, T, C]: loops over [B, T, H, D] walk both, C being ``D*h + d``), and split,
     ``(y * 2).view(B, T, H, D).transpose(1, 2).contiguous()`` (``y * 2`` read once through a permute: computed
     in the copy's loop, in its order). Each was two kernels, the first written and read back. A slice of a
-    computed value is read so too. Shapes no loops walk alike ([6, 10] reshaped to [4, 15]) stay apart."""
+    computed value is read so too, and a reshape no loops walk alike ([6, 10] to [4, 15]) unless it is stored."""
     B, H, T, D = 2, 3, 5, 4
     x = torch.randn(B, H, T, D)
     x[0, 0, 0, :3] = torch.tensor([float("nan"), float("inf"), -0.0])
@@ -160,9 +160,36 @@ def test_heads_split_and_merged_by_a_reshape_and_a_permute_are_one_kernel(target
     # a reduction kernel's element node may be a reshape too (a softmax's output read flat)
     assert len(check(lambda x: torch.softmax(x, -1).view(-1) + 1, torch.randn(4, 8), target=target,
                      rtol=1e-4).kernels) == 1
-    arts = check(lambda x: (x * 2).reshape(4, 15) * 3, torch.randn(6, 10), target=target)
+    # [6, 10] reshaped to [4, 15]: no loops walk both. Read once, ``x * 2`` is computed in the reader's loop; stored
+    # (an output too), the reader is a kernel of its own
+    assert len(check(lambda x: (x * 2).reshape(4, 15) * 3, torch.randn(6, 10), target=target).kernels) == 1
+    arts = check(lambda x: ((y := x * 2).reshape(4, 15) * 3, y), torch.randn(6, 10), target=target)
     assert len(arts.kernels) == 2 and any("iteration spaces differ" in d.reason for d in arts.schedule.decisions)
     dev = device_for(target)
     compiled = toycompiler.compile(merged, backend=target, dynamic=True)
     for shape in [(B, H, T, D), (3, H, 7, D), (4, H, 9, D)]:  # one graph for every batch and length
         assert_same(merged, torch.randn(shape, device=dev), compiled=compiled)
+
+
+@pytest.mark.parametrize("target", ["cpp", "triton"])
+def test_group_norm_reads_its_input_twice_and_writes_once(target):
+    """Group norm's statistics are over [N, G, C/G, H*W], its scale and shift by channel over [N, C, H, W]. The
+    normalised value, read once through that reshape into finer dims, is computed in the scale's kernel: the
+    statistics kernel writes only its statistics. Two kernels and three passes over the data, as
+    torch.compile's; it was four, the normalised value written and read back. Written by hand (the form of
+    torch 2.11's decomposition), and ``F.group_norm`` as the running torch decomposes it, in both layouts."""
+    def by_hand(x, w, b):
+        xs = x.view(x.shape[0], 4, -1)
+        m, v = xs.mean(-1, keepdim=True), xs.var(-1, keepdim=True, unbiased=False)
+        return ((xs - m) / (v + 1e-5).sqrt()).view(x.shape) * w[:, None, None] + b[:, None, None]
+
+    x, w, b = torch.randn(3, 8, 6, 10) + 5, torch.randn(8), torch.randn(8)
+    x[0, 0, 0, :3] = torch.tensor([float("nan"), float("inf"), -0.0])
+    arts = check(by_hand, x, w, b, target=target, rtol=1e-4, atol=1e-4)
+    assert len(arts.kernels) == 2 and arts.schedule.fused_bytes < 3.2 * x.nbytes, arts.schedule
+    # (torch 2.13 folds the weight into a scale and a shift per channel first: a third kernel over [N, C])
+    arts = check(lambda x, w, b: F.group_norm(x, 4, w, b), x, w, b, target=target, rtol=1e-4, atol=1e-4)
+    assert len(arts.kernels) <= 3 and arts.schedule.fused_bytes < 3.2 * x.nbytes, arts.schedule
+    # (channels-last: torch 2.11's decomposition reshapes it to [N, G, C/G * H * W], a copy of its own)
+    check(lambda x, w, b: F.group_norm(x, 4, w, b), x.to(memory_format=torch.channels_last), w, b, target=target,
+          rtol=1e-4, atol=1e-4)

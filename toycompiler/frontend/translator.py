@@ -193,11 +193,9 @@ class InstructionTranslator:
         """Plan the transformed code, give the graph its outputs, and hand everything on."""
         plan, no_resume, last = None, None, self.instructions[self.state.ip - 1]
         try:
-            if self.returned is not None:
-                plan = plan_return(self.code, self.returned, last.offset)
-            else:
-                plan = plan_break(self.code, self.instructions, self.state.stack, self.state.locals,
-                                  self.state.kw_names, self.broke.offset)
+            plan = (plan_return(self.code, self.returned, last.offset) if self.returned is not None
+                    else plan_break(self.code, self.instructions, self.state.stack, self.state.locals,
+                                    self.state.kw_names, self.broke.offset))
         except CannotResume as e:
             no_resume = str(e)
             if self.returned is not None:  # traced to the end, but the value can't be rebuilt: a break at the return
