@@ -177,7 +177,8 @@ def test_group_norm_reads_its_input_twice_and_writes_once(target):
     normalised value, read once through that reshape into finer dims, is computed in the scale's kernel: the
     statistics kernel writes only its statistics. Two kernels and three passes over the data, as
     torch.compile's; it was four, the normalised value written and read back. Written by hand (the form of
-    torch 2.11's decomposition), and ``F.group_norm`` as the running torch decomposes it, in both layouts."""
+    torch 2.11's decomposition), and ``F.group_norm`` as the running torch decomposes it; channels-last values
+    checked too."""
     def by_hand(x, w, b):
         xs = x.view(x.shape[0], 4, -1)
         m, v = xs.mean(-1, keepdim=True), xs.var(-1, keepdim=True, unbiased=False)
