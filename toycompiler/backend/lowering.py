@@ -89,8 +89,10 @@ def inlined_reads(node: torch.fx.Node, depth: int = 4, moved: bool = False) -> i
             return 1
         if not depth or packet is aten.expand or not (pointwise or packet in VIEW_OPS):  # (an expand: many reads)
             return 0
-        dims = [scheduler.squeeze(tuple(map(ir.sym, n.meta["val"].shape))) for n in (node, user)]
-        return inlined_reads(user, depth - 1, moved or packet in VIEW_OPS and scheduler.refine(*dims) != dims[0])
+        # (the sizes of a view and what it views, only where they decide: sympy's arithmetic is slow)
+        dims = not moved and packet in VIEW_OPS and [scheduler.squeeze(tuple(map(ir.sym, n.meta["val"].shape)))
+                                                     for n in (node, user)]
+        return inlined_reads(user, depth - 1, moved or dims and scheduler.refine(*dims) != dims[0])
     counts = [reads(u) for u in list(node.users)[:5]]
     return sum(counts) if counts and all(counts) else 0
 
