@@ -172,6 +172,37 @@ def test_heads_split_and_merged_by_a_reshape_and_a_permute_are_one_kernel(target
 
 
 @pytest.mark.parametrize("target", ["cpp", "triton"])
+def test_a_reduction_kernel_splits_its_loops_for_a_reshape_of_its_rows_or_its_reduced_range(target):
+    """A norm or a softmax read through a view into finer dims is one kernel: the heads split off the normalised
+    features (``layer_norm(x).view(B, T, H, D)``, its loops over r become ``[H, D]``), a token row split into an
+    image's rows (Swin's ``norm(x).view(B, H, W, C)``: x becomes ``[B, H, W]``), a mean stored at rows so split.
+    Each was two kernels, the value computed again (or written and read back) by the second. Odd sizes, a NaN and
+    an infinity in the data; a view no loops walk alike with the rows (``[B, T*C]`` to ``[B*T, C]``) stays apart."""
+    B, T, H, D = 2, 7, 3, 5
+    x = torch.randn(B, T, H * D)
+    x[0, 1, :2] = torch.tensor([float("nan"), float("inf")])
+    w = torch.randn(H * D, device=device_for(target))
+    for fn in [lambda x: F.layer_norm(x, (H * D,), w).view(B, T, H, D) * 2,
+               lambda x: torch.softmax(x, -1).view(B, T, H, D) + 1,
+               lambda x: F.layer_norm(x, (H * D,)).view(B, 1, T, H, D).sigmoid(),
+               lambda x: (m := x.mean(-1, keepdim=True), (x - m).view(B, T, H, D)),
+               lambda x: F.layer_norm(x.view(B, T * H, D), (D,)).view(B, T, H, D) - 1,
+               lambda x: F.layer_norm(x.transpose(0, 1), (H * D,)).reshape(T, B, H, D)]:
+        arts = check(fn, x, target=target, rtol=1e-4, atol=1e-5)
+        assert len(arts.kernels) == 1, arts.schedule
+    swin = lambda x: F.layer_norm(x, (D,)).view(B, H, T, D) * 3  # noqa: E731
+    arts = check(swin, torch.randn(B, H * T, D), target=target, rtol=1e-4, atol=1e-5)
+    assert len(arts.kernels) == 1 and arts.schedule.fused_bytes == 2 * B * H * T * D * 4, arts.schedule
+    arts = check(lambda x: (s := x.softmax(-1), s.view(B * T, H * D) + 1), torch.randn(B, T * H * D),
+                 target=target, rtol=1e-4, atol=1e-5)
+    assert len(arts.kernels) == 2, arts.schedule
+    heads = lambda x: F.layer_norm(x, (x.shape[-1],)).view(x.shape[0], x.shape[1], H, D) * 2  # noqa: E731
+    compiled = toycompiler.compile(heads, backend=target, dynamic=True)
+    for b, t in [(2, 7), (3, 4), (5, 9)]:  # one graph for every batch and length
+        assert_same(heads, torch.randn(b, t, H * D, device=device_for(target)), compiled=compiled, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("target", ["cpp", "triton"])
 def test_group_norm_reads_its_input_twice_and_writes_once(target):
     """Group norm's statistics are over [N, G, C/G, H*W], its scale and shift by channel over [N, C, H, W]. The
     normalised value, read once through that reshape into finer dims, is computed in the scale's kernel: the

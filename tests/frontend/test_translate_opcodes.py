@@ -13,7 +13,7 @@ import test_translate_ops_cond_breaks
 import test_translate_torch
 
 from toycompiler.frontend import bytecode as bc
-from toycompiler.frontend.translator import UNSUPPORTED, InstructionTranslator, supported_opcodes
+from toycompiler.frontend.translator import UNSUPPORTED, InstructionTranslator
 
 TABLES = [
     test_translate_names_calls,
@@ -23,6 +23,11 @@ TABLES = [
     test_translate_comprehensions_strings,
     test_translate_ops_cond_breaks,
 ]
+
+
+def supported_opcodes() -> list[str]:
+    """Every opcode the translator has a handler for (after normalisation), by introspection."""
+    return sorted(n for n in dir(InstructionTranslator) if n.isupper() and callable(getattr(InstructionTranslator, n)))
 
 
 def _codes(code: types.CodeType):

@@ -9,8 +9,11 @@ row). A node fits a kernel in one of three ways:
 - a *reduction* over the kernel's r range.
 
 An element node may have another shape with the same elements in the same
-order (a reshape): a pointwise kernel's loops split until they walk every
-node's dims (:func:`refine`), and each dim reads as one loop or several.
+order (a reshape): a kernel's loops split until they walk every node's dims
+(:func:`refine`; a reduction kernel's rows and reduced range apart), and each
+dim reads as one loop or several. In a reduction kernel, an element node that
+reads a row's value (a mean) takes its dims in the order it reads the rows, so a
+normalised row read through a transpose is written by the kernel that normalises it.
 
 The scheduler walks the buffers in order and, for each one, asks whether it
 can join a kernel that already exists (its producer's: vertical fusion; or an
@@ -25,8 +28,8 @@ Before fusing, Triton's schedule splits long reductions with few outputs
 (``ir.split_reductions``); buffers nobody reads any more (their readers inlined
 them) are dropped, each with its reason.
 
-Leaves out: reordering to create fusion opportunities, and refining a reduction's loops (a sum over
-a reshaped copy is a kernel of its own).
+Leaves out: reordering kernels to create fusion opportunities, and refining pointwise work's loops for a
+reduction that joins it (a sum over a reshaped copy is a kernel of its own).
 """
 
 from __future__ import annotations
@@ -90,8 +93,11 @@ class Kernel:
         elif not self.nodes or (node.reduction and self.kind == "pointwise"):
             self.xranges = squeeze(node.layout.size)
             self.rranges = squeeze(node.reduction.ranges) if node.reduction else ()
-        elif self.kind == "pointwise":  # a reshape of the kernel's elements: loops fine enough for both
-            self.xranges = refine(self.xranges, squeeze(node.layout.size)) or self.xranges
+        elif loops := element_order(node, self)[1]:
+            # a reshape of the kernel's elements: loops fine enough for both; in a reduction kernel, rows and
+            # reduced range apart (loops finer than both never cross between them)
+            k = next(k for k in range(len(loops) + 1) if sympy.Mul(*loops[:k]) == sympy.Mul(*self.xranges))
+            self.xranges, self.rranges = loops[:k], loops[k:]
         if isinstance(node, ComputedBuffer):  # what codegen walks to write its value (a reduction's is kept)
             self.walk[node.name] = 1 if node.reduction else inline_walk(self, node)
         self.nodes.append(node)
@@ -102,26 +108,39 @@ class Kernel:
 
 def placement(node: ComputedBuffer, kernel: Kernel) -> str | None:
     """``element``, ``row`` or ``reduction`` if ``node`` fits the kernel's loops; None if it does not."""
-    size, xr, rr = squeeze(node.layout.size), kernel.xranges, kernel.rranges
+    xr, rr = kernel.xranges, kernel.rranges
+    rows = refine(squeeze(node.layout.size), xr) == xr  # one value per row (rows walked in finer loops too)
     if node.reduction:
-        return "reduction" if size == xr and squeeze(node.reduction.ranges) == rr else None
-    return "element" if element_order(node, kernel) is not None else "row" if rr and size == xr else None
+        return "reduction" if rows and refine(squeeze(node.reduction.ranges), rr) == rr else None
+    return "element" if element_order(node, kernel)[1] == xr + rr else "row" if rr and rows else None
 
 
-def element_order(node: ComputedBuffer, kernel: Kernel) -> list[int] | None:
-    """If ``node`` has one value per (x, r) element of the kernel: its dims in the order the loops take them,
-    x's then r's. That is its own order where the kernel reduces the last dims (``exp(x - max)`` in a
-    softmax over rows), the kept dims first where it reduces others (``Reduction.dims``): a softmax over
-    the channels of NCHW reduces dim 1, so its ``exp`` runs over n, h, w (x) and c (r). Any order is
-    correct, as a node's loads and its store take the same one; ``can_fuse`` checks that it reads what
-    other nodes of the kernel compute at their elements. Its dims may be coarser than the loops (see
-    :func:`refine`): ``[B, T, 768]`` in loops over ``[B, T, 12, 64]``."""
-    size = node.layout.size
+def element_order(node: ComputedBuffer, kernel: Kernel) -> tuple[list[int], tuple | None]:
+    """``node``'s dims in the order the kernel's loops take them, x's then r's, and the loops that walk both the
+    kernel's loops and those dims (:func:`refine`; None if none, or for a reduction). Where they are the kernel's
+    own loops, ``node`` has one value per (x, r) element of the kernel (``exp(x - max)`` in a softmax over rows).
+
+    The order is its own where the kernel reduces the last dims, the kept dims first where it reduces others
+    (``Reduction.dims``): a softmax over the channels of NCHW reduces dim 1, so its ``exp`` runs over n, h, w
+    (x) and c (r). Where ``node`` reads a row's value the kernel computes (a mean), it is the order it reads
+    the rows in: its dims by falling stride in that read, the dims it does not read along (r's) last. A
+    normalised row read through a transpose (``layer_norm(x).view(B, T, H, D).transpose(1, 2)``) is then
+    written by the kernel that normalises it, its loops over ``[B, T]`` and ``[H, D]`` storing each element
+    where the transpose puts it (Inductor reorders loops to fuse so: ``loop_ordering_after_fusion``).
+    Any order is correct, as a node's loads and its store take the same one; ``can_fuse`` checks that it
+    reads what other nodes of the kernel compute at their elements. Its dims may be coarser than the loops
+    (see :func:`refine`): ``[B, T, 768]`` in loops over ``[B, T, 12, 64]``."""
+    size, dims = node.layout.size, index_vars(len(node.layout.size))
     r = next((m for m in kernel.nodes if isinstance(m, ComputedBuffer) and m.reduction), None)
     rdims = r.reduction.dims if r and len(size) == len(r.layout.size) + len(r.reduction.ranges) else ()
-    order = [d for d in range(len(size)) if d not in rdims] + list(rdims)
-    own, loops = squeeze(tuple(size[d] for d in order)), kernel.xranges + kernel.rranges
-    return order if not node.reduction and refine(own, loops) == loops else None  # each dim: one loop or more
+    rows = {m.name for m in kernel.nodes if sympy.Mul(*m.layout.size) == sympy.Mul(*kernel.xranges)} if r else ()
+    read = next((ld.index for ld in loads(node.body) if ld.buf in rows and not ld.indirect  # (no // or % of a dim)
+                 and ld.index.is_polynomial(*dims)), sympy.Integer(0))
+    # (a size known only when running counts as a large one)
+    stride = read.xreplace(dict.fromkeys(read.free_symbols - set(dims), sympy.Integer(2**20))).as_coefficients_dict()
+    order = sorted(range(len(size)), key=lambda d: (d in rdims, -stride[dims[d]]))
+    own = squeeze(tuple(size[d] for d in order))
+    return order, None if node.reduction else refine(kernel.xranges + kernel.rranges, own)
 
 
 def node_vars(node: ComputedBuffer, kernel: Kernel) -> dict[sympy.Symbol, sympy.Expr]:
@@ -134,8 +153,8 @@ def node_vars(node: ComputedBuffer, kernel: Kernel) -> dict[sympy.Symbol, sympy.
     dims = list(zip(index_vars(len(node.layout.size)), node.layout.size))
     if node.reduction:  # a reduction's kept dims fill x exactly: its r dims come next
         dims += zip(index_vars(len(node.reduction.ranges), "r"), node.reduction.ranges)
-    elif (order := element_order(node, kernel)) is not None:
-        dims = [dims[d] for d in order]
+    elif (walk := element_order(node, kernel))[1] == kernel.xranges + kernel.rranges:
+        dims = [dims[d] for d in walk[0]]
     loops = (*kernel.xranges, *kernel.rranges)
     names = (*index_vars(len(kernel.xranges), "x"), *index_vars(len(kernel.rranges), "r"))
     runs = reshape_runs(loops, tuple(s for _, s in dims))  # the loops each dim takes, in order (a size-1 dim: none)
@@ -157,12 +176,11 @@ def can_fuse(kernel: Kernel, node: Node, config: Config) -> tuple[bool, str]:
         return False, "a write into a graph input runs in its own kernel, after every read of the old value"
     probe = Kernel(list(kernel.nodes), xranges=kernel.xranges, rranges=kernel.rranges, walk=dict(kernel.walk))
     probe.add(node)  # the kernel with node in it: a reduction joining pointwise work sets its loops
-    space = _space(probe.xranges, probe.rranges)
-    if node.reduction and kernel.kind == "pointwise" and any(placement(n, probe) is None for n in kernel.nodes):
-        return False, f"iteration spaces differ (pointwise {list(kernel.xranges)} vs reduction {space})"
-    if (where := placement(node, probe)) is None:
+    # (a reduction joining pointwise work: that work must fit the reduction's loops too)
+    if (where := placement(node, probe)) is None \
+            or node.reduction and kernel.kind == "pointwise" and any(placement(n, probe) is None for n in kernel.nodes):
         got = _space(squeeze(node.layout.size), squeeze(node.reduction.ranges) if node.reduction else ())
-        return False, f"iteration spaces differ ({space} vs {got})"
+        return False, f"iteration spaces differ ({_space(kernel.xranges, kernel.rranges)} vs {got})"
     if not config.sibling_fusion and not (kernel.names() & node.reads):
         return False, "they share no data, and sibling fusion is off (config.sibling_fusion=False)"
     if kernel.kind == "reduction" and not node.reduction and not config.epilogue_fusion:

@@ -151,7 +151,5 @@ def extern_call(ir: GraphIR, node: ExternKernel) -> str:
 
 
 def _where(lines: tuple[int, ...], source: SourceArtifact | None) -> str:
-    if not lines:
-        return ""
     text = (": " + " / ".join(source.line(ln) for ln in lines)) if source is not None else ""
-    return " (line " + ", ".join(map(str, lines)) + ")" + text
+    return " (line " + ", ".join(map(str, lines)) + ")" + text if lines else ""

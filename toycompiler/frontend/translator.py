@@ -782,11 +782,6 @@ UNSUPPORTED: dict[str, str] = {
 }
 
 
-def supported_opcodes() -> list[str]:
-    """Every opcode the translator has a handler for (after normalisation), by introspection."""
-    return sorted(n for n in dir(InstructionTranslator) if n.isupper() and callable(getattr(InstructionTranslator, n)))
-
-
 def translate(fn: types.FunctionType, args: tuple, kwargs: dict, source: SourceArtifact, config: Config,
               shapes: ShapePolicy | None = None, label: str = "") -> Translation:
     """The stage: run ``fn``'s bytecode symbolically on ``args`` (``label`` names the cache entry)."""
