@@ -50,6 +50,26 @@ def test_transposed_results_have_eager_strides(backend):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("batch", [1, 2])
+def test_a_library_call_reads_a_permuted_view_with_a_batch_of_one_as_eager_does(backend, batch):
+    """ConvNeXt's downsampling: a layer norm over the channels of a permuted [N, H, W, C] view, permuted back,
+    then a strided convolution. The convolution gets the normalised values as a channels-last [N, C, H, W]
+    view, and torch picks its output's memory format from that view's strides. With a batch of one, the size-1
+    batch dim had a stride of 0 and torch wrote NCHW where the kernels after it read channels-last: the whole
+    model (torchvision's ``convnext_tiny`` on one image) was wrong by order one. A size-1 dim of a view now
+    has the stride torch gives it (its element count), so the view is channels-last as eager's is."""
+    dev = device_for(backend)
+    x, w, b = torch.randn(batch, 8, 6, 6, device=dev), torch.randn(8, device=dev), torch.randn(8, device=dev)
+    conv = torch.randn(16, 8, 2, 2, device=dev)
+
+    def fn(x):
+        y = torch.nn.functional.layer_norm(x.permute(0, 2, 3, 1), (8,), w, b, 1e-6).permute(0, 3, 1, 2)
+        return torch.nn.functional.conv2d(y, conv, None, 2) + 1, y.unsqueeze(0) * 2
+    out = assert_same(fn, x, backend=backend, rtol=1e-4, atol=1e-4)
+    assert [o.stride() for o in out] == [o.stride() for o in fn(x)]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_a_permuted_intermediate_still_fuses_with_its_row_major_reader(backend):
     """``q * scale`` on a transposed view is permuted in eager, its reader (a contiguous copy, as attention's
     ``.contiguous()`` or a matmul's operand) is not: the product stays row-major and the two fuse."""

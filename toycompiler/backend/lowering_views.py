@@ -49,6 +49,11 @@ def derive_ref(x: TensorValue, size: tuple, index_map: IndexMap) -> ir.TensorRef
     offset = expr.subs({var: 0 for var in v})
     if sympy.expand(offset + sum(s * var for s, var in zip(strides, v)) - expr) != 0:
         return None
+    # A dim of size 1 read at index 0 (a stride of 0 above) gets the view's element count, the stride torch
+    # gives such a dim outermost: torch infers a memory format from strides. A convolution of a [1, C, H, W]
+    # view of channels-last values (ConvNeXt's permuted layer norm) with a 0 there wrote NCHW, where its fake
+    # tensor promised channels-last, and the kernels after it read wrong values.
+    strides = tuple(sympy.Mul(*size) if n == 1 and st == 0 else st for n, st in zip(size, strides))
     return ir.TensorRef(e.buf, size, strides, offset)
 
 

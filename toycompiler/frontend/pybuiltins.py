@@ -133,9 +133,8 @@ def _scalar(tx, /, *args, **kwargs):
 
 @handles(abs)
 def _abs(tx, x, /):
-    if isinstance(x, TensorVariable):
-        return tx.output.record_call("call_function", operator.abs, [x], {})
-    return NotImplemented
+    return tx.output.record_call("call_function", operator.abs, [x], {}) if isinstance(x, TensorVariable) \
+        else NotImplemented
 
 
 # -- building containers and iterators -------------------------------------------
