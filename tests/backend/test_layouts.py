@@ -57,7 +57,8 @@ def test_a_library_call_reads_a_permuted_view_with_a_batch_of_one_as_eager_does(
     view, and torch picks its output's memory format from that view's strides. With a batch of one, the size-1
     batch dim had a stride of 0 and torch wrote NCHW where the kernels after it read channels-last: the whole
     model (torchvision's ``convnext_tiny`` on one image) was wrong by order one. A size-1 dim of a view now
-    has the stride torch gives it (its element count), so the view is channels-last as eager's is."""
+    has the view's element count as its stride, as torch gives a size-1 dim outermost, so the view is
+    channels-last as eager's is."""
     dev = device_for(backend)
     x, w, b = torch.randn(batch, 8, 6, 6, device=dev), torch.randn(8, device=dev), torch.randn(8, device=dev)
     conv = torch.randn(16, 8, 2, 2, device=dev)

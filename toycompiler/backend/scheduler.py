@@ -123,7 +123,7 @@ def element_order(node: ComputedBuffer, kernel: Kernel) -> tuple[list[int], tupl
     The order is its own where the kernel reduces the last dims, the kept dims first where it reduces others
     (``Reduction.dims``): a softmax over the channels of NCHW reduces dim 1, so its ``exp`` runs over n, h, w
     (x) and c (r). Where ``node`` reads a row's value the kernel computes (a mean), it is the order it reads
-    the rows in: its dims by falling stride in that read, the dims it does not read along (r's) last. A
+    the rows in: its dims by falling stride in that read, the reduced dims and those it does not read along last. A
     normalised row read through a transpose (``layer_norm(x).view(B, T, H, D).transpose(1, 2)``) is then
     written by the kernel that normalises it, its loops over ``[B, T]`` and ``[H, D]`` storing each element
     where the transpose puts it (Inductor reorders loops to fuse so: ``loop_ordering_after_fusion``).
@@ -134,8 +134,8 @@ def element_order(node: ComputedBuffer, kernel: Kernel) -> tuple[list[int], tupl
     r = next((m for m in kernel.nodes if isinstance(m, ComputedBuffer) and m.reduction), None)
     rdims = r.reduction.dims if r and len(size) == len(r.layout.size) + len(r.reduction.ranges) else ()
     rows = {m.name for m in kernel.nodes if sympy.Mul(*m.layout.size) == sympy.Mul(*kernel.xranges)} if r else ()
-    read = next((ld.index for ld in loads(node.body) if ld.buf in rows and not ld.indirect  # (no // or % of a dim)
-                 and ld.index.is_polynomial(*dims)), sympy.Integer(0))
+    read = next((ld.index for ld in loads(node.body) if ld.buf in rows and not ld.indirect
+                 and ld.index.is_polynomial(*dims)), sympy.Integer(0))  # (no // or % of a dim)
     # (a size known only when running counts as a large one)
     stride = read.xreplace(dict.fromkeys(read.free_symbols - set(dims), sympy.Integer(2**20))).as_coefficients_dict()
     order = sorted(range(len(size)), key=lambda d: (d in rdims, -stride[dims[d]]))
