@@ -71,6 +71,25 @@ def test_a_library_call_reads_a_permuted_view_with_a_batch_of_one_as_eager_does(
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_a_convolution_after_a_convolution_of_a_channels_last_input_gives_what_its_fake_tensor_promised(backend):
+    """ConvNeXt's block after its downsampling, on a channels-last input: the first convolution's output is copied
+    row-major for the residual add that also reads it, and the depthwise convolution then gets a row-major input
+    where eager's is channels-last. torch picks a convolution's memory format from its input's strides, so it
+    wrote NCHW where the kernels after it read channels-last (wrong by order one, also in a training step).
+    ``codecache.conform`` now hands on every convolution's result in its fake tensor's strides."""
+    dev = device_for(backend)
+    x = torch.randn(2, 8, 8, 8, device=dev).to(memory_format=torch.channels_last)
+    w, dw, lw = (torch.randn(s, device=dev) * 0.3 for s in ((16, 8, 2, 2), (16, 1, 7, 7), (16, 16)))
+
+    def fn(x):
+        y = torch.nn.functional.conv2d(x, w, None, 2)
+        z = torch.nn.functional.conv2d(y, dw, None, 1, 3, 1, 16)
+        return torch.nn.functional.linear(z.permute(0, 2, 3, 1), lw).permute(0, 3, 1, 2) + y
+    out = assert_same(fn, x, backend=backend, rtol=1e-4, atol=1e-4)
+    assert out.stride() == fn(x).stride()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_a_permuted_intermediate_still_fuses_with_its_row_major_reader(backend):
     """``q * scale`` on a transposed view is permuted in eager, its reader (a contiguous copy, as attention's
     ``.contiguous()`` or a matmul's operand) is not: the product stays row-major and the two fuse."""

@@ -146,8 +146,12 @@ def extern_call(ir: GraphIR, node: ExternKernel) -> str:
     if any(k == "out" for k, _ in node.kwargs):
         return call
     item = f"{call}[{node.item}]" if node.item is not None else call
-    # a fallback op's result goes on in the strides the kernels read it with (codecache.conform)
-    return f"{node.name} = codecache.conform({item}, {shape(node.layout.stride)})" if named else f"{node.name} = {item}"
+    # A result torch allocates goes on in the strides the kernels read it with (codecache.conform): a fallback op's,
+    # and a convolution's, whose memory format torch picks from its input's strides. Its input may be stored in
+    # another order than eager's (a channels-last convolution's output copied row-major for the pointwise work that
+    # also reads it): a depthwise convolution after it then wrote NCHW where its fake tensor promised channels-last,
+    # and ConvNeXt's blocks on a channels-last input were wrong by order one.
+    return f"{node.name} = codecache.conform({item}, {shape(node.layout.stride)})"
 
 
 def _where(lines: tuple[int, ...], source: SourceArtifact | None) -> str:
