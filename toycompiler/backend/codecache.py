@@ -228,10 +228,12 @@ def _discard(paths: list[str], why: str) -> tuple[None, str]:
 
 
 def conform(t: torch.Tensor, stride: tuple[int, ...]) -> torch.Tensor:
-    """A library call's result in the strides its fake tensor gave, which the generated kernels read it with:
-    itself when torch's kernel returned those (as it does wherever fake and real kernels agree), else a copy.
-    A custom operator's fake kernel says what its author wrote, and a kernel reading with other strides would
-    compute wrong values. (Inductor asserts the strides instead: ``assert_size_stride``.)"""
+    """A library call's result (a fallback op's, a convolution's) in the strides its fake tensor gave, which the
+    generated kernels read it with: itself when torch's kernel returned those (as it does wherever fake and real
+    kernels agree), else a copy. A custom operator's fake kernel says what its author wrote; torch picks a
+    convolution's memory format from its input's strides, and the output code may store that input in another
+    order than eager's. A kernel reading with other strides would compute wrong values. (Inductor asserts the
+    strides instead: ``assert_size_stride``.)"""
     # a dim of size 1: any stride; None: an index check's result
     same = t is None or all(a == b or n < 2 for a, b, n in zip(t.stride(), stride, t.shape))
     return t if same else torch.empty_strided(t.shape, stride, dtype=t.dtype, device=t.device).copy_(t)
