@@ -107,6 +107,23 @@ def test_channels_last_gradients_match_eager():
     assert_same(lambda x: torch.sigmoid(x) * x, x, backend="cpp", backward=True)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_kernel_writes_over_a_buffer_it_reads_only_with_its_last_store(backend):
+    """A channels-last ResNet's head, trained: the backward of ``flatten`` zeroes a buffer and copies the
+    gradient into it in one kernel. The zeroed buffer took the memory of the gradient it was about to copy
+    (writing in place over a buffer the kernel reads last), and its zeros were stored before the copy read
+    that element: every gradient before the head was 0. Only a kernel's last store now writes in place."""
+    dev = device_for(backend)
+    x = torch.randn(2, 64, 2, 2, device=dev).to(memory_format=torch.channels_last)
+    w = (torch.randn(64, 64, 3, 3, device=dev) * 0.05).requires_grad_()
+    fc = torch.randn(10, 64, device=dev).requires_grad_()
+
+    def fn(x, w, fc):
+        y = torch.nn.functional.adaptive_avg_pool2d(torch.nn.functional.conv2d(x, w, padding=1), 1)
+        return torch.nn.functional.linear(torch.flatten(y, 1), fc)
+    assert_same(fn, x, w, fc, backend=backend, backward=True, rtol=1e-4, atol=1e-4)
+
+
 # -- C++: a read along the second-last loop runs in tiles --------------------------------------------------
 
 def sources(compiled) -> str:

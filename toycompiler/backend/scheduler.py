@@ -299,7 +299,9 @@ def plan_memory(ir: GraphIR, kernels: list[Kernel]) -> tuple[dict[str, str], lis
 
     A pointwise kernel may also write over a buffer it is the last to read (in place, Inductor's
     ``in_out_ptr``): the bias and GELU after a matmul overwrite its output, whose lines are still in L2,
-    where a fresh buffer would make the cache write both back."""
+    where a fresh buffer would make the cache write both back. Only the buffer the kernel stores last does: the
+    kernel writes its buffers in order, each element's after reading what it needs, and a later buffer's reads of
+    the old value would come after an earlier buffer's write."""
     last_use = {b: i for i, k in enumerate(kernels) for b in k.reads()}  # the last kernel reading each buffer
     keep = set(ir.outputs) | {b.name for b in ir.inputs}
     pool: list[str] = []  # dead buffers whose memory is free
@@ -312,7 +314,10 @@ def plan_memory(ir: GraphIR, kernels: list[Kernel]) -> tuple[dict[str, str], lis
             node = ir.buffer(name)
             if node.store_into or (isinstance(node, ExternKernel) and ("out", name) not in node.kwargs):
                 continue  # it lives in an input, or torch allocates it
-            for dead in pool + in_place:
+            # in place: only the kernel's last store, which every read of the element comes before. An earlier one
+            # wrote over an element a later node still read (a flatten's backward zeroed a gradient it then copied:
+            # every gradient of a channels-last ResNet-18 before its last layer was 0)
+            for dead in pool + (in_place if name == k.stores[-1] else []):
                 if (d := ir.buffer(dead).layout).dtype == node.layout.dtype and d.device == node.layout.device \
                         and d.is_contiguous and sympy.expand(d.numel - node.layout.numel) == 0:
                     (pool if dead in pool else in_place).remove(dead)
