@@ -42,7 +42,7 @@ if not _torch.cuda.is_available() and "triton" not in _sys.modules:
 from .api import CompileError, compile, explain, reset  # noqa: E402
 from .backends import get_backend, list_backends, register_backend, register_with_torch  # noqa: E402
 from .config import config  # noqa: E402
-from .frontend.resume import graph_break  # noqa: E402
+from .frontend.calls import graph_break  # noqa: E402
 from .frontend.shapes import mark_dynamic  # noqa: E402
 from .logs import set_logs  # noqa: E402
 

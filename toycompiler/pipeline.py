@@ -76,10 +76,11 @@ def compile_frame(fn: types.FunctionType, args: tuple, kwargs: dict, backend: Ca
     traced = clock("translate", translator.translate, fn, args, kwargs, source, config, shapes, label)
     guards_art = clock("guards", guards.guards_artifact, traced.guards, guards.signature_params(fn.__code__),
                        traced.tensor_check)
-    graph = graph_artifact(traced.graph_module, f"{fn.__code__.co_qualname} graph") if traced.ops else None
+    graph = graph_artifact(traced.graph_module, f"{fn.__code__.co_qualname} graph")
+    graph = graph if graph.op_count else None  # no op recorded: no graph to show
     run, compiled, backend_art, transformed_art, resumes = fn, None, None, None, ()
     if traced.plan is not None:  # else: a break the frame can't be split at, and the whole frame runs eagerly
-        if traced.ops:  # an empty graph is not compiled (nor counted), as in TorchDynamo
+        if graph is not None:  # an empty graph is not compiled (nor counted), as in TorchDynamo
             compiled, backend_art = clock("backend", call_backend, backend, backend_name, traced, source, graph, config)
         run, transformed_art, resumes = clock("resume", resume.build_transformed, fn, traced.plan,
                                               traced.input_sources, traced.guard_objects, compiled, wrap_resume)

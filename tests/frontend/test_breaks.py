@@ -87,6 +87,21 @@ def test_data_needing_calls_break_and_resume(fn, kind, text):
     assert "__resume_at_" in str(frame.transformed_bytecode)
 
 
+def index_with_numpy(x, i):
+    return x[i] * 2
+
+
+def test_a_tensor_indexed_by_a_numpy_array_breaks_and_is_right():
+    """A numpy array is no traced value: the index is a graph break, run by Python (the graph once ran with the
+    array's repr in its code and raised ``NameError`` when called)."""
+    import numpy as np
+
+    x, i = torch.randn(5), np.array([0, 2, 2])
+    torch.testing.assert_close(toycompiler.compile(index_with_numpy, backend="eager")(x, i), x[i] * 2)
+    report = toycompiler.explain(index_with_numpy, backend="eager")(x, i)
+    assert report.graph_break_count == 1 and "numpy array" in report.breaks[0].reason
+
+
 def branch(x):
     y = x.cos()
     if y.sum() > 2.5:

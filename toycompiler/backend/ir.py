@@ -299,7 +299,7 @@ class Layout:
 
     @property
     def numel(self) -> sympy.Expr:
-        return sympy.Mul(*self.size) if self.size else sympy.Integer(1)
+        return sympy.Mul(*self.size)  # (of no sizes: 1)
 
     @property
     def nbytes(self) -> sympy.Expr:

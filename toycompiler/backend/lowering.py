@@ -494,13 +494,14 @@ class GraphLowering:
         r, n = value.ref, len(value.size)
         if r is not None and r == ir.TensorRef(r.buf, value.size, ir.contiguous_strides(value.size)):  # a whole buffer
             return value
-        if (key := (id(value), tuple(order or ()))) in self.stored:  # stored once for all its readers (library calls)
-            return self.stored[key][1]
-        dims = order or list(range(n))  # the buffer's dims, outermost first, as dims of the value
-        inverse = [dims.index(d) for d in range(n)]  # where each dim of the value sits in the buffer
-        stored = self.add_computed(tuple(value.size[d] for d in dims), value.dtype, value.device,
-                                   value.loader(tuple(ir.index_vars(n)[k] for k in inverse)), node)
-        self.stored[key] = value, lowering_views.permute(node, stored, inverse) if order else stored  # value's order
+        # stored once for all its readers (library calls)
+        if (key := (id(value), tuple(order or ()))) not in self.stored:
+            dims = order or list(range(n))  # the buffer's dims, outermost first, as dims of the value
+            inverse = [dims.index(d) for d in range(n)]  # where each dim of the value sits in the buffer
+            stored = self.add_computed(tuple(value.size[d] for d in dims), value.dtype, value.device,
+                                       value.loader(tuple(ir.index_vars(n)[k] for k in inverse)), node)
+            # (the view of it in the value's order)
+            self.stored[key] = value, lowering_views.permute(node, stored, inverse) if order else stored
         return self.stored[key][1]
 
     def read(self, value: TensorValue, idx: tuple) -> ir.Expr:

@@ -111,8 +111,7 @@ def flip(node, x, dims) -> TensorValue:
 @register_lowering(aten.slice, view=True)
 def slice_(node, x, dim=0, start=None, end=None, step=1) -> TensorValue:
     dim, start = slice_start(x, dim, start)
-    size = out_size(node)
-    return view_of(x, size, lambda idx: tuple(ir.sym(start) + i * step if k == dim else i for k, i in enumerate(idx)))
+    return view_of(x, out_size(node), lambda idx: (*idx[:dim], ir.sym(start) + idx[dim] * step, *idx[dim + 1:]))
 
 
 def slice_start(x: TensorValue, dim: int, start: Any) -> tuple[int, Any]:

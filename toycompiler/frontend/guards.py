@@ -56,8 +56,7 @@ class GuardBuilder:
         # each fact once, where it was first relied on
         self.guards.setdefault(expr, Guard(expr, kind, reason, line, actual, expected))
 
-    def tensor(self, source: str, t: torch.Tensor, line: int | None,
-               dynamic_dims: frozenset[int] = frozenset()) -> None:
+    def tensor(self, source: str, t: torch.Tensor, line: int | None, dynamic_dims: frozenset[int]) -> None:
         """TENSOR_MATCH: type, dtype, device, sizes, strides, requires_grad.
 
         With static sizes, the check function checks them all in one call (see the module docstring);

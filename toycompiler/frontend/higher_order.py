@@ -27,10 +27,9 @@ from .variables import TensorVariable, Unsupported, Variable
 
 def trace_cond(tx, /, *args: Variable, **kwargs: Variable) -> Variable:
     """``torch.cond(pred, true_fn, false_fn, operands)``, called with variables as ``torch.cond`` itself is."""
-    bind = inspect.signature(torch.cond).bind
-    bound = Unsupported.if_raises("torch.cond(...)", lambda: bind(*args, **kwargs).arguments)
-    pred, true_fn, false_fn = bound["pred"], bound["true_fn"], bound["false_fn"]
-    ops = bound["operands"].unpack(tx) if "operands" in bound else []  # operands=() by default
+    bound = Unsupported.if_raises("torch.cond(...)", lambda: inspect.signature(torch.cond).bind(*args, **kwargs))
+    pred, true_fn, false_fn, *operands = bound.args  # (keywords too, in the signature's order)
+    ops = operands[0].unpack(tx) if operands else []  # operands=() by default
     if not isinstance(pred, TensorVariable):  # a Python bool: an ordinary if
         return (true_fn if pred.truth() else false_fn).call(tx, ops, {})
     if not all(isinstance(o, TensorVariable) for o in ops):

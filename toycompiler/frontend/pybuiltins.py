@@ -133,8 +133,8 @@ def _scalar(tx, /, *args, **kwargs):
 
 @handles(abs)
 def _abs(tx, x, /):
-    return tx.output.record_call("call_function", operator.abs, [x], {}) if isinstance(x, TensorVariable) \
-        else NotImplemented
+    # a tensor's: an ``operator.abs`` node (call_python records operator functions); anything else: folded
+    return tx.call_python(operator.abs, [x], {}) if isinstance(x, TensorVariable) else NotImplemented
 
 
 # -- building containers and iterators -------------------------------------------
@@ -317,7 +317,8 @@ def _count(tx, start=ZERO, step=ConstantVariable(1)):
 
 @handles(operator.getitem)
 def _getitem(tx, obj, index, /):
-    return obj.getitem(tx, index) if isinstance(obj, TensorVariable | TupleVariable | DictVariable) else NotImplemented
+    # a tuple's or a dict's item; a tensor's is a node, recorded as for any operator function
+    return obj.getitem(tx, index) if isinstance(obj, TupleVariable | DictVariable) else NotImplemented
 
 
 @handles(operator.contains)

@@ -52,7 +52,6 @@ import bytecode as pybc
 
 from ..artifacts import BytecodeArtifact
 from .bytecode import disassemble, index_by_offset, instruction_at
-from .calls import graph_break  # noqa: F401  (toycompiler.graph_break is re-exported from here)
 from .reconstruct import ORIGINS, Codegen, ResumePoint, TransformPlan, origin_of
 from .variables import NullVariable
 

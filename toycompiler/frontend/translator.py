@@ -102,7 +102,6 @@ class Translation:
     guards: tuple[Guard, ...]
     guard_objects: dict[str, Any]  # objects guards and input sources name (``G``, ``___obj_0``)
     artifact: TranslationArtifact  # the log of every instruction, and the finished break (if any)
-    ops: int  # call nodes recorded
     plan: TransformPlan | None  # what the transformed code rebuilds; None: the whole frame runs eagerly
     shapes: ShapePolicy  # symbolic sizes and their guards
     tensor_check: TensorCheck  # the tensors the check function checks in one C++ call
@@ -217,14 +216,13 @@ class InstructionTranslator:
         self.output.remove_dead_nodes()
         # the submodules: torch.cond's branch graphs
         gm = torch.fx.GraphModule(self.output.submodules, self.output.graph, class_name=self.code.co_name)
-        ops = sum(n.op in ("call_function", "call_method", "call_module") for n in gm.graph.nodes)
         if self.broke is not None:  # now that the plan is known: where the resume functions continue
             resumes_at = tuple(p.offset for p in plan.resumes) if plan else ()
             self.broke = replace(self.broke, resumes_at=resumes_at, no_resume_reason=no_resume)
         artifact = TranslationArtifact(self.code.co_qualname, tuple(self.steps), self.broke)
         return Translation(gm, tuple(self.output.example_inputs), tuple(self.output.inputs_by_source),
-                           tuple(self.guards.guards.values()), self.guard_objects, artifact, ops, plan,
-                           self.output.shapes, self.guards.tensor_check(self.guard_objects))
+                           tuple(self.guards.guards.values()), self.guard_objects, artifact, plan, self.output.shapes,
+                           self.guards.tensor_check(self.guard_objects))
 
     def break_at(self, inst: bc.Inst, reason: str, kind: str) -> GraphBreak:
         """A graph break at ``inst``, in the user's code (``finish`` adds where the frame resumes)."""

@@ -110,6 +110,7 @@ class Variable:
             raise Unsupported(f"{self.describe()} is not iterable") from e
 
     def getitem(self, tx: InstructionTranslator, index: Variable) -> Variable:
+        """``obj[index]``: ``operator.getitem`` called as any function is (on a tensor: recorded, a node)."""
         return tx.call_python(operator.getitem, [self, index], {})
 
     def setitem(self, tx: InstructionTranslator, index: Variable, value: Variable) -> None:
@@ -133,9 +134,9 @@ class Variable:
         """The value as an FX node argument: a node for a tensor, the Python value otherwise."""
         return self.as_python()
 
-    def fake(self) -> Any:
-        """The value as an argument when the op runs on fake tensors (to learn its result)."""
-        return self.as_python()
+    # The value as an argument when the op runs on fake tensors (to learn its result): here the Python value too
+    # (a tensor's is its fake tensor, a container's holds its items' own).
+    fake = node_arg
 
     def tensors(self) -> list[TensorVariable]:
         """The tensors this value holds (itself, or a container's items)."""
@@ -358,9 +359,6 @@ class TensorVariable(Variable):
         if not self.example.dim():
             raise Unsupported("iterating over a 0-d tensor", "exception")
         return [tx.call_python(operator.getitem, [self, ConstantVariable(i)], {}) for i in range(self.example.shape[0])]
-
-    def getitem(self, tx, index):
-        return tx.output.record_call("call_function", operator.getitem, [self, index], {})
 
     def setitem(self, tx, index, value):
         """``out[idx] = v`` as an ``operator.setitem`` node, which dead-code elimination keeps: ``record_call``
