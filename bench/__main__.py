@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> None:
     torch.manual_seed(0)
     bandwidth = measure.copy_bandwidth(device, args.quick)
     print(f"# {machine_name(device)}: copy bandwidth {bandwidth / 1e9:.1f} GB/s", flush=True)
-    pool = workloads.WORKLOADS + (workloads.GPU_WORKLOADS if device == "cuda" else [])
+    pool = workloads.WORKLOADS + workloads.HALF_WORKLOADS
     chosen = [w for w in pool if not args.only or w.name in args.only]
     rows = [run_workload(w, device, args.quick) for w in chosen]
     later = measure.copy_bandwidth(device, args.quick)  # a shared machine's load changes: keep the best
@@ -224,7 +224,7 @@ def merge(old: dict, new: dict) -> dict:
     if old["toy_mode"] != new["toy_mode"] or old["quick"] != new["quick"]:
         raise SystemExit("--merge: the results file used another --toy-mode or --quick: not merged")
     rows = {r["name"]: r for r in old["workloads"]} | {r["name"]: r for r in new["workloads"]}
-    order = [w.name for w in workloads.WORKLOADS + workloads.GPU_WORKLOADS]
+    order = [w.name for w in workloads.WORKLOADS + workloads.HALF_WORKLOADS]
     in_order = sorted(rows.values(), key=lambda r: order.index(r["name"]) if r["name"] in order else len(order))
     merged = dict(new, workloads=in_order)
     merged["machine"] = dict(new["machine"], copy_gbps=max(old["machine"]["copy_gbps"], new["machine"]["copy_gbps"]))

@@ -453,8 +453,8 @@ WORKLOADS = [
     Workload("block_train_step", block_loss, _block_inputs_grad, False, training=True,
              describe="GPT-2-style block forward + backward"),
 ]
-# half precision: GPU only (the C++ backend computes float32/float64 and integers)
-GPU_WORKLOADS = [
+# half precision: computed in float32 and rounded where stored, by both backends
+HALF_WORKLOADS = [
     Workload("gelu_cube_bf16", gelu_cube, _half(_odd_vectors(1), torch.bfloat16), True, describe="x ** 3 GELU, bf16"),
     Workload("softmax_fp16", softmax, _half(_matrix, torch.float16), True, describe="softmax over rows, fp16"),
     Workload("layer_norm_bf16", layer_norm, _half(_layer_norm_inputs, torch.bfloat16), True,
@@ -470,7 +470,7 @@ COMPILE_WORKLOAD = Workload("ten_ops", ten_ops, _vectors(2), True, describe="10 
 
 
 def by_name(name: str) -> Workload:
-    for w in (*WORKLOADS, *GPU_WORKLOADS, COMPILE_WORKLOAD):
+    for w in (*WORKLOADS, *HALF_WORKLOADS, COMPILE_WORKLOAD):
         if w.name == name:
             return w
     raise KeyError(name)

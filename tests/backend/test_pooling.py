@@ -56,11 +56,12 @@ def test_avg_pool_matches_eager(backend, case):
     assert_same(lambda x: F.avg_pool2d(x, k, s, p, ceil, include, divisor) * 2, x, backend=backend, rtol=1e-5)
 
 
-@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
-def test_half_precision_on_triton(dtype):  # (C++ kernels take no half-precision dtypes)
-    x = image(2, 4, 10, 7, dtype=dtype, backend="triton")
-    assert_same(lambda x: F.max_pool2d(x, 3, 2, 1, return_indices=True), x, backend="triton")
-    assert_same(lambda x: F.avg_pool2d(x, 3, 2, 1), x.nan_to_num(0, 0, 0), backend="triton", rtol=1e-2, atol=1e-2)
+@pytest.mark.parametrize("backend, dtype", [("cpp", torch.bfloat16), ("triton", torch.float16),
+                                            ("triton", torch.bfloat16)], ids=str)  # (C++: no float16)
+def test_half_precision(backend, dtype):
+    x = image(2, 4, 10, 7, dtype=dtype, backend=backend)
+    assert_same(lambda x: F.max_pool2d(x, 3, 2, 1, return_indices=True), x, backend=backend)
+    assert_same(lambda x: F.avg_pool2d(x, 3, 2, 1), x.nan_to_num(0, 0, 0), backend=backend, rtol=1e-2, atol=1e-2)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -3,8 +3,8 @@
 The C++ kernels vectorise each loop (SLEEF or glibc's libmvec for
 transcendentals, plain vector instructions for the rest); sizes that are not a multiple of the
 vector width leave a scalar tail, which must agree with the vector body.
-Triton (its interpreter on the CPU) runs the same functions, including
-float16/bfloat16 inputs computed in float32.
+Triton (its interpreter on the CPU) runs the same functions. bfloat16 inputs
+are computed in float32 on both (tests/backend/test_half_cpp.py: C++'s conversions), float16 on Triton.
 """
 
 import os
@@ -61,11 +61,12 @@ def test_non_contiguous_and_channels_last_inputs(backend):
     assert_same(fn, x, y, backend=backend, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
-def test_half_precision_on_triton(dtype):
-    x = torch.randn(2, 33, device=device_for("triton")).to(dtype)
+@pytest.mark.parametrize("backend, dtype", [("cpp", torch.bfloat16), ("triton", torch.float16),
+                                            ("triton", torch.bfloat16)], ids=str)  # (C++: no float16)
+def test_half_precision_computes_in_float32(backend, dtype):
+    x = torch.randn(2, 33, device=device_for(backend)).to(dtype)
     fn = lambda x: (torch.sigmoid(x) * x**3, torch.softmax(x, 0), x.float().sum(0))  # noqa: E731
-    assert_same(fn, x, backend="triton", rtol=1e-2, atol=1e-2)
+    assert_same(fn, x, backend=backend, rtol=1e-2, atol=1e-2)
 
 
 def test_cube_is_multiplications_and_the_kernel_says_which_path_each_op_took():

@@ -17,6 +17,9 @@ A reduction kernel keeps one accumulator per reduction in a register and
 loops over the row (``for (rindex ...) acc0 += ...``), then writes the row's
 element-wise results in a last, vectorisable ``#pragma omp simd`` loop.
 
+bfloat16 elements are loaded as their 16 bits, computed in float, and rounded
+where stored (``PRELUDE``).
+
 A pointwise kernel that reads one input across its rows (``x.t() + x``) runs
 in tiles of 16 x 16 elements: each tile copies that input's block in memory
 order, transposes it in registers (``toy_tile``), and reads the copy along the
@@ -43,6 +46,7 @@ from .common import INFIX, IndexPrinter, KernelRenderer, unclamped
 CTYPES = {
     torch.float32: "float", torch.float64: "double", torch.int64: "int64_t", torch.int32: "int32_t",
     torch.int16: "int16_t", torch.int8: "int8_t", torch.uint8: "uint8_t", torch.bool: "bool",
+    torch.bfloat16: "uint16_t",  # its bits in memory; computed in float (PRELUDE)
 }
 
 # Helpers with torch's semantics where the C library's differ (NaN propagation). toy_maximum takes b when it is
@@ -50,6 +54,18 @@ CTYPES = {
 # a blend a vector. Written with a NaN test for each side first, the max loop over [256, 50257] floats took 4.0 ms
 # instead of 2.5 (the loop alone, built with the kernels' flags, one thread, this project's 2-core x86-64
 # machine); toycompiler's amax over them went from 3.1 to 2.1 ms, torch.compile's taking 2.1.
+#
+# bfloat16: an element is held in memory as its 16 bits (``uint16_t``), widened to float where it is loaded, computed
+# in float, and rounded to nearest-even where it is stored or cast (CppRenderer.load, store, cast), as Inductor's C++
+# kernels and c10::BFloat16 do. bfloat16 is float's top 16 bits: widening shifts them back; rounding adds 0x7fff plus
+# the lowest kept bit (ties to even) and drops the low 16. NaN stays NaN (the add could carry it into an infinity).
+# Integer arithmetic without branches, so a loop of them vectorises; the bits are read through a union (GCC and Clang
+# define reading its other member; std::bit_cast needs C++20, __builtin_bit_cast GCC 11). Both give torch's bits for
+# all 65536 bfloat16 values and every float tried (tests/backend/test_half_cpp.py). float16 is not here: without
+# AVX512-FP16 GCC vectorises no hardware conversion, and the same kind of arithmetic for float16 (its exponent
+# rebiased by a multiply, its rounding by a float add; exact too) ran a float16 layer norm over [4096, 1024] at a
+# third of eager's speed (two threads; eager ran at 1.5x torch.compile there): float16 graphs run eagerly, with that
+# reason.
 PRELUDE = """\
 #include <algorithm>
 #include <cmath>
@@ -60,6 +76,11 @@ template <typename T> static inline T toy_minimum(T a, T b) { return b < a || b 
 template <typename T> static inline T toy_relu(T a) { return a != a ? a : (a > T(0) ? a : T(0)); }
 template <typename T> static inline T toy_sigmoid(T a) { return T(1) / (T(1) + std::exp(-a)); }
 template <typename T> static inline T toy_sign(T a) { return T((a > T(0)) - (a < T(0))); }
+static inline float toy_from_bfloat16(uint16_t h) { union { uint32_t u; float f; } v{uint32_t(h) << 16}; return v.f; }
+static inline uint16_t toy_to_bfloat16(float f) {
+    union { float f; uint32_t u; } v{f};
+    return f != f ? 0x7fc0 : (v.u + 0x7fffu + (v.u >> 16 & 1u)) >> 16;
+}
 """
 
 # The helper of a kernel with transposed reads (CppRenderer.setup says how it is used), in its header only: an
@@ -439,7 +460,7 @@ class CppRenderer(KernelRenderer):
         start = 0 if self.column else "INT64_MAX"  # an argmax's index before its loop (see above)
         wide = [acc for n, op, acc in zip(nodes, ops, accs) if self.wide(op, self.expr_dtype(n.body))]  # (see wide)
         for n, op, acc in zip(nodes, ops, accs):
-            dtype = self.expr_dtype(n.body)
+            dtype = self.compute_dtype(self.expr_dtype(n.body))  # (bfloat16: float)
             self.emit(*declare("double" if acc in wide else self.type_name(dtype), acc, self.init(op, dtype))
                       if alias[acc] == acc else [])
             self.emit(*[f"int {acc}_nan = 0;"] if acc in nans else [])
@@ -611,6 +632,8 @@ class CppRenderer(KernelRenderer):
         return f"{self.type_name(dtype)} {tmp} = {value};"
 
     def load(self, ptr, index, dtype):
+        if dtype == torch.bfloat16:  # its 16 bits (read as an integer type, a 0 of which pads), widened to float
+            return f"toy_from_bfloat16({self.load(ptr, index, torch.int16)})"
         if (ptr, index) in self.rows and not self.rowwise:  # copied by x_loop_open, transposed (see short_rows)
             return f"{self.rows[ptr, index]}[r0][{self.xlast} - xb]"
         if (ptr, index) in self.tiles:  # read in memory order by tile_loops, transposed
@@ -624,6 +647,7 @@ class CppRenderer(KernelRenderer):
         return f"{inside} ? {ptr}[{self.printer(index.xreplace(clamps))}] : {self.constant(0, dtype)}"
 
     def store(self, buf, index, value, where):
+        value = f"toy_to_bfloat16({value})" if self.dtypes[buf] == torch.bfloat16 else value
         return f"{self.ptr[buf]}[{self.printer(index)}] = {value};"
 
     def index_value(self, index, dtype):
@@ -634,7 +658,7 @@ class CppRenderer(KernelRenderer):
             value = float(value)
             if not math.isfinite(value):  # <cmath>'s float INFINITY and NAN convert exactly to a double
                 return {math.inf: "INFINITY", -math.inf: "-INFINITY"}.get(value, "NAN")
-            return f"{value!r}f" if dtype == torch.float32 else repr(value)
+            return repr(value) if dtype == torch.float64 else f"{value!r}f"  # (half precision: computed in float)
         return f"{self.type_name(dtype)}({int(value)})"  # (a bool: bool(1))
 
     def cast(self, value, dtype, source=None):
@@ -642,5 +666,7 @@ class CppRenderer(KernelRenderer):
         bool with a cast: ``(x > 0).float().mean()`` ran at 0.35x torch.compile so (one thread, 4M floats)."""
         if source == torch.bool and dtype != torch.bool:
             return f"{value} ? {self.constant(1, dtype)} : {self.constant(0, dtype)}"
+        if dtype == torch.bfloat16:  # rounded to bfloat16, and held as a float
+            return f"toy_from_bfloat16(toy_to_bfloat16({value}))"
         return f"static_cast<{self.type_name(dtype)}>({value})"
 

@@ -109,14 +109,6 @@ class TritonRenderer(KernelRenderer):
         "bitwise_not": "~{0}", "signbit": "libdevice.signbit({0}) != 0",
     }
 
-    def compute_dtype(self, dtype):
-        # Half precision is computed in float32 and rounded only where a value is stored or cast, as
-        # Inductor does (its emulate_precision_casts is off); eager and the C++ kernels round after every
-        # op. So the Triton result is nearer the exact one, and can differ from eager's by more than an
-        # ulp where eager's rounding decides a branch: a bfloat16 ``where(sigmoid(x*y) - |y|**1.5 > 0, ...)``
-        # took the other arm at 75 of 100037 elements (eager's rounded difference was exactly 0).
-        return torch.float32 if dtype in HALF else dtype
-
     # -- block sizes ---------------------------------------------------------------
     def setup(self):
         """The reduction tile ``[XBLOCK, RBLOCK]``, chosen from the strides and the sizes.
