@@ -24,6 +24,13 @@ def computed(report) -> list:
     return [row for row in report.frames[0].backend.ir.buffers if row.kind != "input"]
 
 
+def conv_tolerance(device: str) -> dict:
+    """cuDNN may run a convolution in TF32 (``torch.backends.cudnn.allow_tf32``, on by default), and picks its
+    algorithm per call: the compiled and the eager convolution can differ by 1e-3. The wrong answers these tests
+    guard against were off by order one."""
+    return {"rtol": 1e-2, "atol": 1e-2} if device == "cuda" else {"rtol": 1e-4, "atol": 1e-4}
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_channels_last_pointwise_is_one_loop_in_memory_order(backend):
     dev = device_for(backend)
@@ -66,7 +73,7 @@ def test_a_library_call_reads_a_permuted_view_with_a_batch_of_one_as_eager_does(
     def fn(x):
         y = torch.nn.functional.layer_norm(x.permute(0, 2, 3, 1), (8,), w, b, 1e-6).permute(0, 3, 1, 2)
         return torch.nn.functional.conv2d(y, conv, None, 2) + 1, y.unsqueeze(0) * 2
-    out = assert_same(fn, x, backend=backend, rtol=1e-4, atol=1e-4)
+    out = assert_same(fn, x, backend=backend, **conv_tolerance(dev))
     assert [o.stride() for o in out] == [o.stride() for o in fn(x)]
 
 
@@ -85,7 +92,7 @@ def test_a_convolution_after_a_convolution_of_a_channels_last_input_gives_what_i
         y = torch.nn.functional.conv2d(x, w, None, 2)
         z = torch.nn.functional.conv2d(y, dw, None, 1, 3, 1, 16)
         return torch.nn.functional.linear(z.permute(0, 2, 3, 1), lw).permute(0, 3, 1, 2) + y
-    out = assert_same(fn, x, backend=backend, rtol=1e-4, atol=1e-4)
+    out = assert_same(fn, x, backend=backend, **conv_tolerance(dev))
     assert out.stride() == fn(x).stride()
 
 
@@ -121,7 +128,7 @@ def test_a_kernel_writes_over_a_buffer_it_reads_only_with_its_last_store(backend
     def fn(x, w, fc):
         y = torch.nn.functional.adaptive_avg_pool2d(torch.nn.functional.conv2d(x, w, padding=1), 1)
         return torch.nn.functional.linear(torch.flatten(y, 1), fc)
-    assert_same(fn, x, w, fc, backend=backend, backward=True, rtol=1e-4, atol=1e-4)
+    assert_same(fn, x, w, fc, backend=backend, backward=True, **conv_tolerance(dev))
 
 
 # -- C++: a read along the second-last loop runs in tiles --------------------------------------------------

@@ -137,10 +137,16 @@ class TritonRenderer(KernelRenderer):
         # (1000 programs of 64 columns) took 35.0 us, in 2000 programs of 32 37.9 (H200, when the bound was 1024).
         few = self.column and self.xnumel.is_Integer and self.xnumel < 512 * COLUMN_WIDTH  # programs of 64 columns
         x = min(x, 32 if self.xnumel >= 16384 else 16 if self.xnumel > 2048 else 8) if few else x
-        # A row is held whole up to max_block elements; a column reduction's tile (x columns of each row) up to an
-        # eighth of that, 4096 elements (64 rows of 64 columns: 32 floats a thread at Triton's 4 warps)
+        # A row is held whole up to max_block elements; a column reduction's tile (x columns of each row) up to half
+        # of that, 16384 elements (256 rows of 64 columns: 128 floats a thread at Triton's 4 warps). Held whole, a
+        # softmax over the 256 channels of NCHW [64, 256, 28, 28] reads them once, not three times: log_softmax
+        # took 30.6 us, 61.0 looped in steps of 8 rows when the bound was an eighth (torch.compile 44.7); softmax
+        # over 128 channels 15.5 and 22.9 (24.5); var over dim 0 of [192, 16384] 8.0 and 10.1 (8.6), a split one
+        # over [16384, 2048] 39.9 and 49.0 (44.8), its partial sums over 128 rows; argmax over dim 0 of [150, 20000]
+        # 8.8 and 10.7 (20.0). A column sum [32765, 1037] took 41.4 and 40.6 us, a softmax over dim 0 of [200, 5000]
+        # 13.0 and 12.6 (H200)
         self.persistent = self.kernel.kind == "pointwise" or (
-            rows is not None and rows * (8 * x if self.column else 1) <= self.config.max_block)
+            rows is not None and rows * (2 * x if self.column else 1) <= self.config.max_block)
         if self.kernel.kind == "pointwise":
             # the block is pointwise_block(xnumel), 16 * x, with 8 elements per thread (Triton's default 4 warps
             # for a block of 1024, as Inductor's). H200, 8 and 4 floats a thread over 2^24 elements: sin + cos 47.6
