@@ -18,7 +18,6 @@ Leaves out: compiling in worker processes, and file locks between processes
 from __future__ import annotations
 
 import ctypes
-import dataclasses
 import functools
 import hashlib
 import importlib.metadata
@@ -156,7 +155,7 @@ def graph_key(gm: Any, example_inputs: list, target: str, config: Config,
     inputs = zip(gm.graph.find_nodes(op="placeholder"), example_inputs)
     parts += [_input_metadata(n.meta.get("example_value", n.meta.get("val", t))) for n, t in inputs]
     volatile = ("cache_dir", "verify_ir", "graph_cache")  # settings that don't change the generated code
-    parts.append(repr(sorted((k, v) for k, v in dataclasses.asdict(config).items() if k not in volatile)))
+    parts.append(repr(sorted((k, v) for k, v in vars(config).items() if k not in volatile)))  # (its fields)
     for name, value in graph_constants(gm):
         if value.numel() * value.element_size() > _CONSTANT_HASH_LIMIT:
             return None, f"constant {name} is larger than {_CONSTANT_HASH_LIMIT} bytes (not hashed)"
@@ -236,7 +235,7 @@ def conform(t: torch.Tensor, stride: tuple[int, ...]) -> torch.Tensor:
     strides instead: ``assert_size_stride``.)"""
     # a dim of size 1: any stride; None: an index check's result
     same = t is None or all(a == b or n < 2 for a, b, n in zip(t.stride(), stride, t.shape))
-    return t if same else torch.empty_strided(t.shape, stride, dtype=t.dtype, device=t.device).copy_(t)
+    return t if same else t.new_empty_strided(t.shape, stride).copy_(t)
 
 
 def check_index(index: torch.Tensor, size: int, dim: int, negative: bool = True) -> None:

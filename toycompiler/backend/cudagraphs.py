@@ -57,8 +57,7 @@ class _Recording:
     """One CUDA graph over static copies of the inputs it was recorded with."""
 
     def __init__(self, call: Callable, args: tuple):
-        self.static_inputs = [torch.empty_strided(a.shape, a.stride(), dtype=a.dtype, device=a.device).copy_(a)
-                              for a in args]
+        self.static_inputs = [a.new_empty_strided(a.shape, a.stride()).copy_(a) for a in args]  # (a's dtype, device)
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):  # warm-up: compile kernels, allocate, outside the recording

@@ -259,9 +259,9 @@ def inline_pointwise(e: Expr, ranges: dict[sympy.Symbol, sympy.Expr], buffers: d
     if isinstance(e, Op):
         return Op(e.op, tuple(inline_pointwise(a, ranges, buffers) for a in e.args), e.dtype)
     p = buffers.get(e.buf) if isinstance(e, Load) else None
+    # (a pointwise buffer that writes into no input is stored contiguous, as _element reads it: see verify)
     if not isinstance(p, ComputedBuffer) or p.reduction or p.store_into or len(op_names(p.body)) > MAX_INLINED_OPS \
-            or p.layout.stride != contiguous_strides(p.layout.size) or (element := _element(e.index, p.layout.size,
-                                                                                             ranges)) is None:
+            or (element := _element(e.index, p.layout.size, ranges)) is None:
         return e  # left as a load
     return inline_pointwise(substitute(p.body, dict(zip(index_vars(len(element)), element))), ranges, buffers)
 
@@ -300,10 +300,6 @@ class Layout:
     @property
     def numel(self) -> sympy.Expr:
         return sympy.Mul(*self.size)  # (of no sizes: 1)
-
-    @property
-    def nbytes(self) -> sympy.Expr:
-        return self.numel * torch.empty((), dtype=self.dtype).element_size()
 
     @property
     def is_contiguous(self) -> bool:

@@ -264,8 +264,7 @@ def indirect(x: TensorValue, idx: list) -> ir.Load:
     memory (an IR expression), which becomes a symbol ``i0, i1, ...`` of the load's index."""
     symbols = iter(ir.index_vars(len(idx), "i"))
     bound = {d: (next(symbols), v, x.size[d]) for d, v in enumerate(idx) if not isinstance(v, sympy.Basic)}
-    ld = strided_value(x.ref, x.dtype, x.device).loader(tuple(bound[d][0] if d in bound else v
-                                                              for d, v in enumerate(idx)))
+    ld = x.loader(tuple(bound[d][0] if d in bound else v for d, v in enumerate(idx)))  # (x is stored: one load)
     return ir.Load(ld.buf, ld.index, tuple(bound.values()))
 
 

@@ -41,13 +41,12 @@ def derive_ref(x: TensorValue, size: tuple, index_map: IndexMap) -> ir.TensorRef
     if x.ref is None:
         return None
     v = ir.index_vars(len(size), "v")
-    e = x.loader(index_map(v))
-    if not isinstance(e, ir.Load) or e.index.has(ir.FloorDiv, ir.ModularIndexing, sympy.Min, sympy.Max):
+    e = x.loader(index_map(v))  # (x is stored: one load, its index expanded, see strided_value)
+    if e.index.has(ir.FloorDiv, ir.ModularIndexing, sympy.Min, sympy.Max):
         return None
-    expr = sympy.expand(e.index)
-    strides = tuple(expr.coeff(var) for var in v)
-    offset = expr.subs({var: 0 for var in v})
-    if sympy.expand(offset + sum(s * var for s, var in zip(strides, v)) - expr) != 0:
+    strides = tuple(e.index.coeff(var) for var in v)
+    offset = e.index.subs({var: 0 for var in v})
+    if sympy.expand(offset + sum(s * var for s, var in zip(strides, v)) - e.index) != 0:
         return None
     # A dim of size 1 read at index 0 (a stride of 0 above) gets the view's element count, the stride torch
     # gives such a dim outermost: torch infers a memory format from strides. A convolution of a [1, C, H, W]

@@ -265,8 +265,7 @@ def verify(ir: GraphIR, kernels: list[Kernel]) -> None:
                 assert where[b] == i or where[b] == -1 or b in kernels[where[b]].stores, \
                     f"{n.name} in kernel{i} reads {b}, which kernel{where[b]} does not store"
             where[n.name] = i
-    assert set(where) >= ir.live_buffers() & {b.name for b in ir.buffers}, "some buffers are not scheduled"
-    assert all(o in where for o in ir.outputs)
+    assert set(where) >= ir.live_buffers(), "some buffers are not scheduled"  # (outputs are live, inputs are in it)
 
 
 def _candidates(node: Node, kernels: list[Kernel], home: dict[str, int]) -> list[int]:
@@ -302,7 +301,9 @@ def plan_memory(ir: GraphIR, kernels: list[Kernel]) -> tuple[dict[str, str], lis
     where a fresh buffer would make the cache write both back. Only the buffer the kernel stores last does: the
     kernel writes its buffers in order, each element's after reading what it needs, and a later buffer's reads of
     the old value would come after an earlier buffer's write."""
-    last_use = {b: i for i, k in enumerate(kernels) for b in k.reads()}  # the last kernel reading each buffer
+    written = {name: j for j, k in enumerate(kernels) for name in k.stores}  # stored buffer -> its kernel, in order
+    # the last kernel reading each buffer (never read: dead right after the kernel writing it)
+    last_use = written | {b: i for i, k in enumerate(kernels) for b in k.reads()}
     keep = set(ir.outputs) | {b.name for b in ir.inputs}
     pool: list[str] = []  # dead buffers whose memory is free
     reuses: dict[str, str] = {}
@@ -326,12 +327,9 @@ def plan_memory(ir: GraphIR, kernels: list[Kernel]) -> tuple[dict[str, str], lis
                     how = ("is dead after", "") if last_use[dead] < i else ("is read last by", ", by element: in place")
                     plan.append(f"{name} reuses {dead} ({dead} {how[0]} kernel{last_use[dead]}{how[1]})")
                     break
-        for j in range(i + 1):
-            for name in kernels[j].stores:
-                dies = last_use.setdefault(name, j) == i  # never read: dead right after the kernel writing it
-                if dies and name not in keep and not ir.buffer(name).store_into and name not in pool \
-                        and ir.buffer(name).layout.numel != 0:  # (no memory: a check's result, None)
-                    pool.append(name)
+        # the buffers dead after this kernel, in the order they were written (none of no memory: a check's result)
+        pool += [name for name in written if last_use[name] == i and name not in keep
+                 and not ir.buffer(name).store_into and ir.buffer(name).layout.numel != 0]
     return reuses, plan
 
 
@@ -344,7 +342,8 @@ def _in_place(ir: GraphIR, k: Kernel, dead: str) -> bool:
 
 
 def _nbytes(ir: GraphIR, name: str) -> int:
-    return int(n) if (n := ir.buffer(name).layout.nbytes).is_Integer else 0  # a symbolic size counts as unknown
+    layout = ir.buffer(name).layout
+    return int(n) if (n := layout.numel * layout.dtype.itemsize).is_Integer else 0  # a symbolic size counts as unknown
 
 
 def _artifact(ir: GraphIR, kernels: list[Kernel], decisions: list[FusionDecision],

@@ -118,8 +118,7 @@ def _with_traced_layouts(call: Callable, inputs: list) -> Callable:
         if mismatched is None:
             mismatched = [i for i, (a, t) in enumerate(zip(args, traced)) if t and a.stride() != t[1]]
         if mismatched:
-            args = [torch.empty_strided(*traced[i], dtype=a.dtype, device=a.device).copy_(a) if i in mismatched else a
-                    for i, a in enumerate(args)]
+            args = [a.new_empty_strided(*traced[i]).copy_(a) if i in mismatched else a for i, a in enumerate(args)]
         return call(*args)
     return run
 

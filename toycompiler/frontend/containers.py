@@ -263,11 +263,15 @@ class IteratorVariable(Variable):
         return iter(lambda: self.next(tx), None)
 
     def next(self, tx) -> Variable | None:
-        if self.index >= len(self.items):
-            return None
-        tx.output.remember(self, "index")
-        self.index += 1
-        return self.items[self.index - 1]
+        """The next item (None when there is none), taken: the iterator moves past it."""
+        if (item := self.at(self.index)) is not None:
+            tx.output.remember(self, "index")
+            self.index += 1
+        return item
+
+    def at(self, i: int) -> Variable | None:
+        """The ``i``-th item, or None past the end."""
+        return self.items[i] if i < len(self.items) else None
 
     def truth(self) -> bool:
         return True

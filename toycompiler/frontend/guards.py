@@ -125,12 +125,6 @@ class GuardBuilder:
                                                        dynamic_dims_strides=None).check
         return TensorCheck(tuple(self.checked), frozenset(self.covered))
 
-    def shapes(self, policy: Any) -> None:
-        """SHAPE_ENV: what the trace assumed about symbolic sizes (see shapes.py)."""
-        for expr, reason, actual, expected in policy.guards():
-            self.add(expr, "SHAPE_ENV", reason, None, actual, expected)
-
-
 
 @dataclass(frozen=True)
 class TensorCheck:

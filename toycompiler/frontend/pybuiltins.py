@@ -298,15 +298,13 @@ class CountVariable(IteratorVariable):
     def unpack(self, tx):
         raise Unsupported("listing itertools.count() would never end", "unsupported-call")
 
-    def next(self, tx) -> Variable:
-        tx.output.remember(self, "index")
-        self.index += 1
-        return ConstantVariable(self.start + (self.index - 1) * self.step)
+    def at(self, i: int) -> Variable:
+        return ConstantVariable(self.start + i * self.step)  # never past the end
 
     def reconstruct(self, cg):
         """``itertools.count(start, step)``, starting at the next number it would give (not the
         iterator over the items not yet taken that other iterators rebuild: a count has none)."""
-        now = [ConstantVariable(self.start + self.index * self.step), ConstantVariable(self.step)]
+        now = [self.at(self.index), ConstantVariable(self.step)]
         cg.build_once(self, lambda: cg.call_function(itertools.count, now))
 
 

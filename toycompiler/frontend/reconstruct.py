@@ -229,13 +229,13 @@ class Codegen:
         refuses to change such an object, so it still holds what the trace saw.
         """
         for v in values:
-            if isinstance(v, ContainerVariable) and v.source is not None:
-                if simple_source(v.source):
-                    self.load_source(v.source)
-                    continue
-                if v.python_type() in (list, dict):  # a copy would not be the caller's object
-                    raise CannotResume(f"{v.source} is the caller's {v.python_type().__name__}: it can't be read again")
-            v.reconstruct(self)
+            if isinstance(v, ContainerVariable) and simple_source(v.source):
+                self.load_source(v.source)
+            elif isinstance(v, ContainerVariable) and v.source is not None and v.python_type() in (list, dict):
+                # a copy would not be the caller's object
+                raise CannotResume(f"{v.source} is the caller's {v.python_type().__name__}: it can't be read again")
+            else:
+                v.reconstruct(self)
 
     def build(self, opname: str, items: list[Variable]) -> None:
         """``BUILD_TUPLE n`` / ``BUILD_LIST n`` over the rebuilt items."""

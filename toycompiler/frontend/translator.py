@@ -200,19 +200,20 @@ class InstructionTranslator:
             if self.returned is not None:  # traced to the end, but the value can't be rebuilt: a break at the return
                 reason = f"returning {self.returned.describe()} is not supported: the compiled code can't rebuild it"
                 self.broke, self.returned = self.break_at(last, reason, "unsupported-return"), None
-        self.output.graph.output(plan.graph_outputs if plan else ())
         # The graph leaves grad mode as it found it (a break inside a ``with torch.no_grad()`` block ends the graph
-        # inside the block), and so does tracing.
+        # inside the block), and so does tracing: the switch back is its last node before the output.
         if torch.is_grad_enabled() != self.output.initial_grad_mode:
-            with self.output.graph.inserting_before(self.output.graph.output_node()):
-                self.output.set_grad_mode(self.output.initial_grad_mode)
+            self.output.set_grad_mode(self.output.initial_grad_mode)
+        self.output.graph.output(plan.graph_outputs if plan else ())
         # The tensor inputs (and the caller's lists and dicts) were distinct objects: ``a is b``, sets and lookups
         # relied on it.
         sources = list(self.output.inputs_by_source) + [src for _, src, _ in self.output.caller_containers.values()]
         if len(sources) > 1:
             expr = f"len({{id(t) for t in ({', '.join(sources)})}}) == {len(sources)}"
             self.guards.add(expr, "NO_ALIASING", "the tensor inputs were distinct objects")
-        self.guards.shapes(self.output.shapes)
+        # SHAPE_ENV: what the trace assumed about symbolic sizes (see shapes.py)
+        for expr, reason, actual, expected in self.output.shapes.guards():
+            self.guards.add(expr, "SHAPE_ENV", reason, None, actual, expected)
         self.output.remove_dead_nodes()
         # the submodules: torch.cond's branch graphs
         gm = torch.fx.GraphModule(self.output.submodules, self.output.graph, class_name=self.code.co_name)
@@ -490,24 +491,24 @@ class InstructionTranslator:
     # -- subscripts and slices ------------------------------------------------------------
 
     def BINARY_SUBSCR(self, inst):
-        """``BINARY_SUBSCR`` -- ``a[b]``: a tensor records a node; a container gives an item."""
-        index, obj = self.pop(), self.pop()
-        self.push(obj.getitem(self, index))
+        """``BINARY_SUBSCR`` -- ``a[b]``: a tensor records a node; a container gives an item.
 
-    def BINARY_SLICE(self, inst):
-        """3.12: ``a[lo:hi]`` -- [container, lo, hi] -> slice."""
-        stop, start, obj = self.pop(), self.pop(), self.pop()
-        self.push(obj.getitem(self, self.make_slice([start, stop])))
+        3.12's ``BINARY_SLICE`` is ``a[lo:hi]`` with the bounds on the stack, [container, lo, hi]: the same
+        with the slice made of them."""
+        index = self.make_slice(self.popn(2)) if inst.opname == "BINARY_SLICE" else self.pop()
+        self.push(self.pop().getitem(self, index))
+
+    BINARY_SLICE = BINARY_SUBSCR
 
     def STORE_SUBSCR(self, inst):
-        """``STORE_SUBSCR`` -- ``a[i] = v``: [v, a, i]. On a tensor, an in-place node that stays."""
-        key, obj, value = self.pop(), self.pop(), self.pop()
+        """``STORE_SUBSCR`` -- ``a[i] = v``: [v, a, i]. On a tensor, an in-place node that stays.
+
+        3.12's ``STORE_SLICE`` is ``a[lo:hi] = v``, [v, a, lo, hi]: the same with the slice made of the bounds."""
+        key = self.make_slice(self.popn(2)) if inst.opname == "STORE_SLICE" else self.pop()
+        obj, value = self.pop(), self.pop()
         obj.setitem(self, key, value)
 
-    def STORE_SLICE(self, inst):
-        """3.12: ``a[lo:hi] = v`` -- [v, a, lo, hi]."""
-        stop, start, obj, value = self.pop(), self.pop(), self.pop(), self.pop()
-        obj.setitem(self, self.make_slice([start, stop]), value)
+    STORE_SLICE = STORE_SUBSCR
 
     def DELETE_SUBSCR(self, inst):
         key, obj = self.pop(), self.pop()

@@ -151,9 +151,8 @@ class Variable:
 
         Each kind that can be rebuilt overrides this (a value from the caller is read from its source
         again); here: a kind that can't, with its reason."""
-        if self.cannot_rebuild is not None:
-            raise CannotResume(f"can't rebuild {self.describe()}: {self.cannot_rebuild}")
-        raise CannotResume(f"can't rebuild {self.describe()} ({type(self).__name__}) as a Python value")
+        reason = self.cannot_rebuild or f"a {type(self).__name__} has no code that rebuilds it as a Python value"
+        raise CannotResume(f"can't rebuild {self.describe()}: {reason}")
 
 
 def identity_key(v: Variable) -> Any:

@@ -40,8 +40,9 @@ def simplify(gm: torch.fx.GraphModule) -> list[str]:
     return changes
 
 
-def _same_kind(a: torch.fx.Node, b: torch.fx.Node) -> bool:
-    va, vb = a.meta.get("val"), b.meta.get("val")
+def _same_kind(a: object, b: torch.fx.Node) -> bool:
+    """Whether ``a`` is a node whose tensor has ``b``'s dtype and shape (a number is not)."""
+    va, vb = (a.meta.get("val") if isinstance(a, torch.fx.Node) else None), b.meta.get("val")
     return all(isinstance(v, torch.Tensor) for v in (va, vb)) and (va.dtype, va.shape) == (vb.dtype, vb.shape)
 
 
@@ -54,10 +55,9 @@ def _identity(node: torch.fx.Node):
     if node.target not in IDENTITY_OPERAND or len(node.args) != 2 or node.kwargs:
         return None
     x, c = node.args
-    if isinstance(x, torch.fx.Node) and _scalar(c) and c == IDENTITY_OPERAND[node.target] and _same_kind(x, node):
+    if _scalar(c) and c == IDENTITY_OPERAND[node.target] and _same_kind(x, node):
         return x, f"{node.target.overloadpacket.__name__}(x, {c}) is x"
-    if node.target in (ADD, MUL) and isinstance(c, torch.fx.Node) and _scalar(x) and \
-            x == IDENTITY_OPERAND[node.target] and _same_kind(c, node):
+    if node.target in (ADD, MUL) and _scalar(x) and x == IDENTITY_OPERAND[node.target] and _same_kind(c, node):
         return c, f"{node.target.overloadpacket.__name__}({x}, x) is x"
     return None
 
