@@ -66,6 +66,12 @@ def test_report_shows_every_stage():
     assert "def call(arg0, arg1)" in report.output_code
 
 
+def test_explain_given_the_arguments_says_how_to_call_it():
+    with pytest.raises(TypeError, match=r"explain\(fn\) returns a function to call with the arguments: "
+                                        r"explain\(fn\)\(\*args\)"):
+        toycompiler.explain(sin_cos, torch.randn(3), torch.randn(3))
+
+
 def test_fusion_makes_one_kernel_and_says_why():
     report = toycompiler.explain(chain, backend="cpp")(torch.randn(64), torch.randn(64))
     schedule = report.frames[0].backend.schedule

@@ -207,8 +207,10 @@ def compile(fn: Callable | None = None, *, backend: str | Callable = "auto", ful
     return (CompiledModule if isinstance(fn, torch.nn.Module) else CompiledFunction)(fn, **kw)
 
 
-def explain(fn: Callable, **compile_options: Any) -> Callable[..., A.Report]:
+def explain(fn: Callable, *args: Any, **compile_options: Any) -> Callable[..., A.Report]:
     """``explain(fn)(*args)``: compile ``fn`` afresh, call it once, and report every stage."""
+    if args:  # explain(fn, x): torch._dynamo.explain once took the arguments so
+        raise TypeError("explain(fn) returns a function to call with the arguments: explain(fn)(*args)")
     # Given compile(fn) or compile(module) (its compiled forward), compile afresh with the options it was given.
     if isinstance(target := getattr(fn, "_compiled_forward", fn), CompiledFunction):
         compile_options = target.compile_options | compile_options

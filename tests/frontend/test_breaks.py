@@ -353,3 +353,20 @@ def test_star_args_call_breaks_and_resumes(capsys):
     assert out[0] == out[1] == "sum tensor(2.)"
     report = toycompiler.explain(star_call, backend="eager")(torch.ones(2))
     assert report.breaks[0].line == line_of(star_call, "print(*parts)") and report.breaks[0].resumes_at
+
+
+def raises_at_the_end(x):
+    y = x + 1
+    raise ValueError(f"bad {y.shape}")  # RAISE_VARARGS, the code's last instruction
+
+
+def test_a_break_at_the_last_instruction_runs_the_rest_eagerly_with_its_reason(recwarn):
+    """The graph before the ``raise`` is compiled; the code after it is only the ``raise``, run eagerly and
+    said so (no resume function is compiled: it once failed with ``KeyError: None``, in a warning)."""
+    compiled = toycompiler.compile(raises_at_the_end, backend="eager")
+    with pytest.raises(ValueError, match=r"bad torch.Size\(\[2\]\)"):
+        compiled(torch.ones(2))
+    assert not [w for w in recwarn if "toycompiler" in str(w.message)]
+    where = f"{__file__}:{line_of(raises_at_the_end, 'raise ValueError')}"
+    assert compiled.fallback_reasons() == [f"[1/0] {where}: frame ran eagerly: the break is at the code's last "
+                                           "instruction, RAISE_VARARGS: no code follows"]

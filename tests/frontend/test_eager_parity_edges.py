@@ -296,6 +296,14 @@ def list_plus_in_place(x, y):
     return torch.cat(alias)
 
 
+def constant_list_in_place(x, y):
+    xs = [1]
+    alias = xs
+    xs += [2]  # a list of constants too: once folded on a copy, alias kept [1]
+    xs *= 2
+    return x * len(alias) + sum(alias)
+
+
 def tuple_plus_and_times(x, y):
     t = (x, y)
     t += (x,)
@@ -309,7 +317,7 @@ def list_plus_tuple(x, y):
         return x * 2
 
 
-@pytest.mark.parametrize("fn", [list_times_in_place, list_plus_in_place, tuple_plus_and_times],
+@pytest.mark.parametrize("fn", [list_times_in_place, list_plus_in_place, constant_list_in_place, tuple_plus_and_times],
                          ids=lambda fn: fn.__name__)
 def test_sequence_arithmetic_on_tensor_lists_is_pythons(fn):
     """``+=`` and ``*=`` change a list in place (``*=`` once built a new one: a name for the old list saw
@@ -317,6 +325,18 @@ def test_sequence_arithmetic_on_tensor_lists_is_pythons(fn):
     x, y = torch.randn(3), torch.randn(2)
     assert_same(fn, x, y, backend="eager")
     assert not toycompiler.explain(fn, backend="eager")(x, y).breaks
+
+
+def test_the_callers_list_extended_in_place_is_changed_as_in_eager():
+    def extend(x, lst):
+        lst += [3]
+        lst *= 2
+        return x + 1
+
+    eager, compiled = [1], [1]
+    extend(torch.zeros(2), eager)
+    toycompiler.compile(extend, backend="eager")(torch.zeros(2), compiled)
+    assert compiled == eager == [1, 3, 1, 3]
 
 
 def test_a_list_plus_a_tuple_raises_as_in_eager():

@@ -438,8 +438,9 @@ class InstructionTranslator:
         (``x += y`` is ``operator.iadd``: ``record_call`` sees the change in the fake tensor's version and
         keeps the node.)"""
         b, a, op = self.pop(), self.pop(), inst.argrepr
+        # a list's ``+=`` changes it in place, constant or not: folded on a copy, its other names would miss it
         if any(isinstance(v, TupleVariable) and not v.is_python_constant() for v in (a, b)) \
-                and op.rstrip("=") in ("+", "*"):
+                and op.rstrip("=") in ("+", "*") or op in ("+=", "*=") and isinstance(a, ListVariable):
             return self.push(self.sequence_op(op, a, b))
         self.push(self.call_python(INPLACE_BINARY_OPS.get(op) or BINARY_OPS[op], [a, b], {}))
 
