@@ -457,6 +457,7 @@ WORKLOADS = [
 HALF_WORKLOADS = [
     Workload("gelu_cube_bf16", gelu_cube, _half(_odd_vectors(1), torch.bfloat16), True, describe="x ** 3 GELU, bf16"),
     Workload("softmax_fp16", softmax, _half(_matrix, torch.float16), True, describe="softmax over rows, fp16"),
+    Workload("softmax_bf16", softmax, _half(_matrix, torch.bfloat16), True, describe="softmax over rows, bf16"),
     Workload("layer_norm_bf16", layer_norm, _half(_layer_norm_inputs, torch.bfloat16), True,
              describe="layer_norm over rows, bf16"),
     Workload("col_sum_fp16", col_sum, _half(_odd_matrix, torch.float16), True, describe="column sum, fp16"),

@@ -7,6 +7,8 @@ kernel has (vector tails, row and column reductions, short rows, transposed tile
 statistics) on bfloat16 data. float16 graphs run eagerly on the C++ backend, and say why.
 """
 
+import re
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -109,6 +111,33 @@ def test_a_bfloat16_kernel_loads_and_stores_16_bits_and_computes_in_float():
     assert "float tmp0 = toy_from_bfloat16(in_ptr0[x0]);" in source
     assert "out_ptr0[x0] = toy_to_bfloat16(" in source
     assert not report.fallback_reasons
+
+
+@pytest.mark.parametrize("row", [1003, 16384, 16385])
+def test_a_bfloat16_softmax_computes_its_exp_once_and_rounds_once(row):
+    """Its exp is float32 and its output bfloat16, so the last loop cannot read the exp back from the output (it
+    would be rounded before the division): the sum's loop keeps the row's exps in an array on the stack, up to
+    16384 floats a row; longer rows compute them again. The store rounds the float quotient, with no cast before."""
+    x = (torch.randn(3, row) * 4).to(BF16)
+    assert_same(lambda x: torch.softmax(x, -1), x, backend="cpp", rtol=2e-2, atol=1e-5)
+    report = toycompiler.explain(lambda x: torch.softmax(x, -1), backend="cpp")(x)
+    kernel = report.frames[0].backend.kernels[0].source.split('extern "C" void')[-1]  # (not the prelude)
+    assert kernel.count("std::exp(") == (1 if row <= 16384 else 2)
+    assert bool(re.search(r"acc\d+_row\[r0\] = tmp\d+;", kernel)) == (row <= 16384)
+    assert kernel.count("toy_to_bfloat16(") == 1 and kernel.count("out_ptr0[") == 1
+
+
+def test_a_bfloat16_normalisation_over_two_unmerged_axes_keeps_no_row_array():
+    """Over two loops over r (a slice's rows do not merge), an array of one loop's length would be overrun
+    (this crashed the process): such a kernel computes its tanh again instead."""
+    def normalise(x):
+        t = x.float().tanh()
+        return (t / t.sum((1, 2), keepdim=True)).to(BF16)
+
+    x = torch.randn(4, 3, 500).to(BF16)[:, :, :400]
+    assert_same(normalise, x, backend="cpp", rtol=2e-2, atol=1e-5)
+    report = toycompiler.explain(normalise, backend="cpp")(x)
+    assert "_row[" not in report.frames[0].backend.kernels[0].source
 
 
 def test_float16_runs_eagerly_in_cpp_and_says_why():

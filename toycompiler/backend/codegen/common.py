@@ -235,8 +235,13 @@ class KernelRenderer:
                 self.store_element(n)
 
     def store_element(self, n: ComputedBuffer) -> None:
+        """A value cast from float to half precision is stored uncast: the store rounds it (once, not twice)."""
+        body = n.body
+        while isinstance(body, Op) and (body.op == "identity" or body.op == "to_dtype" and body.dtype == n.layout.dtype
+                                        and body.dtype in HALF and self.expr_dtype(body.args[0]) == torch.float32):
+            body = body.args[0]
         with self.owning(n):
-            value = self.expr(n.body, self.vars(n), n)
+            value = self.expr(body, self.vars(n), n)
             self.comment(n, value)
             self.emit(self.store(n.name, self.store_index(n), value, "element"))
 
@@ -275,16 +280,29 @@ class KernelRenderer:
     def row_inputs(self, n: ComputedBuffer) -> set[str]:
         """The row values (reductions, and work on them) that ``n`` reads, through the element nodes it inlines."""
         local = {m.name: m for m in self.kernel.nodes}
-        needs: set[str] = set()
-        for b in n.reads & local.keys():
-            needs |= self.row_inputs(local[b]) if placement(local[b], self.kernel) == "element" else {b}
-        return needs
+        return {b for b in self.element_reads(n) & local.keys() if placement(local[b], self.kernel) != "element"}
+
+    def element_reads(self, n: ComputedBuffer) -> set[str]:
+        """The buffers ``n`` reads, and those read by the element nodes it inlines (a cast's operand's operands)."""
+        local = {m.name: m for m in self.kernel.nodes}
+        return n.reads.union(*(self.element_reads(local[b]) for b in n.reads & local.keys()
+                               if placement(local[b], self.kernel) == "element"))
+
+    def costly(self, e: ComputedBuffer) -> bool:
+        """Whether ``e`` is an element value worth keeping between loops rather than computed again (an exp)."""
+        return not e.reduction and bool(set(op_names(e.body)) & self.spill_ops)
+
+    def spill_outputs(self, e: ComputedBuffer) -> list[ComputedBuffer]:
+        """The outputs of ``e``'s size that read its values, directly or through element nodes (``spill``)."""
+        return [out for out in self.kernel.nodes if out.name in self.kernel.stores
+                and e.name in self.element_reads(out) and out.layout.size == e.layout.size]
 
     def spill(self, kept: dict[str, str]) -> None:
         """Inside a loop over r: write each costly element value (an ``exp``) that this loop can compute
         into the output the last loop computes from it (``out = exp(x - max) / sum``), so that loop reads
         it back instead of computing it again, as eager's softmax does. A value the loop computes
-        already (the sum's own ``exp``) costs no new work; the output must have its size and dtype.
+        already (the sum's own ``exp``) costs no new work; the output must have its size and dtype, and may read
+        the value through element nodes (a bfloat16 softmax's ``out = to_bf16(exp(x - max) / sum)``).
 
         ``kept``: values (their temporaries) that this loop also writes into a local array, element of the
         row by element (C++'s staged sums, ``CppRenderer.lanes``). Such a value is read from the array
@@ -292,19 +310,18 @@ class KernelRenderer:
         tensor, whose NCHW output is written with a stride of 3136 along the row, took 4.66 ms instead of
         5.09 (torch.compile 3.90; one thread); over rows of 100 and 200 floats, within 5% either way."""
         for e in self.kernel.nodes:
-            if e.name in self.spilled or e.name in self.kernel.stores or not set(op_names(e.body)) & self.spill_ops \
-                    or e.reduction or not self.row_inputs(e) <= self.row_values.keys():
+            if e.name in self.spilled or e.name in self.kernel.stores or not self.costly(e) \
+                    or not self.row_inputs(e) <= self.row_values.keys():
                 continue
-            for out in self.kernel.nodes:
-                if out.name in self.kernel.stores and e.name in out.reads and out.name not in self.spilled.values() \
-                        and out.layout.size == e.layout.size and out.layout.dtype == e.layout.dtype:
+            for out in self.spill_outputs(e):
+                if out.name not in self.spilled.values() and (kept or out.layout.dtype == e.layout.dtype):
                     with self.owning(e):
                         value = self.expr(e.body, self.vars(e), e)
                         if value in kept:  # the loop keeps it in an array already (``kept``): read it there
                             self.row_values[e.name] = kept[value]
-                        else:
+                        elif out.layout.dtype == e.layout.dtype:
                             self.emit(self.store(out.name, self.store_index(out), value, "element"))
-                    self.spilled[e.name] = out.name
+                            self.spilled[e.name] = out.name
                     break
 
     def finish(self) -> list[tuple[str, ComputedBuffer | None]]:

@@ -454,7 +454,8 @@ class CppRenderer(KernelRenderer):
         folds = [(n, op, acc) for n, op, acc in zip(nodes, ops, accs) if alias[acc] == acc]  # those with a loop's work
         nans = [acc for n, op, acc in folds  # (the max and min of floats in a row: see REDUCE_CLAUSE)
                 if op in ("max", "min") and self.expr_dtype(n.body).is_floating_point and not self.column]
-        lanes, staged = self.lanes(folds)
+        lanes, held = self.lanes(folds)
+        staged = held == "staged"
         declare = (lambda t, a, init: [f"{t} {a}[{self.xblock}];", f"std::fill_n({a}, {self.xblock}, {init});"]) \
             if self.column else (lambda t, a, init: [f"{t} {a} = {init};"])
         start = 0 if self.column else "INT64_MAX"  # an argmax's index before its loop (see above)
@@ -464,7 +465,7 @@ class CppRenderer(KernelRenderer):
             self.emit(*declare("double" if acc in wide else self.type_name(dtype), acc, self.init(op, dtype))
                       if alias[acc] == acc else [])
             self.emit(*[f"int {acc}_nan = 0;"] if acc in nans else [])
-            self.emit(*[f"{self.type_name(dtype)} {acc}_row[{self.printer(self.rr[0])}];"] if staged else [])
+            self.emit(*[f"{self.type_name(dtype)} {acc}_row[{self.printer(self.rr[0])}];"] if held else [])
             self.emit(*declare("int64_t", f"{acc}_index", start) if op != n.reduction.op else [])
         clauses = [f" reduction({REDUCE_CLAUSE[op]}:{acc})" for _, op, acc in folds]
         pragma = "#pragma omp simd" + "".join(clauses + [f" reduction(|:{a}_nan)" for a in nans])
@@ -480,12 +481,13 @@ class CppRenderer(KernelRenderer):
                         else f"std::{op}({acc}, {value})"
                     line = f"{acc}_row[{flat}] = {value};" if staged else f"{acc}{where} = {fold};"  # (see lanes)
                     line = f"{acc}_part += {value};" if self.column and acc in wide else line
-                    kept |= {value: f"{acc}_row[{flat}]"} if staged else {}
+                    kept |= {value: f"{acc}_row[{flat}]"} if held else {}
                     a, gt = f"{acc}{where}", ">" if op == "max" else "<"  # (an argmax in column order: see above)
                     index = [f"{i}_index{where} = {value} {gt} {a} || {value} != {value} && {a} == {a} ? {flat} : "
                              f"{i}_index{where};" for m, o, i in zip(nodes, ops, accs)
                              if self.column and alias[i] == acc and o != m.reduction.op]
-                    self.emit(*index, line, *[f"{acc}_nan |= {value} != {value};"] * (acc in nans))
+                    kept_line = [f"{acc}_row[{flat}] = {value};"] * (held == "kept")  # beside the fold (see lanes)
+                    self.emit(*index, line, *kept_line, *[f"{acc}_nan |= {value} != {value};"] * (acc in nans))
             self.spill(kept)
             self.emit(*close)
         if staged:  # the staged values, folded in a loop of their own (see lanes)
@@ -568,11 +570,24 @@ class CppRenderer(KernelRenderer):
         it took 0.89 ms without its exp, 1.26 without its max loops, 1.72 without the row's ``log``; the staged
         values summed in 16 lanes, or by a tree written out, took longer than in 4. What made it faster was not
         to end each row in a vector's lanes at all: such rows now run a block of rows at a time (``short_rows``),
-        in 0.80 ms."""
+        in 0.80 ms.
+
+        A longer row (one loop over r) is *kept* where a costly value feeds an output of a narrower dtype: a
+        bfloat16 softmax's exps are float, and rounding them into its bfloat16 output before the division would
+        not be eager's answer, so ``spill`` cannot put them there. The sum's loop also writes each value into an
+        array (``acc3_row[r0] = tmp7``, beside the fold, which stays in its own vectors), and the last loop reads
+        the array instead of calling ``exp`` again. Softmax over [4096, 1024] bfloat16 took 1.7 ms instead of
+        3.2, over [800, 5000] 1.6 instead of 3.1 (torch.compile 2.0 and 2.1; one thread). Only there: a float
+        softmax over rows of 1024 to 16000 was 10% slower kept than spilled into its output, 10-20% slower
+        staged (its values folded apart), and a logsumexp reads no value back."""
         row, ops, sleef = (self.rr or (sympy.S.One,))[-1], {op for _, op, _ in folds}, bool(self.kernel_ops & SLEEF_OPS)
-        if self.column or not row.is_Integer or row >= 256 or ops - {"sum", "prod"} or sleef and len(self.rr) != 1:
-            return "", False
-        return f" simdlen({4 if row < 48 else 8})", sleef
+        if self.column or not row.is_Integer or ops - {"sum", "prod"} or sleef and len(self.rr) != 1:
+            return "", ""
+        if row >= 256:  # kept where an exp feeds a narrower output (see spill); one loop, on the stack: 64 KB at most
+            narrower = len(self.rr) == 1 and any(out.layout.dtype != e.layout.dtype for e in self.kernel.nodes
+                                                 if self.costly(e) for out in self.spill_outputs(e))
+            return "", "kept" if narrower and row * len(folds) <= 16384 else ""
+        return f" simdlen({4 if row < 48 else 8})", "staged" if sleef else ""
 
     def row_loops(self, pragma: str, split: bool, wide: list[str]) -> Iterator[tuple[list[str], list[str]]]:
         """The loops over r (lines that open one, lines that close it) of a reduction: one, or where ``split`` (a row
