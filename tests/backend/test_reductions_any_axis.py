@@ -199,6 +199,9 @@ def test_triton_launch_fits_the_tile():
              # a transposed read: 2-D blocks (R rows by C columns), each load contiguous along one of their axes
              (lambda x: x.t().contiguous() * 2, (48, 64), torch.bfloat16, {},
               "R=64, C=48, YBLOCK=32, XBLOCK=64, num_warps=4)"),
+             # from 2^22 elements, 64 x 64 with 8 warps (only on a GPU: too slow for the interpreter)
+             *[(lambda x: x.permute(0, 2, 1).contiguous() * 2, (4, 1024, 1025), torch.float32, {},
+                "R=4100, C=1024, YBLOCK=64, XBLOCK=64, num_warps=8)")] * (dev == "cuda"),
              # stored in eager's order (the transpose's), so read in order: 16-byte loads
              (lambda x: x.t() * 2, (48, 64), torch.bfloat16, {}, "XBLOCK=1024, num_warps=4)"),
              # a read with a stride along x: one element a thread, blocks of 256; also under the clamps of a

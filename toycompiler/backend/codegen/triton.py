@@ -182,9 +182,14 @@ class TritonRenderer(KernelRenderer):
             # 0, the one that varies fastest, as in Inductor: the programs that share a row band run together,
             # so rows whose length is not a multiple of 32 (the permute's rows of 1030) have their shared cache
             # lines in L2 still. With the row blocks first that permute took 349 us, with the columns 266.
-            # Rows are axis 1: at most 65535 row blocks.
+            # Rows are axis 1: at most 65535 row blocks. Blocks of 64 x 64 with 8 warps (not 128 columns): H200,
+            # toy 64 x 64 / 64 x 128 / torch.compile (us): x.permute(0, 2, 1).contiguous() * 2 over [64, 1024, 1000]
+            # 127.2 / 148.8 / 125.0, the permute of [64, 1030, 1024] plus y 187.6 / 188.9 / 186.8, NHWC to NCHW of
+            # [64, 56, 56, 256] 99.3 / 100.7 / 96.8, x.t() + x over [8192, 8192] 181.2 / 181.9 / 185.7, bfloat16
+            # x.t() + y 95.5 / 96.1 / 95.3, x.t() + y over [1037, 32744] 102.5 / 102.7 / 102.0 (32 x 32 blocks
+            # or 4 warps were slower on all but the first).
             if self.transposed_loads() and self.xnumel.is_Integer and self.xnumel // self.xr[-1] < 65536 * 32:
-                y, x, warps = (64, 128, 8) if self.xnumel >= 1 << 22 else (32, 64, 4)
+                y, x, warps = (64, 64, 8) if self.xnumel >= 1 << 22 else (32, 64, 4)
                 rows_cols = (("R", int(self.xnumel // self.xr[-1])), ("C", int(self.xr[-1])))
                 self.blocks, self.full = (*rows_cols, ("YBLOCK", y), ("XBLOCK", x), ("num_warps", warps)), False
         elif self.column:  # looped: steps of 512 elements, [64, 8] as Inductor's outer reductions. [64, 64]
