@@ -56,6 +56,9 @@ def test_a_branch_chosen_by_position_loads_only_its_own_lanes(name):
     (source,) = sources(fn, *args)
     masks = loads(source)
     assert masks and all(m.startswith("xmask & tmp") for m in masks), masks
+    # and their addresses are not clamped (affine: loaded together), as the mask keeps each lane in its input
+    addresses = re.findall(r"tl\.load\((.*?), xmask", source)
+    assert addresses and not [a for a in addresses if "tl.minimum" in a or "tl.maximum" in a], addresses
 
 
 def test_a_value_read_outside_the_branch_too_is_loaded_unmasked_there():
