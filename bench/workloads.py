@@ -225,6 +225,16 @@ def mlp_loss(x, w1, b1, w2, b2):
     return (out**2).mean()
 
 
+def norm_gelu_loss(x, w, b):
+    """A layer norm and GELU, trained: the backward's weight gradients are column sums of GELU's derivative."""
+    return F.gelu(F.layer_norm(x, x.shape[-1:], w, b)).square().mean()
+
+
+def bn_relu_loss(x, w, b):
+    """Batch norm (batch statistics) and ReLU, trained: the backward selects the gradient where the ReLU passed."""
+    return F.relu(F.batch_norm(x, None, None, w, b, training=True)).square().mean()
+
+
 def transformer_block(x, ln1_w, ln1_b, w_qkv, w_out, ln2_w, ln2_b, w_up, w_down):
     """Pre-norm block: causal self-attention (4 heads) then a GELU MLP; x is [batch, seq, dim].
 
@@ -402,6 +412,18 @@ def _block_inputs(device: str, quick: bool) -> tuple:
             torch.zeros(dim, device=device), w(dim, 4 * dim), w(4 * dim, dim))
 
 
+def _with_grad(make: Callable[[str, bool], tuple]) -> Callable[[str, bool], tuple]:
+    """The same inputs, each float tensor requiring grad (a training step's)."""
+    def inputs(device: str, quick: bool) -> tuple:
+        return tuple(t.requires_grad_(True) if t.is_floating_point() else t for t in make(device, quick))
+    return inputs
+
+
+def _nchw_affine(device: str, quick: bool) -> tuple:
+    (x,) = _nchw(device, quick)
+    return x, torch.randn(x.shape[1], device=device), torch.randn(x.shape[1], device=device)
+
+
 def _block_inputs_grad(device: str, quick: bool) -> tuple:
     x, *params = _block_inputs(device, quick)
     return (x, *(p.requires_grad_(True) for p in params))
@@ -452,6 +474,12 @@ WORKLOADS = [
              describe="MLP forward + backward"),
     Workload("block_train_step", block_loss, _block_inputs_grad, False, training=True,
              describe="GPT-2-style block forward + backward"),
+    Workload("norm_gelu_train_step", norm_gelu_loss, _with_grad(_layer_norm_inputs), False, training=True,
+             describe="layer norm + GELU forward + backward"),
+    Workload("bn_relu_train_step", bn_relu_loss, _with_grad(_nchw_affine), False, training=True,
+             describe="batch norm + ReLU forward + backward, NCHW"),
+    Workload("cross_entropy_train_step", cross_entropy, _with_grad(_logits), False, training=True,
+             describe="F.cross_entropy over rows of 50257, forward + backward"),
 ]
 # half precision: computed in float32 and rounded where stored, by both backends
 HALF_WORKLOADS = [

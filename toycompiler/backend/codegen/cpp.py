@@ -606,6 +606,10 @@ class CppRenderer(KernelRenderer):
         [64, 512, 1000] floats read 11.5 GB/s a row at a time, 19.7 so; [8, 4096, 1000] 11.3 and 18.0, [1, 8192,
         1037] 12.6 and 18.8 (one thread; a sum of the same floats in memory order 21 GB/s). A loop over the rows'
         count known only when running (``r0 < std::min(r0s + 8, rnumel)``) was slower than a row at a time.
+        GCC unrolls the 8 rows only when their body is short, and vectorises the loop over the block only once it
+        has: ``#pragma GCC unroll 8`` asks for it always. Without it, the column sums of a layer norm and GELU's
+        backward (GELU's derivative recomputed per element, an ``erf`` and an ``exp``) ran one column at a time:
+        the training step over [2048, 1024] took 29.6 ms, torch.compile 5.7; now 6.0.
 
         ``wide`` are the accumulators of the float sums that add in double (see ``wide``): in column order, each pass
         over a column adds its values into a float part first (``acc0_part``, declared in the block loop), then the
@@ -623,7 +627,7 @@ class CppRenderer(KernelRenderer):
         e = self.printer(end)
         if self.column:  # a step's rows inside the vector loop; the rest a row a pass
             whole = [f"for (int64_t {r}s = 0; {r}s < {e}; {r}s += {step}) {{", "@INDENT@", *self.block_loop(), *decl,
-                     f"for (int64_t {r} = {r}s; {r} < {r}s + {step}; ++{r}) {{", "@INDENT@"]
+                     "#pragma GCC unroll 8", f"for (int64_t {r} = {r}s; {r} < {r}s + {step}; ++{r}) {{", "@INDENT@"]
             rest = [f"for (int64_t {r} = {e}; {r} < {size}; ++{r}) {{", "@INDENT@", *self.block_loop(), *decl]
         else:  # whole vectors; the rest as one more vector, its lanes past the row masked off
             whole = [pragma, f"for (int64_t {r} = 0; {r} < {e}; ++{r}) {{", "@INDENT@"]
