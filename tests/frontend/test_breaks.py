@@ -368,5 +368,5 @@ def test_a_break_at_the_last_instruction_runs_the_rest_eagerly_with_its_reason(r
         compiled(torch.ones(2))
     assert not [w for w in recwarn if "toycompiler" in str(w.message)]
     where = f"{__file__}:{line_of(raises_at_the_end, 'raise ValueError')}"
-    assert compiled.fallback_reasons() == [f"[1/0] {where}: frame ran eagerly: the break is at the code's last "
-                                           "instruction, RAISE_VARARGS: no code follows"]
+    assert compiled.fallback_reasons() == [f"[1/0] {where}: frame ran eagerly: no code follows the break at the last "
+                                           "instruction (RAISE_VARARGS)"]

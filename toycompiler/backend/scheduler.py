@@ -181,6 +181,11 @@ def can_fuse(kernel: Kernel, node: Node, config: Config) -> tuple[bool, str]:
             or node.reduction and kernel.kind == "pointwise" and any(placement(n, probe) is None for n in kernel.nodes):
         got = _space(squeeze(node.layout.size), squeeze(node.reduction.ranges) if node.reduction else ())
         return False, f"iteration spaces differ ({_space(kernel.xranges, kernel.rranges)} vs {got})"
+    # (a column sum beside the row sums of a square matrix: the loops match in size only; fused, one of them would
+    # read across memory, a row's stride an element. A layer norm and GELU training step over [1024, 1024] (weight
+    # gradients: column sums; input gradient: row sums) took 30.9 ms so, torch.compile 2.4; one thread)
+    if node.reduction and any(m.reduction.dims != node.reduction.dims for m in kernel.nodes if m.kind == "reduction"):
+        return False, f"{node.name} reduces other dims of its input than the kernel's reductions (equal in size only)"
     if not config.sibling_fusion and not (kernel.names() & node.reads):
         return False, "they share no data, and sibling fusion is off (config.sibling_fusion=False)"
     if kernel.kind == "reduction" and not node.reduction and not config.epilogue_fusion:

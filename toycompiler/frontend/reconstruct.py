@@ -106,8 +106,7 @@ def plan_break(code: types.CodeType, instructions: list, stack: list[Variable], 
         raise CannotResume("the break is inside a try/with block, whose handler would not run")
     index = next(i for i, inst in enumerate(instructions) if inst.offset == offset)
     if index + 1 == len(instructions):  # (a ``raise`` that ends the code: it never falls through)
-        raise CannotResume(f"the break is at the code's last instruction, {instructions[index].opname}: "
-                           "no code follows")
+        raise CannotResume(f"no code follows the break at the last instruction ({instructions[index].opname})")
     inst, after = instructions[index], instructions[index + 1].offset
     if inst.opname == "CALL":  # (on 3.11 the stack effect is split with PRECALL: counted here)
         kind, consumed, produced, targets = "call", inst.arg + 2, 1, [after]
