@@ -6,6 +6,7 @@ import torch.nn.functional as F
 from _util import check
 
 import toycompiler
+from toycompiler.backend.ir import MAX_INLINED_OPS
 from toycompiler.testing import assert_same, device_for
 
 
@@ -237,3 +238,20 @@ def test_group_norm_reads_its_input_twice_and_writes_once(target):
     # (channels-last: torch 2.11's decomposition reshapes it to [N, G, C/G * H * W], a copy of its own)
     check(lambda x, w, b: F.group_norm(x, 4, w, b), x.to(memory_format=torch.channels_last), w, b, target=target,
           rtol=1e-4, atol=1e-4)
+
+
+def test_a_chain_that_reads_each_step_twice_is_inlined_into_a_reduction_only_up_to_the_cap():
+    """Each step reads the one before four times (``b * c + b - c`` of ``a.sin()`` and ``a.cos()``): inlined
+    whole, the softmax's reductions over 12 steps would be trees of 4 ** 12 loads of ``x``, built and
+    printed in minutes. Past ``MAX_INLINED_OPS`` ops (counted as the tree is written) a reduction reads
+    the chain's buffer; on both backends the result is eager's."""
+    def fn(a):
+        for _ in range(12):
+            b, c = a.sin(), a.cos()
+            a = b * c + b - c
+        return torch.softmax(a, -1)
+
+    for target in ("cpp", "triton"):
+        arts = check(fn, torch.randn(4, 30), target=target, rtol=1e-4, atol=1e-5)
+        bodies = [row.body for row in arts.ir.buffers if row.kind == "reduction"]
+        assert len(bodies) == 2 and all(body.count("(") <= MAX_INLINED_OPS for body in bodies), bodies

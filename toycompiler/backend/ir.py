@@ -247,7 +247,8 @@ def nonnegative(e: Expr) -> bool:
 MAX_INLINED_OPS = 32  # a longer pointwise chain is read from memory: recomputing it would cost more
 
 
-def inline_pointwise(e: Expr, ranges: dict[sympy.Symbol, sympy.Expr], buffers: dict[str, ComputedBuffer]) -> Expr:
+def inline_pointwise(e: Expr, ranges: dict[sympy.Symbol, sympy.Expr], buffers: dict[str, ComputedBuffer],
+                     done: dict) -> Expr:
     """``e`` with every load of a pointwise buffer replaced by the buffer's expression at that element.
 
     A reduction's body built this way reads its inputs straight from memory: ``sum(x.double() ** 2)``
@@ -255,15 +256,25 @@ def inline_pointwise(e: Expr, ranges: dict[sympy.Symbol, sympy.Expr], buffers: d
     the square. Inductor does the same (a Pointwise's inner function is inlined into its readers).
     ``ranges``: each loop variable of ``e`` and its size. The buffer itself stays in the graph; the
     scheduler drops it if nobody else reads it.
+
+    A buffer whose expression, inlined, would hold more than ``MAX_INLINED_OPS`` ops is read from
+    memory: the count is of the tree as written, so a value used twice counts twice. Without that cap
+    a chain whose every step reads the step before twice (``b, c = a.sin(), a.cos(); a = b * c + b -
+    c``) doubles the tree at each step, and the compile time with it. ``done`` holds each load already
+    inlined (``{}`` at the start), so each is worked out once (Inductor: ``realize_opcount_threshold``,
+    a buffer read twice is computed once when its inlined body is large).
     """
     if isinstance(e, Op):
-        return Op(e.op, tuple(inline_pointwise(a, ranges, buffers) for a in e.args), e.dtype)
+        return Op(e.op, tuple(inline_pointwise(a, ranges, buffers, done) for a in e.args), e.dtype)
     p = buffers.get(e.buf) if isinstance(e, Load) else None
     # (a pointwise buffer that writes into no input is stored contiguous, as _element reads it: see verify)
-    if not isinstance(p, ComputedBuffer) or p.reduction or p.store_into or len(op_names(p.body)) > MAX_INLINED_OPS \
+    if not isinstance(p, ComputedBuffer) or p.reduction or p.store_into \
             or (element := _element(e.index, p.layout.size, ranges)) is None:
         return e  # left as a load
-    return inline_pointwise(substitute(p.body, dict(zip(index_vars(len(element)), element))), ranges, buffers)
+    if e not in done:
+        body = inline_pointwise(substitute(p.body, dict(zip(index_vars(len(element)), element))), ranges, buffers, done)
+        done[e] = e if len(op_names(body)) > MAX_INLINED_OPS else body
+    return done[e]
 
 
 def _element(index: sympy.Expr, size: tuple, ranges: dict) -> tuple | None:
@@ -623,7 +634,7 @@ def _reinline(b: ComputedBuffer, ir: GraphIR, buffers: list) -> ComputedBuffer:
     anyway (an output, or read elsewhere): reading it back costs no more than reading what it is
     computed from, and recomputing ``x * w`` would read both."""
     new = replace(b, body=inline_pointwise(b.body, dict(zip(index_vars(len(b.layout.size)), b.layout.size)),
-                                           {p.name: p for p in buffers if isinstance(p, ComputedBuffer)}))
+                                           {p.name: p for p in buffers if isinstance(p, ComputedBuffer)}, {}))
     gone = {ld.buf for ld in loads(b.body)} - {ld.buf for ld in loads(new.body)}
     return b if gone & replace(ir, buffers=tuple(new if p is b else p for p in buffers)).live_buffers() else new
 

@@ -506,7 +506,7 @@ class GraphLowering:
     def read(self, value: TensorValue, idx: tuple) -> ir.Expr:
         """``value`` at ``idx`` (loop variables), with the pointwise buffers it reads computed in place
         (``ir.inline_pointwise``): what a reduction or a pooling window reads, straight from memory."""
-        return ir.inline_pointwise(value.loader(idx), dict(zip(idx, value.size)), {b.name: b for b in self.buffers})
+        return ir.inline_pointwise(value.loader(idx), dict(zip(idx, value.size)), {b.name: b for b in self.buffers}, {})
 
     def add_computed(self, size: tuple, dtype: torch.dtype, device: str, body: ir.Expr, node: torch.fx.Node,
                      reduction: Any = None) -> TensorValue:

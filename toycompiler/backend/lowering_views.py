@@ -157,10 +157,10 @@ def cat(node, tensors, dim=0) -> TensorValue:
         for t_, start in reversed(list(zip(tensors, starts))):
             local = i - start if len(tensors) == 1 else sympy.Min(sympy.Max(i - start, 0), t_.size[dim] - 1)
             own = cast(t_.loader((*idx[:dim], local, *idx[dim + 1:])), t_.dtype, dtype)
-            if value is not None:  # rows before this input's end come from it, the rest from later inputs
-                end = operand(start + t_.size[dim], (), torch.int64, ())  # a number, or a size known when running
-                own = ir.Op("where", (ir.Op("lt", (ir.IndexValue(i, torch.int64), end), torch.bool), own, value), dtype)
-            value = own
+            # rows before this input's end come from it, the rest from later inputs
+            end = operand(start + t_.size[dim], (), torch.int64, ())  # a number, or a size known when running
+            before = ir.Op("lt", (ir.IndexValue(i, torch.int64), end), torch.bool)
+            value = own if value is None else ir.Op("where", (before, own, value), dtype)
         return value
     return TensorValue(size, dtype, str(node.meta["val"].device), loader)
 

@@ -204,6 +204,14 @@ class KernelRenderer:
         self.kernel_ops = {op for n in kernel.nodes for op in op_names(n.body)}  # the ops its nodes compute
         self.indirect_loops: dict[str, set[str]] = {}  # see index_tmp
         self.guard = ""  # Triton: `` & tmp3 & tmp7``, the conditions of the where branches being rendered (see expr)
+        self.where = {n.name: placement(n, kernel) for n in kernel.nodes}  # element, row or reduction
+        # each node's reads, and those of the element nodes it inlines (a cast's operand's operands), in node
+        # order; and of those, the row values (reductions, and work on them) it reads
+        self.element_reads, self.row_inputs = {}, {}  # name -> set of names
+        for n in kernel.nodes:
+            reads = self.element_reads[n.name] = n.reads.union(*(self.element_reads[b] for b in n.reads
+                                                                 if self.where.get(b) == "element"))
+            self.row_inputs[n.name] = {b for b in reads if self.where.get(b, "element") != "element"}
         self.merge_loops()
         self.column = self.column_order()  # reads along x, not r (both targets ask); may reorder the x loops
         self.setup()
@@ -247,7 +255,7 @@ class KernelRenderer:
 
     def body_reduction(self) -> None:
         for n in self.kernel.nodes:
-            where = placement(n, self.kernel)
+            where = self.where[n.name]
             # element nodes: stored in the last loop over r (below); a row value already there: a reduction
             # computed in an earlier node's loop
             if where == "element" or n.name in self.row_values:
@@ -261,7 +269,7 @@ class KernelRenderer:
                         self.emit(*self.row_loop_open(), self.store(m.name, self.store_index(m), value, "row"),
                                   *self.row_loop_close())
         elements = [n for n in self.kernel.nodes  # the element nodes that reach memory
-                    if n.name in self.kernel.stores and placement(n, self.kernel) == "element"]
+                    if n.name in self.kernel.stores and self.where[n.name] == "element"]
         if elements:
             self.emit(*self.r_loop_open("store"))
             for n in elements:
@@ -273,20 +281,8 @@ class KernelRenderer:
         share one loop over r, one accumulator each, so the row is read once (``sum(x)`` and
         ``sum(x * x)`` of a variance; the ``max`` and the ``sum`` of a softmax cannot share: the sum
         needs the max)."""
-        later = self.kernel.nodes[self.kernel.nodes.index(first):]
-        return [m for m in later if m.reduction and m.name not in self.row_values
-                and self.row_inputs(m) <= self.row_values.keys()]
-
-    def row_inputs(self, n: ComputedBuffer) -> set[str]:
-        """The row values (reductions, and work on them) that ``n`` reads, through the element nodes it inlines."""
-        local = {m.name: m for m in self.kernel.nodes}
-        return {b for b in self.element_reads(n) & local.keys() if placement(local[b], self.kernel) != "element"}
-
-    def element_reads(self, n: ComputedBuffer) -> set[str]:
-        """The buffers ``n`` reads, and those read by the element nodes it inlines (a cast's operand's operands)."""
-        local = {m.name: m for m in self.kernel.nodes}
-        return n.reads.union(*(self.element_reads(local[b]) for b in n.reads & local.keys()
-                               if placement(local[b], self.kernel) == "element"))
+        return [m for m in self.kernel.nodes[self.kernel.nodes.index(first):] if m.reduction
+                and m.name not in self.row_values and self.row_inputs[m.name] <= self.row_values.keys()]
 
     def costly(self, e: ComputedBuffer) -> bool:
         """Whether ``e`` is an element value worth keeping between loops rather than computed again (an exp)."""
@@ -295,7 +291,7 @@ class KernelRenderer:
     def spill_outputs(self, e: ComputedBuffer) -> list[ComputedBuffer]:
         """The outputs of ``e``'s size that read its values, directly or through element nodes (``spill``)."""
         return [out for out in self.kernel.nodes if out.name in self.kernel.stores
-                and e.name in self.element_reads(out) and out.layout.size == e.layout.size]
+                and e.name in self.element_reads[out.name] and out.layout.size == e.layout.size]
 
     def spill(self, kept: dict[str, str]) -> None:
         """Inside a loop over r: write each costly element value (an ``exp``) that this loop can compute
@@ -311,7 +307,7 @@ class KernelRenderer:
         5.09 (torch.compile 3.90; one thread); over rows of 100 and 200 floats, within 5% either way."""
         for e in self.kernel.nodes:
             if e.name in self.spilled or e.name in self.kernel.stores or not self.costly(e) \
-                    or not self.row_inputs(e) <= self.row_values.keys():
+                    or not self.row_inputs[e.name] <= self.row_values.keys():
                 continue
             for out in self.spill_outputs(e):
                 if out.name not in self.spilled.values() and (kept or out.layout.dtype == e.layout.dtype):

@@ -56,7 +56,6 @@ import sympy
 import torch
 
 from ..ir import COLUMN_WIDTH, IDENTITY, MATH_OPS, MATH_OPS2, Load, Op, exp_of_difference, index_vars, loads, substitute
-from ..scheduler import placement
 from .common import HALF, INFIX, IndexPrinter, KernelRenderer, unclamped
 
 # Triton names a dtype as torch does (torch.float32 is tl.float32), but bool is a 1-bit integer
@@ -262,7 +261,7 @@ class TritonRenderer(KernelRenderer):
         """
         reductions = [n for n in self.kernel.nodes if n.reduction]
         if len(reductions) != 1 or reductions[0].reduction.op != "sum" or len(self.xr) != 2 or len(self.rr) != 1 \
-                or any(placement(n, self.kernel) == "element" for n in self.kernel.nodes) \
+                or "element" in self.where.values() \
                 or not all(s.is_Integer for s in (*self.xr, *self.rr)):
             return None
         node = reductions[0]
@@ -368,7 +367,7 @@ class TritonRenderer(KernelRenderer):
             itemsize = max((self.dtypes[ld.buf].itemsize for ld in loads(m.body)), default=4)  # 4: an index's max
             s = next((s for s in self.kernel.nodes if (self.rnumel * itemsize * x - ONLINE_MIN_ROW_BYTES).is_positive
                       and s.reduction and s.reduction.op == "sum" and s not in group
-                      and self.row_inputs(s) <= self.row_values.keys() | {m.name}
+                      and self.row_inputs[s.name] <= self.row_values.keys() | {m.name}
                       and exp_of_difference(substitute(s.body, self.vars(s)), v, m.name)), None)
             if s:
                 self.online[s.name] = m.name
