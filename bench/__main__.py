@@ -36,6 +36,7 @@ def main(argv: list[str] | None = None) -> None:
         os.environ["OMP_NUM_THREADS"] = str(args.threads)
         torch.set_num_threads(args.threads)
     runners.TOY_MODE[0] = args.toy_mode
+    allocator = measure.steady_allocator() if device == "cpu" else "PyTorch's CUDA caching allocator"
     torch.manual_seed(0)
     bandwidth = measure.copy_bandwidth(device, args.quick)
     print(f"# {machine_name(device)}: copy bandwidth {bandwidth / 1e9:.1f} GB/s", flush=True)
@@ -48,7 +49,8 @@ def main(argv: list[str] | None = None) -> None:
         bandwidth = later
     compile_times = {} if args.no_compile_time else measure_compile(device)
     overhead = per_call_overhead(device)
-    result = {"machine": machine_info(device, bandwidth), "quick": args.quick, "toy_mode": args.toy_mode or "default",
+    result = {"machine": machine_info(device, bandwidth) | {"allocator": allocator}, "quick": args.quick,
+              "toy_mode": args.toy_mode or "default",
               "workloads": rows,
               "compile": compile_times, "overhead_us": overhead, "notes": notes(device)}
     if args.merge:
@@ -267,7 +269,8 @@ def markdown(result: dict) -> str:
     gpu = f"; GPU time ({m.get('gpu_timing', 'do_bench, L2 flushed')})" if m["device"] == "cuda" else ""
     lines = [f"**{m['name']}** ({m['device']}, {m['threads']} thread(s)), torch {m['torch']}, triton {m['triton']}; "
              f"copy bandwidth {m['copy_gbps']:.0f} GB/s; toycompiler mode {result['toy_mode']}; "
-             f"measured {m.get('date', '(date not recorded)')}. "
+             f"measured {m.get('date', '(date not recorded)')}"
+             f"{'; memory: ' + m['allocator'] if m['device'] == 'cpu' and 'allocator' in m else ''}. "
              f"Times are medians in ms: wall time per call (host included){gpu}. Ratios > 1 mean toycompiler "
              "is faster.", "",
              "| workload | input | eager | torch.compile | toycompiler | toy vs eager | toy vs torch.compile "

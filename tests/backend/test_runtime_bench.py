@@ -1,5 +1,7 @@
 """The benchmark command's pieces: workloads compile and match eager, results summarise honestly."""
 
+import sys
+
 import pytest
 import torch
 from toycompiler.bench import workloads
@@ -130,3 +132,18 @@ def test_table_says_how_its_gpu_times_were_taken():
     assert "GPU time (do_bench, L2 flushed)" in markdown(result)
     result["machine"]["gpu_timing"] = measure.GPU_TIMING
     assert f"GPU time ({measure.GPU_TIMING})" in markdown(result) and "do_bench" not in markdown(result)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="glibc's mallopt")
+def test_cpu_runs_keep_freed_blocks_and_their_table_says_so():
+    """A CPU run has glibc keep freed blocks for reuse (``measure.steady_allocator``: mallopt refuses a
+    threshold past 32 MB, and the run would then time page faults that vary from process to process);
+    the results file records how memory was allocated and the CPU table prints it."""
+    from toycompiler.bench import measure
+
+    assert measure.steady_allocator() == "glibc malloc keeping freed blocks of up to 32 MB for reuse (mallopt)"
+    result = fake_result()
+    result["summary"] = summarize(result, "cpu")
+    assert "memory:" not in markdown(result)  # files from before the field: nothing claimed
+    result["machine"]["allocator"] = measure.steady_allocator()
+    assert "; memory: glibc malloc keeping freed blocks of up to 32 MB for reuse (mallopt)." in markdown(result)
