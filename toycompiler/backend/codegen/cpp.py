@@ -65,7 +65,11 @@ CTYPES = {
 # AVX512-FP16 GCC vectorises no hardware conversion, and the same kind of arithmetic for float16 (its exponent
 # rebiased by a multiply, its rounding by a float add; exact too) ran a float16 layer norm over [4096, 1024] at a
 # third of eager's speed (two threads; eager ran at 1.5x torch.compile there): float16 graphs run eagerly, with that
-# reason.
+# reason. AVX512-BF16's conversion in one instruction (vcvtneps2bf16: ``toy_to_bfloat16`` declared ``simd``, its vector
+# clones defined as that instruction, the way SLEEF's are below) ran silu(x) * y over 2M bfloat16 values in 0.72 ms
+# instead of 0.93 (torch.compile 0.74; one thread), a layer norm 1.4 times as fast; but the instruction flushes a
+# result below float's smallest normal to zero, where torch keeps bfloat16's subnormals (2004 of the test's values
+# came out 0): not used.
 PRELUDE = """\
 #include <algorithm>
 #include <cmath>
