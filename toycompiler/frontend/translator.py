@@ -350,10 +350,8 @@ class InstructionTranslator:
 
     def read_cell(self, cell: CellVariable) -> Variable:
         if cell.cell is not None and cell.contents is None:  # a real cell, read for the first time
-            try:
-                value = cell.cell.cell_contents
-            except ValueError:
-                raise Unsupported(f"free variable {cell.name!r} is not bound yet", "exception") from None
+            # (an empty cell, a free variable not bound yet, raises ValueError: the user's exception)
+            value = Unsupported.if_raises(f"reading free variable {cell.name!r}", lambda: cell.cell.cell_contents)
             cell.contents = self.wrap(value, cell.source)
         if cell.contents is None:
             raise Unsupported(f"free variable {cell.name!r} is used before it is assigned", "exception")
