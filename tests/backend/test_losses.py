@@ -121,6 +121,19 @@ def test_cross_entropy_over_a_large_cpu_input_picks_through_the_index(rows, gath
         assert _picked(report) == (["arg0"] if gathered else []), report.output_code
 
 
+def test_a_bfloat16_cross_entropy_picks_through_its_dtype_conversions():
+    """A bfloat16 cross entropy on a CPU computes its log_softmax in float32 and converts it to bfloat16
+    (``_to_copy``): the pick moves through both conversions too, so the target's logit is loaded through the
+    index, and no pass over the row rounds every log-probability to bfloat16 only to keep one. Values
+    rounded as eager rounds them (the picked log-probability in bfloat16), NaN and ignored targets included."""
+    x, t = (torch.randn(300, 1037) * 3).bfloat16(), _targets(300, 1037, "cpu")
+    x[0, 3] = float("nan")
+    for fn in (LOSSES["mean"], LOSSES["none"]):
+        assert_same(fn, x, t, backend="cpp", rtol=1e-2, atol=1e-2)
+        report = toycompiler.explain(fn, backend="cpp")(x, t)
+        assert _picked(report) == ["arg0"], report.output_code
+
+
 def test_integers_become_half_precision_through_float32():
     """``int -> bfloat16`` rounds through float32, as torch's conversion does (c10's BFloat16 takes a float);
     Triton's CPU interpreter turned an int64 16 straight into bfloat16 0.0, which made the mean cross entropy
