@@ -48,6 +48,11 @@ def gelu_cube(x):
     return 0.5 * x * (1.0 + torch.tanh(0.7978845608028654 * (x + 0.044715 * x**3)))
 
 
+def silu_mul(x, y):
+    """The gate of a SwiGLU MLP (LLaMA's): ``silu(x) * y``, two inputs, one output."""
+    return F.silu(x) * y
+
+
 def transcendental_chain(x, y):
     """sigmoid, abs, pow (constant and tensor exponents), erf, where: one of each vector path."""
     a = torch.sigmoid(x * y) - torch.abs(y) ** 1.5
@@ -373,7 +378,8 @@ def _tokens(device: str, quick: bool) -> tuple:
 
 
 def _half(make: Callable, dtype: torch.dtype) -> Callable[[str, bool], tuple]:
-    return lambda device, quick: tuple(t.to(dtype) for t in make(device, quick))
+    """The same inputs with the floating ones in ``dtype`` (cross entropy's targets stay int64)."""
+    return lambda device, quick: tuple(t.to(dtype) if t.is_floating_point() else t for t in make(device, quick))
 
 
 def _odd_vectors(n: int) -> Callable[[str, bool], tuple]:
@@ -489,6 +495,10 @@ HALF_WORKLOADS = [
     Workload("layer_norm_bf16", layer_norm, _half(_layer_norm_inputs, torch.bfloat16), True,
              describe="layer_norm over rows, bf16"),
     Workload("col_sum_fp16", col_sum, _half(_odd_matrix, torch.float16), True, describe="column sum, fp16"),
+    Workload("silu_mul_bf16", silu_mul, _half(_odd_vectors(2), torch.bfloat16), True,
+             describe="silu(x) * y (SwiGLU's gate), bf16, odd size"),
+    Workload("cross_entropy_bf16", cross_entropy, _half(_logits, torch.bfloat16), True,
+             describe="F.cross_entropy over rows of 50257, bf16"),
     Workload("linear_gelu_bf16", linear_gelu, _half(_linear_inputs, torch.bfloat16), False,
              describe="narrow F.linear then GELU, bf16"),
     Workload("linear_residual_bf16", linear_residual, _half(_residual_inputs, torch.bfloat16), False,
