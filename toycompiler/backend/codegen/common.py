@@ -153,7 +153,7 @@ class KernelRenderer:
     - ``x_loop_open()`` / ``x_loop_close()``, ``r_loop_open(purpose)`` / ``r_loop_close()``,
       ``row_loop_open()`` / ``row_loop_close()``: the loops;
     - ``reductions(nodes)``: one loop over r accumulating every node, returning each row value;
-    - ``define(name, expr)``, ``assign(tmp, value, dtype)``, ``load(ptr, index, dtype)``,
+    - ``assign(tmp, value, dtype)`` (a temporary, or a loop variable), ``load(ptr, index, dtype)``,
       ``store(buf, index, value, where)``, ``constant(value, dtype)``, ``cast(value, dtype)``,
       ``index_value(index, dtype)``: one statement or expression each;
     - ``types``: the target's name of each dtype it supports.
@@ -335,8 +335,9 @@ class KernelRenderer:
     def var_defs(self, prefix: str, ranges: tuple, flat: str, text: str) -> list[str]:
         """``x0 = xindex // 64``-style definitions of the loop variables the body uses."""
         flat_index = sympy.Symbol(flat, integer=True, nonnegative=True)
-        digits = zip(index_vars(len(ranges), prefix), unravel(flat_index, ranges))  # x0 = xindex // 64, ...
-        return [self.define(v.name, self.printer(e)) for v, e in digits if re.search(rf"\b{v.name}\b", text)]
+        # x0 = xindex // 64, ...: a loop variable is assigned as a temporary is
+        digits = zip(index_vars(len(ranges), prefix), map(self.printer, unravel(flat_index, ranges)))
+        return [self.assign(v.name, e, torch.int64) for v, e in digits if re.search(rf"\b{v.name}\b", text)]
 
     # -- loop variables --------------------------------------------------------------
     def vars(self, n: ComputedBuffer) -> dict[sympy.Symbol, sympy.Expr]:

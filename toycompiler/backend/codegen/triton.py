@@ -451,9 +451,6 @@ class TritonRenderer(KernelRenderer):
         return out
 
     # -- elements ------------------------------------------------------------------
-    def define(self, name, expr):
-        return f"{name} = {expr}"
-
     def assign(self, tmp, value, dtype):
         return f"{tmp} = {value}"
 
