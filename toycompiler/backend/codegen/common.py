@@ -42,27 +42,8 @@ import sympy
 import torch
 
 from ...artifacts import LineOrigin
-from ..ir import (
-    ComputedBuffer,
-    Const,
-    Expr,
-    FloorDiv,
-    GraphIR,
-    IndexValue,
-    Load,
-    ModularIndexing,
-    Op,
-    in_range,
-    index_exprs,
-    index_vars,
-    linear_index,
-    loads,
-    merge_ranges,
-    op_names,
-    store_index,
-    streamed,
-    unravel,
-)
+from .. import ir
+from ..ir import ComputedBuffer, Const, Expr, GraphIR, IndexValue, Load, Op, index_vars, loads, op_names, store_index
 from ..scheduler import Kernel, node_vars, placement
 
 HALF = (torch.float16, torch.bfloat16)
@@ -102,9 +83,9 @@ class IndexPrinter:
             return str(e)
         # a product after // or % is bracketed: ``x // (s1*s2)``, not ``(x // s1)*s2``
         right = lambda a: f"({self(a)})" if isinstance(a, (sympy.Mul, sympy.Pow)) else self(a)  # noqa: E731
-        if isinstance(e, FloorDiv):
+        if isinstance(e, ir.FloorDiv):
             return f"({self(e.args[0])} {self.floordiv} {right(e.args[1])})"
-        if isinstance(e, ModularIndexing):
+        if isinstance(e, ir.ModularIndexing):
             a, b, c = e.args
             inner = self(a) if b == 1 else f"({self(a)} {self.floordiv} {right(b)})"
             return f"({inner} % {right(c)})"
@@ -336,7 +317,7 @@ class KernelRenderer:
         """``x0 = xindex // 64``-style definitions of the loop variables the body uses."""
         flat_index = sympy.Symbol(flat, integer=True, nonnegative=True)
         # x0 = xindex // 64, ...: a loop variable is assigned as a temporary is
-        digits = zip(index_vars(len(ranges), prefix), map(self.printer, unravel(flat_index, ranges)))
+        digits = zip(index_vars(len(ranges), prefix), map(self.printer, ir.unravel(flat_index, ranges)))
         return [self.assign(v.name, e, torch.int64) for v, e in digits if re.search(rf"\b{v.name}\b", text)]
 
     # -- loop variables --------------------------------------------------------------
@@ -352,9 +333,9 @@ class KernelRenderer:
         torch/_inductor/codegen/simd.py."""
         self.merge: dict[sympy.Symbol, sympy.Expr] = {}
         indices = [self.store_index(n) for n in self.kernel.nodes]
-        indices += [sympy.expand(i.xreplace(self.vars(n))) for n in self.kernel.nodes for i in index_exprs(n.body)]
-        self.xr, xmerge = merge_ranges("x", self.kernel.xranges, indices)
-        self.rr, rmerge = merge_ranges("r", self.kernel.rranges, indices)
+        indices += [sympy.expand(i.xreplace(self.vars(n))) for n in self.kernel.nodes for i in ir.index_exprs(n.body)]
+        self.xr, xmerge = ir.merge_ranges("x", self.kernel.xranges, indices)
+        self.rr, rmerge = ir.merge_ranges("r", self.kernel.rranges, indices)
         self.merge = {**xmerge, **rmerge}
 
     def column_order(self) -> bool:
@@ -370,7 +351,7 @@ class KernelRenderer:
         which computed it (``ir._online_softmax``); and only loads that vary along x (``ir.streamed``).
         """
         xs, rs = index_vars(len(self.xr), "x"), index_vars(len(self.rr), "r")  # (a pointwise kernel has no r)
-        indices = streamed([i for _, i in self.load_indices(self.inputs)], xs) if rs else []
+        indices = ir.streamed([i for _, i in self.load_indices(self.inputs)], xs) if rs else []
         along = [k for k, x in enumerate(xs) if any(i.coeff(x) == 1 for i in indices)]
         if not along or any(i.coeff(rs[-1]) == 1 for i in indices):
             return False
@@ -487,8 +468,8 @@ class KernelRenderer:
         several instructions an operation (2x bilinear upsampling [128, 64, 56, 56] took 0.71 ms in int64
         on an H200, torch.compile 0.25)."""
         small = self.language == "triton" and (self.ir.buffer(buf).layout.numel < 2**31) is sympy.true
-        name = self.expr(in_range(v, size, torch.int32 if small else torch.int64), mapping, node)
-        self.indirect_loops[name] = {str(s)[0] for i in index_exprs(v) for s in i.xreplace(mapping).free_symbols}
+        name = self.expr(ir.in_range(v, size, torch.int32 if small else torch.int64), mapping, node)
+        self.indirect_loops[name] = {str(s)[0] for i in ir.index_exprs(v) for s in i.xreplace(mapping).free_symbols}
         return sympy.Symbol(name, integer=True, nonnegative=True)
 
     def load_tmp(self, buf: str, index: sympy.Expr) -> str:
@@ -515,7 +496,7 @@ class KernelRenderer:
     def store_index(self, n: ComputedBuffer) -> sympy.Expr:
         size = n.layout.size
         # a write into a graph input goes through the input's strides (a size-1 dim's index is 0 in both)
-        index = linear_index(index_vars(len(size)), n.layout.stride) if n.store_into else store_index(size)
+        index = ir.linear_index(index_vars(len(size)), n.layout.stride) if n.store_into else store_index(size)
         return sympy.expand(index.xreplace(self.vars(n)))
 
     def compute_dtype(self, dtype: torch.dtype) -> torch.dtype:
