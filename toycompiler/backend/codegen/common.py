@@ -145,9 +145,9 @@ class KernelRenderer:
     ops: dict[str, str] = {}  # op name -> format string over its operands {0}, {1}, ...
     printer = IndexPrinter()
 
-    def __init__(self, ir: GraphIR, config):
-        self.ir, self.config = ir, config
-        self.dtypes = {b.name: b.layout.dtype for b in (*ir.inputs, *ir.buffers)}
+    def __init__(self, graph: GraphIR, config):
+        self.ir, self.config = graph, config  # (``ir`` alone is the module of the IR's helpers)
+        self.dtypes = {b.name: b.layout.dtype for b in (*graph.inputs, *graph.buffers)}
 
     # -- naming ----------------------------------------------------------------------
     def kernel_name(self, kernel: Kernel, index: int) -> str:
