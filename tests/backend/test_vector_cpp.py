@@ -170,6 +170,28 @@ def test_guarded_loads_and_bool_conversions_vectorise_and_match_eager(name):
         assert all(gcc_vectorises(k.source) for k in kernels), [k.name for k in kernels]
 
 
+def test_a_float_erf_is_a_polynomial_that_vectorises_and_matches_eager():
+    """A float's erf is Abramowitz and Stegun's polynomial (``cpp.ERF_PRELUDE``, as torch.compile's), its exp
+    SLEEF's, with two terms of the series near 0; a double's is glibc's erf. Each to its dtype's precision, with a
+    vector tail, NaN, infinities, signed zeros, and tiny values, whose erf is not 0 (the polynomial's would be).
+    Only a kernel that computes an erf carries the helper."""
+    special = [float("nan"), float("inf"), float("-inf"), 0.0, -0.0, 1e-30, -1e-30, 0.0199, -0.0201, 1e-3]
+    x = torch.cat([torch.linspace(-6, 6, 1001), torch.tensor(special)])
+    got = toycompiler.compile(torch.erf, backend="cpp")(x)
+    torch.testing.assert_close(got, torch.erf(x), rtol=0, atol=4e-7, equal_nan=True)
+    tiny = x.abs() < 0.02
+    torch.testing.assert_close(got[tiny], torch.erf(x[tiny]), rtol=1e-6, atol=0)
+    assert got[1005].item() == 0.0 and got[1005].signbit() and torch.erf(x[1005]).signbit()  # erf(-0.0): -0.0
+    torch.testing.assert_close(toycompiler.compile(torch.erf, backend="cpp")(x.double()), torch.erf(x.double()),
+                               rtol=1e-14, atol=1e-15, equal_nan=True)
+    source = toycompiler.explain(torch.erf, backend="cpp")(x).frames[0].backend.kernels[0].source
+    assert "float tmp1 = toy_erf(tmp0);" in source and "// vector paths: sleef: erf" in source
+    if "g++" in os.path.basename(toycompiler.config.cxx):
+        loop = next(i for i, line in enumerate(source.splitlines(), 1) if "for (int64_t x0" in line)
+        assert any(loop <= n <= loop + 3 for n in gcc_vectorised_lines(source)), source  # (GCC names the body)
+    assert "toy_erf" not in toycompiler.explain(torch.sin, backend="cpp")(x).frames[0].backend.kernels[0].source
+
+
 def test_a_select_of_a_value_loaded_once_vectorises():
     """``where(relu(x) <= 0, 0, g[0])``, a ReLU's backward (and cross entropy's ``t != -100 ? g : 0``): GCC's jump
     threading split the loop into paths the vectoriser could not merge (-fno-thread-jumps, config.py). A batch-norm

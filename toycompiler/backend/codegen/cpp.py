@@ -87,6 +87,21 @@ static inline uint16_t toy_to_bfloat16(float f) {
 }
 """
 
+# erf of a float, in a kernel that computes one (CppRenderer.header): Abramowitz and Stegun's 7.1.26, as torch's
+# at::vec computes it for torch.compile's kernels (its error below 1.5e-7: over 2M normal floats at most 5.3e-7 from
+# eager's, as torch.compile's), its exp SLEEF's; near 0, where its 1 - ... cancels (erf(1e-30) would be 0), two terms
+# of erf's series. glibc's erff
+# (libmvec) took 0.76 ms over 2M floats, this 0.68, without the series 0.59 (torch.compile 0.65; one thread). A
+# double keeps glibc's erf (libmvec): the polynomial's 1.5e-7 is a float's precision, not a double's.
+ERF_PRELUDE = """\
+static inline float toy_erf(float x) {
+    float a = std::abs(x), t = 1.0f / (0.3275911f * a + 1.0f);
+    float r = (((1.061405429f * t - 1.453152027f) * t + 1.421413741f) * t - 0.284496736f) * t + 0.254829592f;
+    return a < 0.02f ? x * (1.1283791f - 0.37612638f * x * x) : std::copysign(1.0f - r * t * std::exp(-x * x), x);
+}
+static inline double toy_erf(double x) { return std::erf(x); }
+"""
+
 # The helper of a kernel with transposed reads (CppRenderer.setup says how it is used), in its header only: an
 # N x N tile of what ``read(a, b)`` gives, read along a (memory order), returned transposed (along b)
 TILE_PRELUDE = """\
@@ -118,9 +133,10 @@ LIBMVEC = {"sin", "cos", "exp", "log", "erf", "sigmoid", *MATH_OPS, *MATH_OPS2} 
 # 1.98 and 0.60 (2.19), sin of x * 10^4 6.95 and 0.39 (0.38), log1p of randn 2.69 and 0.90 (0.96); over plain
 # inputs each is within 0.25 ms of the other but log1p (0.49 and 0.90). The others stay libmvec's, as fast or
 # faster on ordinary inputs (tanh 0.49 ms, SLEEF 1.69, torch.compile 1.73; erf 0.63, 2.65, 2.12; expm1 0.37,
-# 1.32, 0.41; a pow of two tensors 2.0, 2.6, 2.7) and slow only on NaN, infinite or extreme inputs.
+# 1.32, 0.41; a pow of two tensors 2.0, 2.6, 2.7) and slow only on NaN, infinite or extreme inputs. (A float's erf
+# is now a polynomial and SLEEF's exp: ERF_PRELUDE, faster again on the AVX-512 machine of a later day.)
 SLEEF = {"sin": "u35", "cos": "u35"} | dict.fromkeys(("exp", "exp2", "log", "log2", "log10", "log1p"), "u10")
-SLEEF_OPS = {*SLEEF, "sigmoid"}  # (toy_sigmoid's exp)
+SLEEF_OPS = {*SLEEF, "sigmoid", "erf"}  # (toy_sigmoid's exp; toy_erf's, in float)
 # The float vectors of the vector ABI's AVX2 (d) and AVX-512 (e) clones, and a clone (``_ZGVdN8v_expf``) defined as
 # a call of SLEEF's function (``Sleef_expf8_u10``): hidden, so that the kernel's calls bind to it, not to libmvec.
 SLEEF_PRELUDE = """typedef float toy_vec8 __attribute__((vector_size(32)));
@@ -146,7 +162,7 @@ def vector_math(used: set[str]) -> list[str]:
     ``at::vec`` kernels (and so Inductor's) call, which computes every lane alike. The kernel's library is
     then linked with libtorch_cpu (``codecache.cpp_library``). The preprocessor picks what this machine has,
     so the kernel text is the same everywhere. ``used``: the kernel's ops (toy_sigmoid calls exp)."""
-    used = used | ({"exp"} if "sigmoid" in used else set())
+    used = used | ({"exp"} if used & {"sigmoid", "erf"} else set())
 
     def clones(isa, n):  # TOY_SLEEF(d, 8, expf, expf8_u10): in AVX2 code, expf of 8 floats is SLEEF's expf8_u10
         return [f"TOY_SLEEF({isa}, {n}, {op}f, {op}f{n}_{SLEEF[op]})" for op in sorted(used & SLEEF.keys())]
@@ -170,7 +186,7 @@ class CppRenderer(KernelRenderer):
     printer = IndexPrinter(floordiv="/", minmax="toy_{which}imum<int64_t>({args})")
     spill_ops = LIBMVEC
     ops = {  # C's <cmath> has most ops under their own name: std::sin(x)...
-        **{op: f"std::{op}({{0}})" for op in ("sin", "cos", "exp", "log", "sqrt", "erf", "abs", "floor", "ceil",
+        **{op: f"std::{op}({{0}})" for op in ("sin", "cos", "exp", "log", "sqrt", "abs", "floor", "ceil",
                                               "isnan", "signbit", *MATH_OPS)},
         **{op: f"std::{op}({{0}}, {{1}})" for op in ("fmod", *MATH_OPS2)},
         **{op: f"{{0}} {operator} {{1}}" for op, operator in INFIX.items()},  # add: {0} + {1}...
@@ -178,6 +194,7 @@ class CppRenderer(KernelRenderer):
         "round": "std::nearbyint({0})",  # to the nearest, ties to even: torch.round's rounding
         "rsqrt": "{dtype}(1) / std::sqrt({0})", "reciprocal": "{dtype}(1) / {0}",
         "neg": "-{0}", "relu": "toy_relu({0})", "sigmoid": "toy_sigmoid({0})", "sign": "toy_sign({0})",
+        "erf": "toy_erf({0})",
         # integers: C's % and /, a zero divisor giving 0 instead of a crash
         "imod": "({1} == 0 ? {dtype}(0) : {dtype}({0} % {1}))",
         "truncdiv": "({1} == 0 ? {dtype}(0) : {dtype}({0} / {1}))",
@@ -186,7 +203,8 @@ class CppRenderer(KernelRenderer):
     }
 
     def header(self) -> list[str]:
-        return vector_math(self.used_ops) + PRELUDE.splitlines() + TILE_PRELUDE.splitlines() * bool(self.tiles) + [""]
+        return vector_math(self.used_ops) + PRELUDE.splitlines() + ERF_PRELUDE.splitlines() * ("erf" in self.used_ops) \
+            + TILE_PRELUDE.splitlines() * bool(self.tiles) + [""]
 
     def signature(self, sizes):
         """Bool tensors are passed as bytes (``uint8_t*``; a load converts to bool): GCC vectorises no loop that
