@@ -89,10 +89,10 @@ static inline uint16_t toy_to_bfloat16(float f) {
 
 # erf of a float, in a kernel that computes one (CppRenderer.header): Abramowitz and Stegun's 7.1.26, as torch's
 # at::vec computes it for torch.compile's kernels (its error below 1.5e-7: over 2M normal floats at most 5.3e-7 from
-# eager's, as torch.compile's), its exp SLEEF's; near 0, where its 1 - ... cancels (erf(1e-30) would be 0), two terms
-# of erf's series. glibc's erff
-# (libmvec) took 0.76 ms over 2M floats, this 0.68, without the series 0.59 (torch.compile 0.65; one thread). A
-# double keeps glibc's erf (libmvec): the polynomial's 1.5e-7 is a float's precision, not a double's.
+# eager's, as torch.compile's), its exp SLEEF's; near 0, where its 1 - ... cancels (erf(1e-30) would be 0), two
+# terms of erf's series. glibc's erff (libmvec) took 0.76 ms over 2M floats, this 0.68, without the series 0.59
+# (torch.compile 0.65; one thread, AVX-512). A double keeps glibc's erf (libmvec): the polynomial's 1.5e-7 is a
+# float's precision, not a double's.
 ERF_PRELUDE = """\
 static inline float toy_erf(float x) {
     float a = std::abs(x), t = 1.0f / (0.3275911f * a + 1.0f);
@@ -134,7 +134,7 @@ LIBMVEC = {"sin", "cos", "exp", "log", "erf", "sigmoid", *MATH_OPS, *MATH_OPS2} 
 # inputs each is within 0.25 ms of the other but log1p (0.49 and 0.90). The others stay libmvec's, as fast or
 # faster on ordinary inputs (tanh 0.49 ms, SLEEF 1.69, torch.compile 1.73; erf 0.63, 2.65, 2.12; expm1 0.37,
 # 1.32, 0.41; a pow of two tensors 2.0, 2.6, 2.7) and slow only on NaN, infinite or extreme inputs. (A float's erf
-# is now a polynomial and SLEEF's exp: ERF_PRELUDE, faster again on the AVX-512 machine of a later day.)
+# has since become a polynomial around SLEEF's exp, ERF_PRELUDE, which timed faster than libmvec's on AVX-512.)
 SLEEF = {"sin": "u35", "cos": "u35"} | dict.fromkeys(("exp", "exp2", "log", "log2", "log10", "log1p"), "u10")
 SLEEF_OPS = {*SLEEF, "sigmoid", "erf"}  # (toy_sigmoid's exp; toy_erf's, in float)
 # The float vectors of the vector ABI's AVX2 (d) and AVX-512 (e) clones, and a clone (``_ZGVdN8v_expf``) defined as
