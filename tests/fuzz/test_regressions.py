@@ -71,6 +71,39 @@ def test_inplace_on_empty_slice_of_input(backend):
     assert done.returncode == 0, f"exit code {done.returncode} (-11: segmentation fault)\n{done.stderr[-3000:]}"
 
 
+MAXIMUM_WITH_AN_EMPTY_TENSOR = program(
+    "def program(x0, x1):\n    v2 = torch.maximum(x1, x0)\n    return (v2,)\n",
+    InputSpec(shape=(0, 1), dtype="float32"), InputSpec(shape=(), dtype="float32"))
+
+SIN_OF_AN_EMPTY_INT_TENSOR = program(
+    "def program(x0):\n    v1 = torch.sin(x0)\n    return (v1,)\n",
+    InputSpec(shape=(1, 0), dtype="int64"))
+
+
+NEGATION_OF_AN_EMPTY_TENSOR = program(
+    "def program(x0):\n    v1 = -x0\n    return (v1,)\n",
+    InputSpec(shape=(2, 0), dtype="float32"))
+
+SUM_INTO_AN_EMPTY_TENSOR = program(
+    "def program(x0):\n    v1 = x0.sum(0)\n    v2 = x0.sum(-1)\n    return (v1, v2)\n",
+    InputSpec(shape=(3, 0, 5), dtype="float32"))
+
+
+@pytest.mark.parametrize("backend", ["cpp", "triton"])
+@pytest.mark.parametrize("case", ["maximum", "sin", "negation", "sum"])
+def test_tensors_with_no_elements_compile(case, backend):
+    """Found on both backends, each a fallback to eager (the answers were right, the kernels did not build):
+    a kernel reads a tensor with no elements as a 0 (it has no memory), and that 0 was the bare text ``0``:
+    C++'s ``toy_maximum(tmp0, 0)`` of a float found no template to call, and Triton's ``0.to(tl.float32)`` (the
+    int64 input's cast) is no Python. Now a 0 of the buffer's dtype (``KernelRenderer.zero``: a Triton tensor).
+    Triton's loop variables of a [2, 0] tensor divided by its stride of 0 (``ir.unravel``), and a C++ reduction
+    into an empty output stored at an index of its reduction loop, which it never opens: a kernel with no
+    output element now has no body."""
+    cases = {"maximum": MAXIMUM_WITH_AN_EMPTY_TENSOR, "sin": SIN_OF_AN_EMPTY_INT_TENSOR,
+             "negation": NEGATION_OF_AN_EMPTY_TENSOR, "sum": SUM_INTO_AN_EMPTY_TENSOR}
+    check_program(cases[case], backend)
+
+
 def _floor_division(a, b):
     return a // b, a % b, torch.div(a, b, rounding_mode="trunc")
 

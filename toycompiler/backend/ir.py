@@ -60,6 +60,8 @@ def unravel(flat: sympy.Expr, size: tuple[sympy.Expr, ...]) -> tuple[sympy.Expr,
     first other dim takes ``flat // stride`` whole: ``[1, 6]`` gives ``(0, flat)``)."""
     if size and size[0] == 1:
         return (sympy.Integer(0), *unravel(flat, size[1:]))
+    if 0 in size:  # no element to find (a [2, 0] tensor's strides are (0, 1): no division by them)
+        return (sympy.Integer(0),) * len(size)
     return tuple(FloorDiv(flat, st) if k == 0 else ModularIndexing(flat, st, s)
                  for k, (s, st) in enumerate(zip(size, contiguous_strides(size))))
 

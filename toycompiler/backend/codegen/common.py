@@ -198,7 +198,8 @@ class KernelRenderer:
         self.setup()
         # the loop over x (its variables defined by finish, where @XVARS@ stands), the body inside it
         self.emit(*self.x_loop_open(), "@XVARS@")
-        (self.body_pointwise if kernel.kind == "pointwise" else self.body_reduction)()
+        if self.xnumel != 0:  # (an empty output has nothing to compute: its reduction's loops would index nothing)
+            (self.body_pointwise if kernel.kind == "pointwise" else self.body_reduction)()
         self.emit(*self.x_loop_close())
         body = self.finish()
         sizes, values = self.size_args()
@@ -383,6 +384,11 @@ class KernelRenderer:
         where = f", line {n.lines[0]}" if n.lines else ""
         self.emit(f"{self.comment_mark} {n.name} = {value} ({', '.join(n.origins)}{where})")
 
+    def zero(self, dtype: torch.dtype) -> str:
+        """A 0 of ``dtype``: what a kernel reads from a buffer with no elements (typed, as an operand's must be:
+        C++'s ``toy_maximum(tmp0, 0)`` of a float does not compile)."""
+        return self.constant(0, dtype)
+
     def tmp(self, code: str, dtype: torch.dtype) -> str:
         for scope in reversed(self.scopes):
             if code in scope:
@@ -416,7 +422,7 @@ class KernelRenderer:
                         self.comment(producer, value)
                 return value
             if self.ir.buffer(e.buf).layout.numel == 0:  # never read (masked off), may have no memory
-                return "0"
+                return self.tmp(self.zero(dtype := self.compute_dtype(self.dtypes[e.buf])), dtype)
             read_through = {s: self.index_tmp(v, n, mapping, node, e.buf) for s, v, n in e.indirect}  # (indirect)
             return self.load_tmp(e.buf, sympy.expand(e.index.xreplace(mapping)).xreplace(read_through))
         if isinstance(e, Const):

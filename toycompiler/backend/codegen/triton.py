@@ -496,6 +496,9 @@ class TritonRenderer(KernelRenderer):
         text = self.printer(index)  # a constant index needs no cast; one of loop variables takes the dtype
         return f"({text}).to({self.type_name(dtype)})" if re.search(r"\b[xr]\d+\b", text) else text
 
+    def zero(self, dtype):  # a tensor, not a Python number: a cast (``.to``) applies to it
+        return f"tl.full([1], {self.constant(0, dtype)}, {self.type_name(dtype)})"
+
     def constant(self, value, dtype):
         if dtype.is_floating_point:
             return repr(float(value)) if math.isfinite(value) else f'float("{float(value)}")'
