@@ -25,8 +25,9 @@ from .. import codecache
 from ..ir import ExternKernel
 from ..scheduler import Schedule
 from ..wrapper import wrapper_source
+from . import cpp
 from .common import RenderedKernel
-from .cpp import ERF_PRELUDE, PRELUDE, SLEEF_OPS, TILE_PRELUDE, CppRenderer, vector_math
+from .cpp import SLEEF_OPS, CppRenderer
 from .triton import TritonRenderer
 
 RENDERERS = {"cpp": CppRenderer, "triton": TritonRenderer}
@@ -81,8 +82,7 @@ def _build_cpp(kernels: list[RenderedKernel], config: Config) -> tuple[list[str]
     if not kernels:
         return [], []
     used = frozenset().union(*(k.ops for k in kernels))
-    header = "\n".join(vector_math(used) + PRELUDE.splitlines() + ERF_PRELUDE.splitlines() * ("erf" in used)
-                       + TILE_PRELUDE.splitlines() + [""])
+    header = "\n".join(cpp.header(used, tiles=True))  # (the tile helper whether or not a kernel uses it)
     source = header + "".join(k.source[k.source.index('extern "C" void'):] for k in kernels)
     path, _ = codecache.cpp_library(source, config, link_torch=bool(used & SLEEF_OPS))
     loads = [f"{k.name} = codecache.load_cpp_kernel({path!r}, {k.name!r}, "

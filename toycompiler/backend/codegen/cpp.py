@@ -162,7 +162,7 @@ def vector_math(used: set[str]) -> list[str]:
     ``at::vec`` kernels (and so Inductor's) call, which computes every lane alike. The kernel's library is
     then linked with libtorch_cpu (``codecache.cpp_library``). The preprocessor picks what this machine has,
     so the kernel text is the same everywhere. ``used``: the kernel's ops (toy_sigmoid calls exp)."""
-    used = used | ({"exp"} if used & {"sigmoid", "erf"} else set())
+    used = used | ({"exp"} if used & (SLEEF_OPS - SLEEF.keys()) else set())  # (toy_sigmoid's and toy_erf's exp)
 
     def clones(isa, n):  # TOY_SLEEF(d, 8, expf, expf8_u10): in AVX2 code, expf of 8 floats is SLEEF's expf8_u10
         return [f"TOY_SLEEF({isa}, {n}, {op}f, {op}f{n}_{SLEEF[op]})" for op in sorted(used & SLEEF.keys())]
@@ -174,6 +174,13 @@ def vector_math(used: set[str]) -> list[str]:
              *clones("e", 16), "#endif"]
     return ["#include <features.h>", "#if defined(__x86_64__) && defined(__GLIBC__) && __GLIBC_PREREQ(2, 35)",
             'extern "C" {', *declarations, *sleef * bool(used & SLEEF.keys()), "}", "#endif"]
+
+
+def header(used: set[str], tiles: bool) -> list[str]:
+    """The lines before a kernel (or a graph's library of them, ``codegen._build_cpp``): the vector functions the
+    ``used`` ops call, the includes and helpers, the erf helper where an erf is computed, the tile helper if asked."""
+    return vector_math(used) + PRELUDE.splitlines() + ERF_PRELUDE.splitlines() * ("erf" in used) \
+        + TILE_PRELUDE.splitlines() * tiles + [""]
 
 
 class CppRenderer(KernelRenderer):
@@ -203,8 +210,7 @@ class CppRenderer(KernelRenderer):
     }
 
     def header(self) -> list[str]:
-        return vector_math(self.used_ops) + PRELUDE.splitlines() + ERF_PRELUDE.splitlines() * ("erf" in self.used_ops) \
-            + TILE_PRELUDE.splitlines() * bool(self.tiles) + [""]
+        return header(self.used_ops, bool(self.tiles))
 
     def signature(self, sizes):
         """Bool tensors are passed as bytes (``uint8_t*``; a load converts to bool): GCC vectorises no loop that
