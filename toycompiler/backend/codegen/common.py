@@ -506,11 +506,12 @@ class KernelRenderer:
         return sympy.expand(index.xreplace(self.vars(n)))
 
     def compute_dtype(self, dtype: torch.dtype) -> torch.dtype:
-        """Half precision is computed in float32 and rounded only where a value is stored or cast, as
-        Inductor does (its emulate_precision_casts is off); eager rounds after every op. So a kernel's result
-        is nearer the exact one, and can differ from eager's by more than an ulp where eager's rounding
-        decides a branch: a bfloat16 ``where(sigmoid(x*y) - |y|**1.5 > 0, ...)`` took the other arm at 75
-        of 100037 elements in Triton (eager's rounded difference was exactly 0)."""
+        """Half precision is computed in float32 and rounded only where a value is stored or the program casts
+        it (not where an op's decomposition casts its float32 result back: lowering's ``_to_copy``), as Inductor
+        does (its emulate_precision_casts is off; it rounds not even a program's casts); eager rounds after every
+        op. So a kernel's result is nearer the exact one, and can differ from eager's by more than an ulp where
+        eager's rounding decides a branch: a bfloat16 ``where(sigmoid(x*y) - |y|**1.5 > 0, ...)`` took the other
+        arm at 75 of 100037 elements in Triton (eager's rounded difference was exactly 0)."""
         return torch.float32 if dtype in HALF else dtype
 
     def expr_dtype(self, e: Expr) -> torch.dtype:
