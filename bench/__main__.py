@@ -32,6 +32,8 @@ def main(argv: list[str] | None = None) -> None:
         with open(args.table) as f:
             return print(markdown(json.load(f)))
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if device == "cpu" and argv is None:  # run from the command line: again, if need be, in huge pages
+        measure.with_huge_pages(__package__)
     if args.threads:  # every contender, and the compile subprocesses, get the same CPU threads
         os.environ["OMP_NUM_THREADS"] = str(args.threads)
         torch.set_num_threads(args.threads)

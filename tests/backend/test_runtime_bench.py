@@ -1,5 +1,7 @@
 """The benchmark command's pieces: workloads compile and match eager, results summarise honestly."""
 
+import os
+import subprocess
 import sys
 
 import pytest
@@ -147,3 +149,21 @@ def test_cpu_runs_keep_freed_blocks_and_their_table_says_so():
     assert "memory:" not in markdown(result)  # files from before the field: nothing claimed
     result["machine"]["allocator"] = measure.steady_allocator()
     assert "; memory: glibc malloc keeping freed blocks of up to 32 MB for reuse (mallopt)." in markdown(result)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="glibc's tunables")
+def test_a_cpu_run_starts_again_in_huge_pages_keeping_its_arguments_and_says_so(tmp_path, monkeypatch):
+    """``measure.with_huge_pages`` runs the command again with glibc's malloc asking for transparent huge pages
+    (tunables are read only when a process starts), the user's own tunables and arguments kept; once is enough."""
+    from toycompiler.bench import measure
+
+    (tmp_path / "show.py").write_text("import os, sys; print(os.environ['GLIBC_TUNABLES'], sys.argv[1:])")
+    script = "from toycompiler.bench import measure; measure.with_huge_pages('show'); print('not run again')"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path]), "GLIBC_TUNABLES": "glibc.a=1"}
+    run = subprocess.run([sys.executable, "-c", script, "--only", "x"], capture_output=True, text=True, env=env)
+    assert run.stdout.strip() == "glibc.a=1:glibc.malloc.hugetlb=1 ['--only', 'x']", run.stderr
+    env["GLIBC_TUNABLES"] = "glibc.malloc.hugetlb=1"
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
+    assert run.stdout.strip() == "not run again"
+    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1")
+    assert measure.steady_allocator().endswith(", in transparent huge pages (glibc.malloc.hugetlb=1)")
