@@ -480,10 +480,11 @@ class GraphLowering:
         # written and read (a bfloat16 layer norm's backward read x and the gradient cast to float32 from copies).
         # Not a value that reads an input the graph writes to later: read where it is used, it would see the new data.
         element = value.loader(ir.index_vars(len(value.size)))
-        read = ir.loads(element)  # (a cast's one load: ``identity(to_dtype(load))``)
+        read = ir.loads(element)  # (a cast's one load: ``identity(to_dtype(load))``, an op's own: ``identity(load)``)
         # (Such reads: at most 4, so that a chain of such values stays small.)
         inline = value.ref is None and (not read or isinstance(element, ir.Load) and bool(element.indirect)
                                         or ir.op_names(element) == ["to_dtype", "identity"]
+                                        or target is aten._to_copy.default and ir.op_names(element) == ["identity"]
                                         or 0 < inlined_reads(node) <= 4)
         stale = {ld.buf for ld in read} & {self.values[n].ref.buf for n in self.written if n in self.values}
         return value if inline and not stale else self.realize(value, node, self.orders.get(node))
