@@ -31,6 +31,27 @@ def test_fusion_off_gives_one_kernel_per_op():
     assert all("fusion is turned off" in d.reason for d in arts.schedule.decisions)
 
 
+@pytest.mark.parametrize("target", ["cpp", "triton"])
+def test_a_kernel_read_later_runs_first_so_that_its_reader_joins_an_older_kernel(target):
+    """``y * 0.1`` (another range) is computed between ``x > 0`` and the ``where`` that reads both: it moves before
+    ``x > 0``, and the ``where`` joins ``x > 0``'s kernel. With ``y`` scaled in place, the new value moves likewise,
+    and the write into ``y`` (functionalization's ``copy_``) stays last, after every read of the old value."""
+    x, y = torch.randn(37, 45), torch.randn(45)
+    arts = check(lambda x, y: torch.where(x > 0, x, y[None, :] * 0.1), x, y, target=target)
+    assert [k.name for k in arts.kernels] == [f"{target}_mul_0", f"{target}_gt_where_1"]
+    assert any(d.fused and d.second == arts.schedule.groups[1].nodes[-1] for d in arts.schedule.decisions)
+    arts = check(lambda x, w: x.relu() * w.sigmoid(), x, y, target=target)  # (a gate from a parameter)
+    assert len(arts.kernels) == 2
+
+    def scale_in_place(x, y):
+        positive = x > 0
+        y.mul_(0.1)
+        return torch.where(positive, x, y[None, :])
+
+    arts = check(scale_in_place, x, y, target=target)
+    assert [k.name for k in arts.kernels] == [f"{target}_mul_0", f"{target}_gt_where_1", f"{target}_copy_2"]
+
+
 def test_softmax_rows_are_one_kernel_on_both_backends():
     for target in ("cpp", "triton"):
         arts = check(lambda x: torch.softmax(x, -1), torch.randn(6, 10), target=target, rtol=1e-4)
