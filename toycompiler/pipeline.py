@@ -83,7 +83,7 @@ def compile_frame(fn: types.FunctionType, args: tuple, kwargs: dict, backend: Ca
         if graph is not None:  # an empty graph is not compiled (nor counted), as in TorchDynamo
             compiled, backend_art = clock("backend", call_backend, backend, backend_name, traced, source, graph, config)
         run, transformed_art, resumes = clock("resume", resume.build_transformed, fn, traced.plan,
-                                              traced.input_sources, traced.guard_objects, compiled, wrap_resume)
+                                              list(traced.inputs), traced.guard_objects, compiled, wrap_resume)
     check = guards.compile_check(guards_art, traced.guard_objects, fn)
     symbolic = tuple(f"{where}: {why}" for where, why in traced.shapes.why.items())
     artifact = A.FrameCompilation(label, source, code_art, traced.artifact, guards_art, graph, backend_art,
@@ -94,13 +94,13 @@ def compile_frame(fn: types.FunctionType, args: tuple, kwargs: dict, backend: Ca
 def _input_shapes(traced: translator.Translation) -> dict[str, tuple]:
     """Each graph input's size when traced, with symbolic dims as None (for automatic dynamic shapes)."""
     return {src: tuple(None if d in traced.shapes.dims.get(src, ()) else int(s) for d, s in enumerate(t.shape))
-            for src, t in zip(traced.input_sources, traced.example_inputs)}
+            for src, t in traced.inputs.items()}
 
 
 def call_backend(backend: Callable, name: str, traced: translator.Translation, source: A.SourceArtifact,
                  graph: A.GraphArtifact, config: Config = default_config) -> tuple[Callable, A.BackendArtifacts]:
     """Hand the graph to the backend; if it fails, run the graph eagerly and say why."""
-    gm, example_inputs = traced.graph_module, list(traced.example_inputs)
+    gm, example_inputs = traced.graph_module, list(traced.inputs.values())
     symbolic = [source for source, dims in traced.shapes.dims.items() if dims]  # inputs with symbolic sizes
     if symbolic and not getattr(backend, "supports_dynamic_shapes", False):
         reason = (f"backend {name!r} does not take symbolic sizes yet ({', '.join(sorted(symbolic))}): "

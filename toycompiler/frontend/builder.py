@@ -52,15 +52,15 @@ def wrap(tx: Tx, value: Any, source: str | None, identity: bool = True) -> Varia
 
 
 def _wrap(tx: Tx, value: Any, source: str | None, identity: bool) -> Variable:
-    line = tx.output.current_line
+    line = tx.output.current.line
     if isinstance(value, torch.Tensor):
         if source is None:
             raise Unsupported("a tensor reached without a source the compiled code could read it from "
                               "(e.g. a module made inside the function, or a tensor default argument)")
-        for other_source, other in zip(tx.output.inputs_by_source, tx.output.example_inputs):
+        for other_source, other in tx.output.inputs.items():
             if other is value:  # the same tensor reached twice (f(x, x)): one variable, as in eager
                 tx.guards.same_object(source, other_source, "tensor", line)
-                return tx.output.inputs_by_source[other_source]
+                return tx.wrapped[other_source]  # the variable ``wrap`` made for it, first
         var = tx.output.add_input(source, value)  # first: it decides the symbolic dims
         tx.guards.tensor(source, value, line, tx.output.shapes.dims.get(source, frozenset()))
         return var
@@ -103,7 +103,7 @@ def _wrap_container(tx: Tx, value: Any, source: str, line: int | None) -> Variab
 
 
 def _read_container(tx: Tx, value: Any, source: str) -> list[Variable] | dict[Any, Variable]:
-    line = tx.output.current_line
+    line = tx.output.current.line
     if isinstance(value, dict):
         tx.guards.add(f"list({source}.keys()) == {list(value)!r}", "DICT_KEYS", f"{source}'s keys were read", line)
         return {k: wrap(tx, v, f"{source}[{k!r}]") for k, v in value.items()}

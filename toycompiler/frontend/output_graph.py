@@ -36,15 +36,13 @@ class OutputGraph:
         self.filename, self.source_line = source.filename, source.line
         self.graph = torch.fx.Graph()
         self.shapes = shapes or ShapePolicy(dynamic=False)  # which sizes are symbolic: see shapes.py
-        self.example_inputs: list[torch.Tensor] = []
-        self.inputs_by_source: dict[str, TensorVariable] = {}  # in graph input order, like example_inputs
+        self.inputs: dict[str, torch.Tensor] = {}  # the graph inputs, in placeholder order: source -> real tensor
         self.side_effect_nodes: list[torch.fx.Node] = []  # in-place ops: kept even if unused
         self.submodules: dict[str, torch.nn.Module] = {}  # branch graphs of torch.cond
         self.instructions_run = 0  # by the translator and every inlined call
         self.journal: list[tuple[Any, str, Any]] = []  # (object, attribute, value before a change)
         self.caller_containers: dict[int, tuple[Any, str, Any]] = {}  # id -> (list or dict, source, variable)
-        self.current_line: int | None = None
-        self.current_offset: int | None = None
+        self.current: Any = None  # the instruction being traced (a bytecode.Inst): nodes and guards record its line
         self.events: list[str] = []  # what the current instruction did, for the translation log
         self.initial_grad_mode = torch.is_grad_enabled()
 
@@ -53,15 +51,14 @@ class OutputGraph:
         node = self.graph.placeholder("".join(c if c.isalnum() else "_" for c in source).strip("_"))  # G['w'] -> G__w
         fake = self.shapes.fake(source, value)
         node.meta.update(example_value=fake, toy_source=source)
-        self.example_inputs.append(value)
+        self.inputs[source] = value
         self.events.append(f"graph input {node.name}")
-        var = self.inputs_by_source[source] = TensorVariable(node, fake, source)
-        return var
+        return TensorVariable(node, fake, source)
 
     def create_node(self, op: str, target: Any, args: tuple, kwargs: dict, example: Any) -> torch.fx.Node:
         node = self.graph.create_node(op, target, args, kwargs)
         node.meta["example_value"] = example
-        provenance.tag(node, self.current_line, self.current_offset, self.filename, self.source_line(self.current_line))
+        provenance.tag(node, self.current.line, self.current.offset, self.filename, self.source_line(self.current.line))
         self.events.append(f"node added: {node.name}")
         return node
 
@@ -163,8 +160,7 @@ class OutputGraph:
         removable = ("call_function", "call_method", "get_attr")
         self.graph.eliminate_dead_code(is_impure_node=lambda node: node.op not in removable or node in keep)
         for node in [n for n in self.graph.nodes if n.op == "placeholder" and not n.users]:
-            del self.example_inputs[list(self.inputs_by_source).index(node.meta["toy_source"])]
-            del self.inputs_by_source[node.meta["toy_source"]]
+            del self.inputs[node.meta["toy_source"]]
             self.graph.erase_node(node)
 
 

@@ -353,7 +353,7 @@ def _global_state(fn: Any, tx) -> Variable:
     """Global torch state ``fn`` reads (``torch.is_grad_enabled()``): its value now, and a guard that it stays so."""
     value = fn()
     expr = f"torch.{fn.__name__}()"
-    tx.guards.add(f"{expr} == {value}", "GLOBAL_STATE", f"{expr} was read", tx.output.current_line, expr, str(value))
+    tx.guards.add(f"{expr} == {value}", "GLOBAL_STATE", f"{expr} was read", tx.output.current.line, expr, str(value))
     return ConstantVariable(value)
 
 

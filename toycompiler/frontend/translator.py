@@ -97,8 +97,7 @@ class Translation:
     """What the translator hands to the rest of the pipeline: the finished graph and what it relied on."""
 
     graph_module: torch.fx.GraphModule
-    example_inputs: tuple[torch.Tensor, ...]  # real tensors, in placeholder order
-    input_sources: tuple[str, ...]  # Python expressions reaching each graph input
+    inputs: dict[str, torch.Tensor]  # the graph inputs, in placeholder order: source -> real tensor
     guards: tuple[Guard, ...]
     guard_objects: dict[str, Any]  # objects guards and input sources name (``G``, ``___obj_0``)
     artifact: TranslationArtifact  # the log of every instruction, and the finished break (if any)
@@ -154,7 +153,7 @@ class InstructionTranslator:
     def step(self, inst: bc.Inst) -> None:
         """Run one instruction through its handler and log what it did."""
         before = tuple(v.describe() for v in self.state.stack)
-        self.output.current_line, self.output.current_offset = inst.line, inst.offset
+        self.output.current = inst
         self.output.events = events = []
         guards_before = len(self.guards.guards)
         saved, mark = self.state.snapshot(), self.output.checkpoint()  # to go back to if ``inst`` breaks
@@ -207,7 +206,7 @@ class InstructionTranslator:
         self.output.graph.output(plan.graph_outputs if plan else ())
         # The tensor inputs (and the caller's lists and dicts) were distinct objects: ``a is b``, sets and lookups
         # relied on it.
-        sources = list(self.output.inputs_by_source) + [src for _, src, _ in self.output.caller_containers.values()]
+        sources = list(self.output.inputs) + [src for _, src, _ in self.output.caller_containers.values()]
         if len(sources) > 1:
             expr = f"len({{id(t) for t in ({', '.join(sources)})}}) == {len(sources)}"
             self.guards.add(expr, "NO_ALIASING", "the tensor inputs were distinct objects")
@@ -221,9 +220,8 @@ class InstructionTranslator:
             resumes_at = tuple(p.offset for p in plan.resumes) if plan else ()
             self.broke = replace(self.broke, resumes_at=resumes_at, no_resume_reason=no_resume)
         artifact = TranslationArtifact(self.code.co_qualname, tuple(self.steps), self.broke)
-        return Translation(gm, tuple(self.output.example_inputs), tuple(self.output.inputs_by_source),
-                           tuple(self.guards.guards.values()), self.guard_objects, artifact, plan, self.output.shapes,
-                           self.guards.tensor_check(self.guard_objects))
+        return Translation(gm, dict(self.output.inputs), tuple(self.guards.guards.values()), self.guard_objects,
+                           artifact, plan, self.output.shapes, self.guards.tensor_check(self.guard_objects))
 
     def break_at(self, inst: bc.Inst, reason: str, kind: str) -> GraphBreak:
         """A graph break at ``inst``, in the user's code (``finish`` adds where the frame resumes)."""
