@@ -121,7 +121,10 @@ class CompiledFunction:
         if self.fullgraph and (brk := entry.artifact.translation.graph_break):
             raise CompileError(f"{brk.filename}:{brk.line}: {brk.reason} (fullgraph=True)\n    {brk.source}")
         cache.entries.append(entry)
-        _merge_shapes(cache.seen_shapes, entry.input_shapes)
+        for source, shape in entry.input_shapes.items():  # a dim seen with two sizes: None (automatic dynamic next)
+            old = cache.seen_shapes.get(source, shape)
+            cache.seen_shapes[source] = shape if len(old) != len(shape) else tuple(
+                o if o == n else None for o, n in zip(old, shape))
         self.compiled_frames.append(entry.artifact)
         logs.frame_compiled(entry.artifact, self._record_miss(failures, f"compiled {label}") if failures else None)
         return entry.run(*args, **kwargs)
@@ -230,13 +233,6 @@ def reset() -> None:
     for cache in _all_caches:
         cache.__init__(cache.frame_id)  # every field back to its default: no entry, no miss, no size seen
     _frame_ids.clear()
-
-
-def _merge_shapes(seen: dict[str, tuple], new: dict[str, tuple]) -> None:
-    """Remember each input's sizes; a dim seen with two sizes becomes None (automatic dynamic next time)."""
-    for source, shape in new.items():
-        old = seen.get(source, shape)
-        seen[source] = tuple(o if o == n else None for o, n in zip(old, shape)) if len(old) == len(shape) else shape
 
 
 def _passes(entry: FrameEntry, args: tuple, kwargs: dict) -> bool:

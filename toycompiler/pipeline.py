@@ -88,13 +88,10 @@ def compile_frame(fn: types.FunctionType, args: tuple, kwargs: dict, backend: Ca
     symbolic = tuple(f"{where}: {why}" for where, why in traced.shapes.why.items())
     artifact = A.FrameCompilation(label, source, code_art, traced.artifact, guards_art, graph, backend_art,
                                   transformed_art, resumes, tuple(clock.times), recompile_reason, symbolic)
-    return FrameEntry(check, run, artifact, traced.guard_objects, _input_shapes(traced))
-
-
-def _input_shapes(traced: translator.Translation) -> dict[str, tuple]:
-    """Each graph input's size when traced, with symbolic dims as None (for automatic dynamic shapes)."""
-    return {src: tuple(None if d in traced.shapes.dims.get(src, ()) else int(s) for d, s in enumerate(t.shape))
-            for src, t in traced.inputs.items()}
+    # each graph input's size when traced, with symbolic dims as None (for automatic dynamic shapes)
+    sizes = {src: tuple(None if d in traced.shapes.dims.get(src, ()) else int(s) for d, s in enumerate(t.shape))
+             for src, t in traced.inputs.items()}
+    return FrameEntry(check, run, artifact, traced.guard_objects, sizes)
 
 
 def call_backend(backend: Callable, name: str, traced: translator.Translation, source: A.SourceArtifact,

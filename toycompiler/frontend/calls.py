@@ -27,6 +27,7 @@ import inspect
 import math
 import operator
 import types
+from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -71,12 +72,14 @@ def call_python(tx: Tx, fn: Any, args: list[Variable], kwargs: dict[str, Variabl
     """Call a compile-time-known callable: record it, fold it, inline it, or refuse."""
     if isinstance(fn, torch.nn.Module):
         return call_module(tx, fn, source, args, kwargs)
-    if _hashable(fn) and fn in REFUSED:  # print(), breakpoint(), graph_break()...: always a graph break
+    # (a table lookup needs a hashable ``fn``: a list's bound ``append`` is, by identity; an instance of a dataclass
+    # with ``eq=True`` is not)
+    if isinstance(fn, Hashable) and fn in REFUSED:  # print(), breakpoint(), graph_break()...: always a graph break
         kind, why = REFUSED[fn]
         raise Unsupported(f"call to {fn.__name__}: {why}", kind)
     if getattr(fn, "__name__", None) == "clone" and grad_mode_of(getattr(fn, "__self__", None)):
         return grad_mode_of(fn.__self__)  # @torch.no_grad() makes a fresh context per call
-    handler = HANDLERS.get(fn) if _hashable(fn) else None  # the builtins pybuiltins models
+    handler = HANDLERS.get(fn) if isinstance(fn, Hashable) else None  # the builtins pybuiltins models
     if handler and (result := handler(tx, *args, **kwargs)) is not NotImplemented:
         return result
     if any(_is_array(a) for a in [*args, *kwargs.values()]):
@@ -191,11 +194,11 @@ def is_torch_op(fn: Any) -> bool:
         return False
     # in torch: "torch" or "torch.*", not torchvision, torchaudio ... (user code); or an operator function
     return module.split(".")[0] == "torch" and not module.startswith(("torch._dynamo", "torch.fx", "torch.compiler")) \
-        or _hashable(fn) and fn in OPERATOR_FUNCTIONS
+        or isinstance(fn, Hashable) and fn in OPERATOR_FUNCTIONS
 
 
 def _foldable(fn: Any) -> bool:
-    if _hashable(fn) and fn in FOLDABLE:
+    if isinstance(fn, Hashable) and fn in FOLDABLE:
         return True
     # a bound method of a constant: "a,b".split, (3).bit_length, torch.float32.is_floating_point (not None, the
     # __self__ of some builtin functions)
@@ -203,12 +206,6 @@ def _foldable(fn: Any) -> bool:
         return isinstance(fn.__self__, CONSTANT_TYPES)
     # a constant type (int, str, torch.dtype...), not type itself
     return isinstance(fn, type) and issubclass(fn, CONSTANT_TYPES) and fn is not type
-
-
-def _hashable(fn: Any) -> bool:
-    """Whether ``fn`` can be looked up in a table: its type hashes (a list's bound ``append`` does, by identity;
-    an instance of a dataclass with ``eq=True`` does not)."""
-    return type(fn).__hash__ is not None
 
 
 def _is_array(v: Variable) -> bool:

@@ -184,9 +184,8 @@ def _rearrange(tx, fn: Any, columns: list, kwargs: dict[str, Variable]) -> Itera
 def _items(tx, v: Variable) -> Any:
     """An iterable argument as ``zip`` and ``map`` take it: a constant's value, an iterator's items drawn one
     at a time (``zip(it, ys)`` leaves in ``it`` what eager's zip leaves), else the list of variables."""
-    if isinstance(v, ConstantVariable):
-        return v.as_python()
-    return v.drawn(tx) if isinstance(v, IteratorVariable) else v.unpack(tx)
+    return v.as_python() if isinstance(v, ConstantVariable) else v.drawn(tx) if isinstance(v, IteratorVariable) \
+        else v.unpack(tx)
 
 
 @handles(enumerate, reversed, itertools.chain, itertools.product, itertools.zip_longest, pass_fn=True)
