@@ -56,9 +56,10 @@ CTYPES = {
 # machine); toycompiler's amax over them went from 3.1 to 2.1 ms, torch.compile's taking 2.1.
 #
 # bfloat16: an element is held in memory as its 16 bits (``uint16_t``), widened to float where it is loaded, computed
-# in float, and rounded to nearest-even where it is stored or cast (CppRenderer.load, store, cast), as Inductor's C++
-# kernels and c10::BFloat16 do. bfloat16 is float's top 16 bits: widening shifts them back; rounding adds 0x7fff plus
-# the lowest kept bit (ties to even) and drops the low 16. NaN stays NaN (the add could carry it into an infinity).
+# in float, and rounded to nearest-even where it is stored or the program casts it (CppRenderer.load, store, cast; not
+# where an op's decomposition casts its float result back: lowering's ``_to_copy``), as c10::BFloat16 rounds.
+# bfloat16 is float's top 16 bits: widening shifts them back; rounding adds 0x7fff plus the lowest kept bit (ties to
+# even) and drops the low 16. NaN stays NaN (the add could carry it into an infinity).
 # Integer arithmetic without branches, so a loop of them vectorises; the bits are read through a union (GCC and Clang
 # define reading its other member; std::bit_cast needs C++20, __builtin_bit_cast GCC 11). Both give torch's bits for
 # all 65536 bfloat16 values and every float tried (tests/backend/test_half_cpp.py). float16 is not here: without
