@@ -19,6 +19,9 @@ def synchronizer(device: str) -> Callable[[], None]:
     return torch.cuda.synchronize if device == "cuda" else (lambda: None)
 
 
+HUGE_PAGES = "glibc.malloc.hugetlb=1"  # glibc's tunable: its malloc asks for transparent huge pages
+
+
 def steady_allocator() -> str:
     """Have glibc's malloc keep freed blocks of up to 32 MB for reuse, as a long-running process's does; says how
     the process allocates (the results file keeps it).
@@ -40,9 +43,6 @@ def steady_allocator() -> str:
     kept = "glibc malloc keeping freed blocks of up to 32 MB for reuse (mallopt)"
     return f"{kept}, in transparent huge pages ({HUGE_PAGES})" if HUGE_PAGES in os.environ.get("GLIBC_TUNABLES", "") \
         else kept
-
-
-HUGE_PAGES = "glibc.malloc.hugetlb=1"
 
 
 def with_huge_pages(module: str) -> None:

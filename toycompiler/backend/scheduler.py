@@ -292,9 +292,10 @@ def _hoist(node: Node, kernels: list[Kernel], home: dict[str, int], config: Conf
     from the oldest one on, writes into an input or calls a library (random numbers are drawn in order) keeps its
     place. Inductor fuses any two nodes whose fusion makes no cycle of dependencies."""
     deps = sorted({home[b] for b in node.reads if b in home})
-    if len(deps) < 2 or not can_fuse(kernels[deps[0]], node, config)[0] or any(
-            kernels[j].kind == "extern" or any(n.store_into for n in kernels[j].nodes)
-            or any(deps[0] <= home.get(b, -1) != j for n in kernels[j].nodes for b in n.reads) for j in deps[1:]):
+    # (can_fuse, the costly test, last: most nodes stop at the first)
+    if len(deps) < 2 or any(kernels[j].kind == "extern" or any(n.store_into for n in kernels[j].nodes)
+                            or any(deps[0] <= home.get(b, -1) != j for n in kernels[j].nodes for b in n.reads)
+                            for j in deps[1:]) or not can_fuse(kernels[deps[0]], node, config)[0]:
         return kernels, home
     order = [*range(deps[0]), *deps[1:], *(i for i in range(deps[0], len(kernels)) if i not in deps[1:])]
     return [kernels[i] for i in order], {b: order.index(i) for b, i in home.items()}
