@@ -399,3 +399,81 @@ def test_triton_reordered_kept_loops_in_half_precision_with_nan_and_inf(dtype):
     x[0, 5, 1, 4], x[1, 36, 2, 0], x[1, 2, 0, 8] = float("nan"), float("inf"), float("-inf")
     for fn in (lambda x: x.sum(-1), lambda x: x.amax(-1), lambda x: torch.softmax(x.float(), -1).to(x.dtype)):
         assert_same(fn, x, backend="triton", rtol=2e-2, atol=2e-2)
+
+
+def _gelu_and_its_column_sum(x, b):
+    g = F.gelu(x + b)
+    return g, g.sum(0)
+
+
+def _sigmoid_and_its_sum_over_w(x):  # channels-last: read along c, kept with n and h
+    s = x.sigmoid() * 2
+    return s, s.sum(3)
+
+
+FIRST = {  # stored elements that read no row value, and a column reduction of them or beside them
+    "gelu_and_column_sum": (_gelu_and_its_column_sum, [(37, 301), (301,)], False),
+    "relu_gate_and_column_sum": (lambda x, w: (torch.where(x > 0, w * 0.5, 0.0), x.relu().sum(0)),
+                                 [(29, 70), (70,)], False),
+    "channels_last_sum_over_w": (_sigmoid_and_its_sum_over_w, [(2, 19, 3, 5)], True),
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", list(FIRST))
+def test_a_column_reductions_elements_that_need_no_row_value_are_stored_first_in_memory_order(name, backend):
+    """In column order the C++ kernel stores the elements that read no row value first, in a loop nest of their own
+    over memory in order, then reduces, reading back those it reduces (``CppRenderer.elements_first``): a bias's
+    gradient, the column sum of the input's, computes GELU's derivative once an element. Stored beside the
+    reduction, a block of columns at a time down every row, they took twice as long. Both backends give eager's
+    answer, with odd sizes, a partial last block of columns, and a channels-last input."""
+    fn, shapes, channels_last = FIRST[name]
+    args = [torch.randn(*s, device=device_for(backend)) for s in shapes]
+    args[0] = args[0].to(memory_format=torch.channels_last) if channels_last else args[0]
+    assert_same(fn, *args, backend=backend, rtol=1e-4, atol=1e-4)
+    if backend == "cpp":
+        kernels = toycompiler.explain(fn, backend="cpp")(*args).frames[0].backend.kernels
+        body = next(k.source for k in kernels if "column order" in k.source).split('extern "C" void')[-1]
+        first, columns = body.split("for (int64_t xb = 0;")
+        assert "out_ptr0[" in first and "out_ptr0[" not in columns.split("= acc")[-1]  # stored before the columns
+        if name == "gelu_and_column_sum":
+            assert body.count("toy_erf(") == 1 and "= out_ptr0[" in columns  # computed once, read back
+
+
+def test_a_costly_value_broadcast_into_a_reduction_is_computed_once_an_element_on_a_cpu():
+    """``(x.relu() * w.sigmoid()).sum()``: inlined into the sum, each weight's sigmoid was computed once for each
+    row (0.9 ms over [2048, 1531], one thread); on a CPU it is a kernel of its own over w, read by the sum, as
+    Inductor realizes a broadcast value with an exp, log, sigmoid or tanh (``ir.COSTLY``). On a GPU the sum computes
+    it where it reads it (bandwidth, not arithmetic, is what a GPU kernel waits for). The rule goes by the device:
+    Triton's CPU interpreter follows the CPU's."""
+    fn = lambda x, w: (x.relu() * w.sigmoid()).sum()  # noqa: E731
+    for backend in BACKENDS:
+        args = torch.randn(33, 70, device=device_for(backend)), torch.randn(70, device=device_for(backend))
+        assert_same(fn, *args, backend=backend, rtol=1e-4, atol=1e-4)
+        kernels = toycompiler.explain(fn, backend=backend)(*args).frames[0].backend.kernels
+        assert [k.name for k in kernels] == ([f"{backend}_sigmoid_0", f"{backend}_relu_mul_sum_1"]
+                                             if args[0].device.type == "cpu" else ["triton_relu_sigmoid_mul_sum_0"])
+
+
+MEMORY_ORDER = {  # reductions over several dims of a channels-last [4, 6, 5, 7] tensor; the load read contiguously
+    "sum_of_everything": (lambda x: x.sum(), "in_ptr0[r0]"),
+    "sum_a_sample": (lambda x: x.relu().sum((1, 2, 3)), "in_ptr0[(r0 + 210*x0)]"),
+    "max_a_sample": (lambda x: x.amax((1, 2, 3)) - x.amin((1, 2, 3)), "in_ptr0[(r0 + 210*x0)]"),
+    "argmax_of_everything": (lambda x: x.argmax(), None),  # an index counts in the dims' own order
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", list(MEMORY_ORDER))
+def test_a_reduction_walks_its_reduced_dims_in_memory_order(name, backend):
+    """The reduced dims are looped over in the order of memory, the one read contiguously innermost
+    (``lowering_reductions.make_reduction``): a sum over every dim of a channels-last tensor read its channels with
+    a stride of C at every element (2.5 ms over [16, 64, 28, 28] floats, torch.compile 0.1; one thread). Here the
+    C++ loops merge into one contiguous loop. An argmax keeps the dims' own order: its index counts in it."""
+    fn, contiguous_load = MEMORY_ORDER[name]
+    x = torch.randn(4, 6, 5, 7, device=device_for(backend)).to(memory_format=torch.channels_last)
+    x[1, 2, 3, 4] = 9.0  # one largest element: the argmax's index is eager's
+    assert_same(fn, x, backend=backend, rtol=1e-4, atol=1e-4)
+    if backend == "cpp" and contiguous_load:
+        kernels = toycompiler.explain(fn, backend="cpp")(x).frames[0].backend.kernels
+        assert any(f"= {contiguous_load};" in k.source for k in kernels), kernels[-1].source

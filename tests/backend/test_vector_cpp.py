@@ -282,3 +282,29 @@ def test_short_innermost_loops_vectorise_the_loop_around_them(name):
     assert bool(unrolled) == (name != "slice_5"), kernel.source
     if "g++" in os.path.basename(toycompiler.config.cxx):
         assert gcc_vectorises(kernel.source), kernel.source
+
+
+def test_values_a_row_reads_at_one_place_are_read_before_its_storing_loop():
+    """A layer norm's input gradient through a ReLU: its row kernel's last loop reads a row's mean and the loss's
+    gradient at one place for every element, and stores the elements. GCC reloaded both at every element (a store
+    might change them) and, having them from the loop before, did not vectorise the loop (21 ms over [2048, 1531],
+    torch.compile 4; one thread). Read before the loop (``CppRenderer.preload``), every ``simd`` loop over a row
+    vectorises."""
+    def step(x, w, b):
+        return F.layer_norm(x, (67,), w, b).relu().sum()
+
+    inputs = [torch.randn(37, 67), torch.randn(67), torch.randn(67)]
+    grads = []
+    for fn in (step, toycompiler.compile(step, backend="cpp")):
+        args = [t.clone().requires_grad_() for t in inputs]
+        fn(*args).backward()
+        grads.append([a.grad for a in args])
+    for got, want in zip(*reversed(grads)):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+    report = toycompiler.explain(step, backend="cpp")(*[t.clone().requires_grad_() for t in inputs])
+    assert not report.fallback_reasons and len(report.kernels) >= 3
+    if "g++" in os.path.basename(toycompiler.config.cxx):
+        for kernel in report.kernels:
+            vectorised, lines = gcc_vectorised_lines(kernel.source), kernel.source.splitlines()
+            rows = [i for i, line in enumerate(lines, 1) if "#pragma omp simd" in line and "(int64_t r0" in lines[i]]
+            assert all(any(i < n <= i + 4 for n in vectorised) for i in rows), kernel.source

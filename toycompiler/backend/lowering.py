@@ -512,8 +512,13 @@ class GraphLowering:
 
     def read(self, value: TensorValue, idx: tuple) -> ir.Expr:
         """``value`` at ``idx`` (loop variables), with the pointwise buffers it reads computed in place
-        (``ir.inline_pointwise``): what a reduction or a pooling window reads, straight from memory."""
-        return ir.inline_pointwise(value.loader(idx), dict(zip(idx, value.size)), {b.name: b for b in self.buffers}, {})
+        (``ir.inline_pointwise``): what a reduction or a pooling window reads, straight from memory. But for graph
+        outputs, written to memory anyway: a C++ column reduction reads them back (``CppRenderer.every_row``), where
+        a bias's gradient, the column sum of a GELU's backward over [2048, 1531], computed GELU's derivative twice."""
+        out = {v.ref.buf for n in self.gm.graph.find_nodes(op="output")[0].all_input_nodes
+               if isinstance(v := self.values.get(n), TensorValue) and v.ref}
+        return ir.inline_pointwise(value.loader(idx), dict(zip(idx, value.size)),
+                                   {b.name: b for b in self.buffers if b.name not in out}, {})
 
     def add_computed(self, size: tuple, dtype: torch.dtype, device: str, body: ir.Expr, node: torch.fx.Node,
                      reduction: Any = None) -> TensorValue:

@@ -250,13 +250,16 @@ class KernelRenderer:
                     if m.name in self.kernel.stores:
                         self.emit(*self.row_loop_open(), self.store(m.name, self.store_index(m), value, "row"),
                                   *self.row_loop_close())
-        elements = [n for n in self.kernel.nodes  # the element nodes that reach memory
-                    if n.name in self.kernel.stores and self.where[n.name] == "element"]
-        if elements:
+        if elements := self.stored_elements():
             self.emit(*self.r_loop_open("store"))
             for n in elements:
                 self.store_element(n)
             self.emit(*self.r_loop_close())
+
+    def stored_elements(self) -> list[ComputedBuffer]:
+        """The element nodes that reach memory, and are not there yet (C++'s ``elements_first`` stores some first)."""
+        return [n for n in self.kernel.nodes if n.name in self.kernel.stores and self.where[n.name] == "element"
+                and n.name not in self.spilled]
 
     def reduction_group(self, first: ComputedBuffer) -> list[ComputedBuffer]:
         """``first`` and every later reduction of the kernel that needs no row value still to come: they
