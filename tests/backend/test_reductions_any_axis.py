@@ -8,11 +8,13 @@ chosen, and that every shape class (odd sizes, a partial last block of
 columns, several reduced axes, non-contiguous inputs, NaN) gives eager's answer.
 """
 
+import os
 import re
 
 import pytest
 import torch
 import torch.nn.functional as F
+from test_vector_cpp import gcc_vectorised_lines
 
 import toycompiler
 from toycompiler.backend.codegen import triton as triton_codegen
@@ -433,11 +435,15 @@ def test_a_column_reductions_elements_that_need_no_row_value_are_stored_first_in
     assert_same(fn, *args, backend=backend, rtol=1e-4, atol=1e-4)
     if backend == "cpp":
         kernels = toycompiler.explain(fn, backend="cpp")(*args).frames[0].backend.kernels
-        body = next(k.source for k in kernels if "column order" in k.source).split('extern "C" void')[-1]
+        source = next(k.source for k in kernels if "column order" in k.source)
+        body = source.split('extern "C" void')[-1]
         first, columns = body.split("for (int64_t xb = 0;")
         assert "out_ptr0[" in first and "out_ptr0[" not in columns.split("= acc")[-1]  # stored before the columns
         if name == "gelu_and_column_sum":
             assert body.count("toy_erf(") == 1 and "= out_ptr0[" in columns  # computed once, read back
+        if "g++" in os.path.basename(toycompiler.config.cxx):  # the first loop nest's inner loop vectorises
+            loop = next(i for i, line in enumerate(source.splitlines(), 1) if "#pragma omp simd" in line)
+            assert any(loop < n <= loop + 4 for n in gcc_vectorised_lines(source)), source
 
 
 def test_a_costly_value_broadcast_into_a_reduction_is_computed_once_an_element_on_a_cpu():
