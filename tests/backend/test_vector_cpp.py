@@ -284,12 +284,12 @@ def test_short_innermost_loops_vectorise_the_loop_around_them(name):
         assert gcc_vectorises(kernel.source), kernel.source
 
 
-def test_values_a_row_reads_at_one_place_are_read_before_its_storing_loop():
-    """A layer norm's input gradient through a ReLU: its row kernel's last loop reads a row's mean and the loss's
-    gradient at one place for every element, and stores the elements. GCC reloaded both at every element (a store
-    might change them) and, having them from the loop before, did not vectorise the loop (21 ms over [2048, 1531],
-    torch.compile 4; one thread). Read before the loop (``CppRenderer.preload``), every ``simd`` loop over a row
-    vectorises."""
+def test_a_value_read_at_one_place_in_two_loops_leaves_the_storing_loop_vectorised():
+    """A layer norm's input gradient through a ReLU: its row kernel's loops read a row's mean and the loss's gradient
+    at one place for every element, and the last stores the elements. GCC's partial redundancy elimination carried
+    both from the loop before into it, reloading them at each element (a store might change them), and the loop
+    did not vectorise (21 ms over [2048, 1531], torch.compile 4; one thread). Built with -fno-tree-pre
+    (``config.cxx_flags``), every ``simd`` loop over a row vectorises."""
     def step(x, w, b):
         return F.layer_norm(x, (67,), w, b).relu().sum()
 

@@ -424,8 +424,6 @@ class CppRenderer(KernelRenderer):
         if self.rows and purpose == "store":  # short rows: the elements a row at a time (see short_rows)
             self.rowwise = True
             return self.block_loop()[1:] + self.loops("r", rr, ["#pragma omp simd"])  # (the block loop, not simd)
-        if purpose == "store" and not self.column:
-            self.preload(set(index_vars(len(rr), "r")))
         inner = "" if self.column else "#pragma omp simd" if purpose == "store" else purpose
         lines = self.loops("r", rr, [""] * (len(rr) - 1) + [inner])
         return lines + self.block_loop() if self.column else lines
@@ -446,16 +444,6 @@ class CppRenderer(KernelRenderer):
             self.store_element(e)
         self.emit(*["@DEDENT@", "}"] * (len(self.xr) + len(self.rr)))
         self.spilled |= {e.name: e.name for e in first}
-
-    def preload(self, inner: set) -> None:
-        """Before a loop that stores a reduction kernel's elements, read what the kernel reads at one place all along
-        (``inner``: the loop's variables), a row's mean or a scalar: GCC reloads such a value at every element where
-        the loop's stores might change it, and did not vectorise the loop when it held one from an earlier loop (a
-        layer norm's input gradient over [2048, 1531], through a ReLU, took 21 ms so, 0.4 read before). A value
-        the loop does not use, GCC drops."""
-        for ld, index in self.load_indices(self.inputs):
-            if not ld.indirect and self.ir.buffer(ld.buf).layout.numel != 0 and not index.free_symbols & inner:
-                self.load_tmp(ld.buf, index)
 
     def r_loop_close(self):
         return ["@DEDENT@", "}"] * (len(self.rr or (1,)) + self.column)  # r_loop_open's loops (and the block loop)
