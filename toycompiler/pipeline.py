@@ -167,7 +167,14 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, target: str, c
         hit, note = codecache.load_graph(key, config) if key and config.graph_cache else (None, "")
         if hit is not None:
             return runtime_graph(*hit, example_inputs, config, clock, f"hit {key}")
-        arts, constants, module = build_graph(gm, example_inputs, target, config, source, clock)
+        # The graph built once (build_kernels); in max-autotune, with a matmul, also with matmul template kernels,
+        # and the faster of the two kept (``launcher.faster_graph`` times both and says which won).
+        built = build_kernels(gm, example_inputs, target, config, source, clock)
+        if launcher.matmul_race(built, target, config):  # max-autotune: also try matmuls as template kernels
+            templated = build_kernels(gm, example_inputs, target, dataclasses.replace(config, matmul_template=True),
+                                      source, clock)
+            built = clock("autotune", launcher.faster_graph, built, templated, example_inputs)
+        arts, constants, module = built
         cache = "off (config.graph_cache=False)" if not config.graph_cache else f"bypassed: {bypass}"
         if key and config.graph_cache:
             stored, why_not = codecache.save_graph(key, arts, constants, config)
@@ -179,18 +186,6 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, target: str, c
         warnings.warn(f"toycompiler: {reason}; running this graph eagerly", stacklevel=2)
         return CompiledGraph(gm.forward, A.BackendArtifacts(target, graph_artifact(gm, "input graph"),
                                                             fallback_reason=reason))
-
-
-def build_graph(gm: torch.fx.GraphModule, example_inputs: list, target: str, config: Config,
-                source: A.SourceArtifact | None, clock: StageClock) -> tuple[A.BackendArtifacts, list, Any]:
-    """The graph built once (:func:`build_kernels`); in max-autotune, with a matmul, also with matmul template
-    kernels, and the faster of the two kept (``launcher.faster_graph`` times both and says which won)."""
-    built = build_kernels(gm, example_inputs, target, config, source, clock)
-    if launcher.matmul_race(built, target, config):  # max-autotune: also try matmuls as template kernels
-        templated = build_kernels(gm, example_inputs, target, dataclasses.replace(config, matmul_template=True),
-                                  source, clock)
-        built = clock("autotune", launcher.faster_graph, built, templated, example_inputs)
-    return built
 
 
 def build_kernels(gm: torch.fx.GraphModule, example_inputs: list, target: str, config: Config,

@@ -515,10 +515,9 @@ class GraphLowering:
         (``ir.inline_pointwise``): what a reduction or a pooling window reads, straight from memory. But for graph
         outputs, written to memory anyway: a C++ column reduction reads them back (``CppRenderer.every_row``), where
         a bias's gradient, the column sum of a GELU's backward over [2048, 1531], computed GELU's derivative twice."""
-        out = {v.ref.buf for n in self.gm.graph.find_nodes(op="output")[0].all_input_nodes
-               if isinstance(v := self.values.get(n), TensorValue) and v.ref}
+        outputs = {n.name for n in self.gm.graph.find_nodes(op="output")[0].all_input_nodes}
         return ir.inline_pointwise(value.loader(idx), dict(zip(idx, value.size)),
-                                   {b.name: b for b in self.buffers if b.name not in out}, {})
+                                   {b.name: b for b in self.buffers if not outputs & set(b.origins)}, {})
 
     def add_computed(self, size: tuple, dtype: torch.dtype, device: str, body: ir.Expr, node: torch.fx.Node,
                      reduction: Any = None) -> TensorValue:

@@ -659,11 +659,12 @@ class InstructionTranslator:
     # -- return and generators --------------------------------------------------------------------
 
     def RETURN_VALUE(self, inst):
-        self.returned = self.pop()
+        """``RETURN_VALUE`` -- return the top of the stack.
 
-    def RETURN_CONST(self, inst):
-        """3.12: ``RETURN_CONST None`` -- LOAD_CONST then RETURN_VALUE in one."""
-        self.returned = wrap_constant_result(inst.argval)
+        3.12: ``RETURN_CONST None`` -- LOAD_CONST then RETURN_VALUE in one: the constant is its argument."""
+        self.returned = wrap_constant_result(inst.argval) if inst.opname == "RETURN_CONST" else self.pop()
+
+    RETURN_CONST = RETURN_VALUE
 
     def RETURN_GENERATOR(self, inst):
         """A generator's first instruction. Inlined generators run to the end at once."""

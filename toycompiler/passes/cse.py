@@ -6,6 +6,8 @@ Leaves out: ops with side effects other than randomness, which FX graphs here do
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 import torch
 
 # Ops whose result changes from call to call must never be merged.
@@ -29,8 +31,5 @@ def cse(gm: torch.fx.GraphModule) -> list[str]:
 def _hashable(x: object) -> object:
     if isinstance(x, list | tuple):
         return tuple(_hashable(i) for i in x)
-    try:  # an FX node hashes (and compares) by identity: the same node, the same key
-        hash(x)
-        return (type(x).__name__, x)
-    except TypeError:
-        return ("id", id(x))
+    # an FX node hashes (and compares) by identity: the same node, the same key
+    return (type(x).__name__, x) if isinstance(x, Hashable) else ("id", id(x))

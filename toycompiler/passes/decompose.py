@@ -22,7 +22,7 @@ import math
 import threading
 
 import torch
-from torch._decomp import core_aten_decompositions, get_decompositions
+from torch._decomp import core_aten_decompositions, get_decompositions, register_decomposition
 from torch._dispatch.python import enable_python_dispatcher
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.fx import traceback as fx_traceback
@@ -49,10 +49,9 @@ TRACING = threading.RLock()
 
 
 def register(*ops):
-    def wrap(fn):
-        DECOMPOSITIONS.update(dict.fromkeys(ops, fn))
-        return fn
-    return wrap
+    """``@register(op, ...)``: the function below is the decomposition of those ops, in :data:`DECOMPOSITIONS`
+    (torch's own decorator, ``torch._decomp.register_decomposition``, given this table)."""
+    return register_decomposition(ops, DECOMPOSITIONS)
 
 
 def _reduced_numel(x: torch.Tensor, dims) -> int:
@@ -125,21 +124,19 @@ for _op, _value, _index in ((aten.max, aten.amax, aten.argmax), (aten.min, aten.
 register(aten.var.correction)(lambda *args, **kwargs: var_mean(*args, **kwargs)[0])  # var_mean's variance
 
 
-def _without_alpha(op):
+def _without_alpha(op, x, y, alpha):
     """``add(x, y, alpha=2)`` is ``x + y * 2`` (``sub`` likewise); without ``alpha`` the op stays as it is.
 
     In bool arithmetic ``alpha`` is a bool too (``y * 2`` would promote the result to int64), and
     ``True + True`` is ``True``: bool ``add`` is ``or`` (a 1-bit integer add would wrap to 0 in a
     GPU kernel)."""
-    def decompose(x, y, *, alpha=1):
-        if (boolean := torch.result_type(x, y) == torch.bool) and op is aten.add.Tensor:
-            return torch.bitwise_or(x, y if alpha else False)
-        return NotImplemented if alpha == 1 else op(x, y * (bool(alpha) if boolean else alpha))
-    return decompose
+    if (boolean := torch.result_type(x, y) == torch.bool) and op is aten.add.Tensor:
+        return torch.bitwise_or(x, y if alpha else False)
+    return NotImplemented if alpha == 1 else op(x, y * (bool(alpha) if boolean else alpha))
 
 
-register(aten.add.Tensor)(_without_alpha(aten.add.Tensor))
-register(aten.sub.Tensor)(_without_alpha(aten.sub.Tensor))
+for _op in (aten.add.Tensor, aten.sub.Tensor):
+    register(_op)(lambda x, y, *, alpha=1, op=_op: _without_alpha(op, x, y, alpha))
 
 
 def _sign_differs(r, b):
