@@ -425,7 +425,7 @@ FIRST = {  # stored elements that read no row value, and a column reduction of t
 @pytest.mark.parametrize("name", list(FIRST))
 def test_a_column_reductions_elements_that_need_no_row_value_are_stored_first_in_memory_order(name, backend):
     """In column order the C++ kernel stores the elements that read no row value first, in a loop nest of their own
-    over memory in order, then reduces, reading back those it reduces (``CppRenderer.elements_first``): a bias's
+    over memory in order, then reduces, reading back those it reduces (``CppRenderer.x_loop_open``): a bias's
     gradient, the column sum of the input's, computes GELU's derivative once an element. Stored beside the
     reduction, a block of columns at a time down every row, they took twice as long. Both backends give eager's
     answer, with odd sizes, a partial last block of columns, and a channels-last input."""

@@ -513,7 +513,7 @@ class GraphLowering:
     def read(self, value: TensorValue, idx: tuple) -> ir.Expr:
         """``value`` at ``idx`` (loop variables), with the pointwise buffers it reads computed in place
         (``ir.inline_pointwise``): what a reduction or a pooling window reads, straight from memory. But for graph
-        outputs, written to memory anyway: a C++ column reduction reads them back (``CppRenderer.every_row``), where
+        outputs, written to memory anyway: a C++ column reduction reads them back (``CppRenderer.x_loop_open``), where
         a bias's gradient, the column sum of a GELU's backward over [2048, 1531], computed GELU's derivative twice."""
         outputs = {n.name for n in self.gm.graph.find_nodes(op="output")[0].all_input_nodes}
         return ir.inline_pointwise(value.loader(idx), dict(zip(idx, value.size)),

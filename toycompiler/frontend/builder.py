@@ -44,11 +44,9 @@ def wrap(tx: Tx, value: Any, source: str | None, identity: bool = True) -> Varia
     ``identity=False`` skips the ID guard on objects (used for attributes of Python
     modules, like ``torch.relu``: assumed not to be monkey-patched, as Dynamo does).
     """
-    if source is None:
-        return _wrap(tx, value, None, identity)
-    if source not in tx.wrapped:
+    if source is not None and source not in tx.wrapped:  # once a source: its variable, and its guards, are kept
         tx.wrapped[source] = _wrap(tx, value, source, identity)
-    return tx.wrapped[source]
+    return _wrap(tx, value, None, identity) if source is None else tx.wrapped[source]
 
 
 def _wrap(tx: Tx, value: Any, source: str | None, identity: bool) -> Variable:
@@ -57,10 +55,10 @@ def _wrap(tx: Tx, value: Any, source: str | None, identity: bool) -> Variable:
         if source is None:
             raise Unsupported("a tensor reached without a source the compiled code could read it from "
                               "(e.g. a module made inside the function, or a tensor default argument)")
-        for other_source, other in tx.output.inputs.items():
-            if other is value:  # the same tensor reached twice (f(x, x)): one variable, as in eager
-                tx.guards.same_object(source, other_source, "tensor", line)
-                return tx.wrapped[other_source]  # the variable ``wrap`` made for it, first
+        # the same tensor reached twice (f(x, x)): one variable, as in eager, the one ``wrap`` made for it first
+        if (other := next((s for s, t in tx.output.inputs.items() if t is value), None)) is not None:
+            tx.guards.same_object(source, other, "tensor", line)
+            return tx.wrapped[other]
         var = tx.output.add_input(source, value)  # first: it decides the symbolic dims
         tx.guards.tensor(source, value, line, tx.output.shapes.dims.get(source, frozenset()))
         return var

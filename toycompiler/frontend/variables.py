@@ -298,10 +298,9 @@ def attribute_source(obj: Any, source: str, name: str) -> str:
     the list. Guards and the transformed code run on every call, so they read the dict the value
     lives in, as TorchDynamo's sources do: ``net._modules['fc']``, ``fc._parameters['weight']``.
     """
+    tables = ("_parameters", "_buffers", "_modules")  # Module.__getattr__'s order
     if isinstance(obj, torch.nn.Module) and name not in vars(obj) and not hasattr(type(obj), name):
-        for table in ("_parameters", "_buffers", "_modules"):  # Module.__getattr__'s order
-            if name in vars(obj)[table]:
-                return f"{source}.{table}[{name!r}]"
+        return next((f"{source}.{t}[{name!r}]" for t in tables if name in vars(obj)[t]), f"{source}.{name}")
     return f"{source}.{name}"
 
 

@@ -257,7 +257,8 @@ class KernelRenderer:
             self.emit(*self.r_loop_close())
 
     def stored_elements(self) -> list[ComputedBuffer]:
-        """The element nodes that reach memory, and are not there yet (C++'s ``elements_first`` stores some first)."""
+        """The element nodes that reach memory, and are not there yet (in C++'s column order some are stored
+        first: ``CppRenderer.x_loop_open``)."""
         return [n for n in self.kernel.nodes if n.name in self.kernel.stores and self.where[n.name] == "element"
                 and n.name not in self.spilled]
 
@@ -393,11 +394,9 @@ class KernelRenderer:
         return self.constant(0, dtype)
 
     def tmp(self, code: str, dtype: torch.dtype) -> str:
-        for scope in reversed(self.scopes):
-            if code in scope:
-                return scope[code]
-        name = self.scopes[-1][code] = self.fresh("tmp")
-        self.emit(self.assign(name, code, dtype))
+        if (name := next((scope[code] for scope in reversed(self.scopes) if code in scope), None)) is None:
+            name = self.scopes[-1][code] = self.fresh("tmp")  # computed here first: a new temporary
+            self.emit(self.assign(name, code, dtype))
         return name
 
     def fresh(self, stem: str) -> str:

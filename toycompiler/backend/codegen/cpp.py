@@ -351,8 +351,22 @@ class CppRenderer(KernelRenderer):
         if not self.column:
             return self.loops("x", xr, parallel)
         self.xlast = f"x{n - 1}"
+        # A column reduction's stored elements that read no row value are computed first, in a loop nest of their
+        # own that writes memory in order: over the x loops but the last, over r, and over the last x loop
+        # (vectorised). The reductions then read them back where they would compute them again (a bias's gradient,
+        # the column sum of the input's: one GELU derivative an element, not two, as torch.compile does). Stored
+        # beside the reductions, a block of columns at a time down every row, 1 KiB runs a row apart, writing was
+        # half as fast: the input gradient of ``(x.relu() * w).sum()`` over [2048, 1531] floats beside w's gradient
+        # (a column sum) took 1.27 ms so, 0.75 in order (one thread).
         if not self.rows and (first := [e for e in self.stored_elements() if not self.row_inputs[e.name]]):
-            self.elements_first(first)
+            self.emit(f"#pragma omp parallel for collapse({n - 1 + len(self.rr)}) if(xnumel * rnumel > 16384)",
+                      *self.loops("x", xr[:-1], [""] * n), *self.loops("r", self.rr, [""] * len(self.rr)),
+                      "#pragma omp simd", f"for (int64_t {self.xlast} = 0; {self.xlast} < {self.printer(xr[-1])}; "
+                                          f"++{self.xlast}) {{", "@INDENT@")
+            for e in first:
+                self.store_element(e)
+            self.emit(*["@DEDENT@", "}"] * (n + len(self.rr)))
+            self.spilled |= {e.name: e.name for e in first}
         lines = self.loops("x", xr[:-1], parallel[:-1]) + parallel[-1:]  # the block loop is collapsed too
         size = self.printer(xr[-1])
         copies = [line for (p, i), rows in self.rows.items() for line in (  # (see short_rows)
@@ -427,23 +441,6 @@ class CppRenderer(KernelRenderer):
         inner = "" if self.column else "#pragma omp simd" if purpose == "store" else purpose
         lines = self.loops("r", rr, [""] * (len(rr) - 1) + [inner])
         return lines + self.block_loop() if self.column else lines
-
-    def elements_first(self, first: list) -> None:
-        """A column reduction's stored elements that read no row value (``first``) are computed first, in a loop nest
-        of their own that writes memory in order: over the x loops but the last, over r, and over the last x loop
-        (vectorised). The reductions then read them back where they would compute them again (a bias's gradient,
-        the column sum of the input's: one GELU derivative an element, not two, as torch.compile does).
-        Stored beside the reductions, a block of columns at a time down every row, 1 KiB runs a row apart, writing
-        was half as fast: the input gradient of ``(x.relu() * w).sum()`` over [2048, 1531] floats beside w's
-        gradient (a column sum) took 1.27 ms so, 0.75 in order (one thread)."""
-        self.emit(f"#pragma omp parallel for collapse({len(self.xr) - 1 + len(self.rr)}) if(xnumel * rnumel > 16384)",
-                  *self.loops("x", self.xr[:-1], [""] * len(self.xr)), *self.loops("r", self.rr, [""] * len(self.rr)),
-                  "#pragma omp simd", f"for (int64_t {self.xlast} = 0; {self.xlast} < {self.printer(self.xr[-1])}; "
-                                      f"++{self.xlast}) {{", "@INDENT@")
-        for e in first:
-            self.store_element(e)
-        self.emit(*["@DEDENT@", "}"] * (len(self.xr) + len(self.rr)))
-        self.spilled |= {e.name: e.name for e in first}
 
     def r_loop_close(self):
         return ["@DEDENT@", "}"] * (len(self.rr or (1,)) + self.column)  # r_loop_open's loops (and the block loop)
