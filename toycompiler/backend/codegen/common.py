@@ -356,7 +356,7 @@ class KernelRenderer:
         which computed it (``ir._online_softmax``); and only loads that vary along x (``ir.streamed``).
         """
         xs, rs = index_vars(len(self.xr), "x"), index_vars(len(self.rr), "r")  # (a pointwise kernel has no r)
-        indices = ir.streamed([i for _, i in self.load_indices(self.inputs)], xs) if rs else []
+        indices = ir.streamed([i for _, i in self.load_indices(self.inputs)], rs) if rs else []
         along = [k for k, x in enumerate(xs) if any(i.coeff(x) == 1 for i in indices)]
         if not along or any(i.coeff(rs[-1]) == 1 for i in indices):
             return False
