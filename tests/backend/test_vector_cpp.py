@@ -205,6 +205,18 @@ def test_a_select_of_a_value_loaded_once_vectorises():
         assert gcc_vectorises(kernel.source), kernel.source
 
 
+def trained_like_eager(step, inputs: list) -> toycompiler.artifacts.Report:
+    """``step``'s gradients, compiled for C++, equal eager's; the report of compiling it for training."""
+    grads = []
+    for fn in (step, toycompiler.compile(step, backend="cpp")):
+        args = [t.clone().requires_grad_() for t in inputs]
+        fn(*args).backward()
+        grads.append([a.grad for a in args])
+    for got, want in zip(*reversed(grads)):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+    return toycompiler.explain(step, backend="cpp")(*[t.clone().requires_grad_() for t in inputs])
+
+
 def test_a_layer_norm_and_gelu_training_step_vectorises_and_matches_eager():
     """Its weight gradients are column sums whose body recomputes GELU's derivative (an erf and an exp): GCC
     unrolled their 8 rows a pass only for short bodies, and without that left the loop scalar (0.19x torch.compile
@@ -213,14 +225,7 @@ def test_a_layer_norm_and_gelu_training_step_vectorises_and_matches_eager():
         return F.gelu(F.layer_norm(x, (64,), w, b)).square().sum()
 
     inputs = [torch.randn(37, 64), torch.randn(64), torch.randn(64)]
-    grads = []
-    for fn in (step, toycompiler.compile(step, backend="cpp")):
-        args = [t.clone().requires_grad_() for t in inputs]
-        fn(*args).backward()
-        grads.append([a.grad for a in args])
-    for got, want in zip(*reversed(grads)):
-        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
-    report = toycompiler.explain(step, backend="cpp")(*[t.clone().requires_grad_() for t in inputs])
+    report = trained_like_eager(step, inputs)
     assert not report.fallback_reasons
     (columns,) = [k for k in report.kernels if "r0s += 8" in k.source]  # the weight gradients, in column order
     lines = columns.source.splitlines()
@@ -294,14 +299,7 @@ def test_a_value_read_at_one_place_in_two_loops_leaves_the_storing_loop_vectoris
         return F.layer_norm(x, (67,), w, b).relu().sum()
 
     inputs = [torch.randn(37, 67), torch.randn(67), torch.randn(67)]
-    grads = []
-    for fn in (step, toycompiler.compile(step, backend="cpp")):
-        args = [t.clone().requires_grad_() for t in inputs]
-        fn(*args).backward()
-        grads.append([a.grad for a in args])
-    for got, want in zip(*reversed(grads)):
-        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
-    report = toycompiler.explain(step, backend="cpp")(*[t.clone().requires_grad_() for t in inputs])
+    report = trained_like_eager(step, inputs)
     assert not report.fallback_reasons and len(report.kernels) >= 3
     if "g++" in os.path.basename(toycompiler.config.cxx):
         for kernel in report.kernels:
