@@ -37,11 +37,9 @@ def list_backends() -> list[str]:
 
 
 def get_backend(backend: str | Backend) -> Backend:
-    if callable(backend):
-        return backend
-    if backend not in _REGISTRY:
+    if not callable(backend) and backend not in _REGISTRY:
         raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(list_backends())} or pass a callable")
-    return _REGISTRY[backend]
+    return backend if callable(backend) else _REGISTRY[backend]
 
 
 @register_backend("eager")

@@ -211,7 +211,7 @@ def runtime_graph(arts: A.BackendArtifacts, constants: list, module: Any, exampl
                   config: Config, clock: StageClock, cache: str) -> CompiledGraph:
     """How each call runs: kernel launch path, CUDA graph replay; recorded in ``arts.runtime``."""
     call = module.call if not constants else lambda *args: module.call(*args, *constants)  # weights after inputs
-    launchers = launcher.launchers_of(vars(module))
+    launchers = [v for v in vars(module).values() if isinstance(v, launcher.TritonLauncher)]  # its kernels, in order
     launcher.apply_choices(launchers, arts.runtime.autotune)  # arts.runtime: always set by build_kernels
     launch = launchers[0].reason if launchers else "C++ through ctypes (argtypes declared once)"
     use_graphs, graphs_reason = cudagraphs.cudagraphs_decision(config.mode, example_inputs)

@@ -64,9 +64,8 @@ def _cache_path(config: Config, folder: str, name: str) -> str:
 
 def _write(path: str, data: bytes) -> None:
     """Write ``path`` whole or not at all: to a private name first, then renamed into place."""
-    tmp = _tmp(path)
-    Path(tmp).write_bytes(data)
-    os.replace(tmp, path)
+    Path(_tmp(path)).write_bytes(data)  # (a name of this process and thread's own)
+    os.replace(_tmp(path), path)
 
 
 def _write_once(path: str, text: str) -> str:
@@ -87,15 +86,14 @@ def cpp_library(source: str, config: Config, link_torch: bool = False) -> tuple[
     if os.path.exists(so):
         return so, True
     cpp = _write_once(_cache_path(config, "cpp", f"{key}.cpp"), source)
-    tmp = _tmp(so)
-    cmd = [config.cxx, *config.cxx_flags, cpp, "-o", tmp, *link]
+    cmd = [config.cxx, *config.cxx_flags, cpp, "-o", _tmp(so), *link]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True)
     except FileNotFoundError as e:
         raise CppCompileError(f"C++ compiler {config.cxx!r} not found: {e}") from e
     if proc.returncode != 0:
         raise CppCompileError(f"{' '.join(cmd)} failed:\n{proc.stderr.strip()}\n--- kernel source ---\n{source}")
-    os.replace(tmp, so)
+    os.replace(_tmp(so), so)
     return so, False
 
 

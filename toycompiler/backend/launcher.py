@@ -173,14 +173,9 @@ def _meta_str(meta: dict) -> str:
 # -- autotuning a whole compiled graph -------------------------------------------------
 
 
-def launchers_of(namespace: dict) -> list[TritonLauncher]:
-    """The kernels an output module (its globals) launches, in order."""
-    return [v for v in namespace.values() if isinstance(v, TritonLauncher)]
-
-
 def autotune(module: Any, example_inputs: list, target: str, constants: list = ()) -> AutotuneArtifact:
     """Run the output code once on random inputs like the examples, each kernel trying its candidates."""
-    launchers = launchers_of(vars(module))
+    launchers = [v for v in vars(module).values() if isinstance(v, TritonLauncher)]  # its kernels, in order
     if target != "triton":
         return AutotuneArtifact((), f"nothing to tune: {target} kernels have no block size")
     if not launchers:

@@ -27,10 +27,9 @@ from ..scheduler import Schedule
 from ..wrapper import wrapper_source
 from . import cpp
 from .common import RenderedKernel
-from .cpp import SLEEF_OPS, CppRenderer
 from .triton import TritonRenderer
 
-RENDERERS = {"cpp": CppRenderer, "triton": TritonRenderer}
+RENDERERS = {"cpp": cpp.CppRenderer, "triton": TritonRenderer}
 
 
 def default_target(example_inputs: list) -> str:
@@ -57,8 +56,8 @@ def generate(plan: Schedule, target: str, config: Config,
     rendered = [_extern(k.nodes[0]) if k.kind == "extern" else renderer.render(k, i)
                 for i, k in enumerate(plan.kernels)]
     generated = [k for k in rendered if k.kind != "extern"]
-    build = _build_cpp if target == "cpp" else _build_triton  # one library per graph, or one module per kernel
-    paths, loads = build(generated, config)
+    # one library per graph (C++), or one module per kernel (Triton)
+    paths, loads = (_build_cpp if target == "cpp" else _build_triton)(generated, config)
     kernels = tuple(KernelArtifact(k.name, target, k.source, p, k.nodes, k.lines, k.line_map)
                     for k, p in zip(generated, paths))
     src, line_map = wrapper_source(plan.ir, rendered, loads, target, source, plan.reuses)
@@ -84,7 +83,7 @@ def _build_cpp(kernels: list[RenderedKernel], config: Config) -> tuple[list[str]
     used = frozenset().union(*(k.ops for k in kernels))
     header = "\n".join(cpp.header(used, tiles=True))  # (the tile helper whether or not a kernel uses it)
     source = header + "".join(k.source[k.source.index('extern "C" void'):] for k in kernels)
-    path, _ = codecache.cpp_library(source, config, link_torch=bool(used & SLEEF_OPS))
+    path, _ = codecache.cpp_library(source, config, link_torch=bool(used & cpp.SLEEF_OPS))
     loads = [f"{k.name} = codecache.load_cpp_kernel({path!r}, {k.name!r}, "
              f"{len(k.inputs) + len(k.outputs) + len(k.sizes)}, {len(k.sizes)})" for k in kernels]
     return [path] * len(kernels), loads
