@@ -502,3 +502,22 @@ def test_a_reduction_of_gathered_rows_reads_them_along_the_row(backend):
     if backend == "cpp":
         kernels = toycompiler.explain(embed_and_norm, backend="cpp")(idx).frames[0].backend.kernels
         assert [k for k in kernels if "sum" in k.name] and not any("column order" in k.source for k in kernels)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_sum_over_gathered_rows_reads_each_row_along_it(backend):
+    """A bag of embeddings: ``F.embedding(idx, wte).mean(1)`` sums each sequence's rows. The ids' own load is
+    contiguous along the tokens it sums, but it varies along the outer kept index only, one vector for every
+    inner output (``ir.streamed``): the gathered rows, contiguous along the kept columns, choose column order.
+    In row order each row was read a column at a time (0.75x torch.compile over [8, 512] tokens of 768, one
+    thread). Negative ids count from the end; eager's answer on both backends, column order in C++."""
+    dev = device_for(backend)
+    wte, idx = torch.randn(50, 37, device=dev), torch.randint(-50, 50, (3, 19), device=dev)
+    fns = {"mean": lambda idx: F.embedding(idx.remainder(50), wte).mean(1),
+           "weighted": lambda idx, w: (wte[idx] * w[:, :, None]).sum(1)}
+    assert_same(fns["mean"], idx, backend=backend, rtol=1e-5, atol=1e-5)
+    assert_same(fns["weighted"], idx, torch.randn(3, 19, device=dev), backend=backend, rtol=1e-5, atol=1e-5)
+    if backend == "cpp":
+        for fn, args in ((fns["mean"], (idx,)), (fns["weighted"], (idx, torch.randn(3, 19)))):
+            kernels = toycompiler.explain(fn, backend="cpp")(*args).frames[0].backend.kernels
+            assert any("column order" in k.source for k in kernels if "sum" in k.name), [k.source for k in kernels]

@@ -430,9 +430,6 @@ class ExternKernel:
         return text + (f"  (torch's kernel: {self.why})" if self.why else "")
 
 
-Buffer = InputBuffer | ComputedBuffer | ExternKernel
-
-
 @dataclass(frozen=True)
 class GraphIR:
     """The lowered graph: buffers in topological order and which ones are outputs."""
@@ -445,7 +442,7 @@ class GraphIR:
     size_vars: tuple[tuple[str, str], ...] = ()  # size symbol -> Python expression giving it at run time
     constants: tuple[str, ...] = ()  # names of constant inputs (FX get_attr), passed after params
 
-    def buffer(self, name: str) -> Buffer:
+    def buffer(self, name: str) -> InputBuffer | ComputedBuffer | ExternKernel:
         return {b.name: b for b in (*self.inputs, *self.buffers)}[name]
 
     def live_buffers(self) -> set[str]:
@@ -505,9 +502,10 @@ SPLIT_MAX_COLUMNS = 8192  # a column reduction over more columns runs unsplit: 5
 # [2048, 4096] was not split while rows under 4096 kept one program per 64 columns (64 programs): 0.39x.
 
 
-def streamed(indices: list[sympy.Expr], reduced: tuple[sympy.Symbol, ...]) -> list[sympy.Expr]:
+def streamed(indices: list[sympy.Expr], reduced: tuple[sympy.Symbol, ...], outer: tuple = ()) -> list[sympy.Expr]:
     """Of a reduction's load indices, those that set its loop order: the loads that vary along something other
-    than the ``reduced`` indices (a kept index, or an index read from memory: a gather's ``i0``).
+    than the ``reduced`` indices and the ``outer`` kept ones (the innermost kept index, or an index read from
+    memory: a gather's ``i0``).
 
     A load that varies along the reduced indices only is one vector, read again for every output, from
     cache. A layer norm's backward reads each row's mean and rstd so in the column sum of its weight's
@@ -515,8 +513,13 @@ def streamed(indices: list[sympy.Expr], reduced: tuple[sympy.Symbol, ...]) -> li
     gradient a column at a time (0.54x torch.compile on an H200, 1.2x after). A gather is not such a vector:
     counted as one, GPT-2's embeddings and their layer norm (``wte[idx] + wpe[arange(T)]``, rows of 768 read
     through the token ids) were taken for a column reduction along the ids, and stored their sum with a stride
-    of 768 along the vector loop: 0.15x torch.compile over [8, 1024] tokens (one thread)."""
-    return [i for i in indices if i.free_symbols - set(reduced)] or indices
+    of 768 along the vector loop: 0.15x torch.compile over [8, 1024] tokens (one thread).
+
+    A load that varies along outer kept indices only is one vector for each of them, read again for every
+    inner output: the token ids of ``F.embedding(idx, wte).mean(1)``, contiguous along the tokens it sums,
+    made it a row reduction that gathered each embedding a column at a time (0.75x torch.compile over [8, 512]
+    tokens of 768, one thread)."""
+    return [i for i in indices if i.free_symbols - set(reduced) - set(outer)] or indices
 
 
 def split_count(b: ComputedBuffer) -> int:
@@ -534,9 +537,9 @@ def split_count(b: ComputedBuffer) -> int:
         xnumel, rnumel = int(b.layout.numel), int(sympy.Mul(*b.reduction.ranges))
     except TypeError:  # symbolic sizes
         return 1
-    rlast = index_vars(len(b.reduction.ranges), "r")[-1]
-    indices = streamed([ld.index for ld in loads(b.body)], index_vars(len(b.reduction.ranges), "r"))
-    width = 1 if any(i.coeff(rlast) == 1 for i in indices) else COLUMN_WIDTH  # outputs per program
+    rs = index_vars(len(b.reduction.ranges), "r")
+    indices = streamed([ld.index for ld in loads(b.body)], rs, index_vars(len(b.layout.size))[:-1])
+    width = 1 if any(i.coeff(rs[-1]) == 1 for i in indices) else COLUMN_WIDTH  # outputs per program
     if rnumel * width < SPLIT_MIN_RNUMEL or width > 1 and xnumel > SPLIT_MAX_COLUMNS:  # quick enough unsplit
         return 1
     most = SPLIT_MAX_PARTIALS // width

@@ -173,10 +173,10 @@ class KernelRenderer:
                    {b: f"out_ptr{i}" for i, b in enumerate(self.outputs)}
         self.xnumel = sympy.Mul(*kernel.xranges) if kernel.xranges else sympy.Integer(1)
         self.rnumel = sympy.Mul(*kernel.rranges) if kernel.rranges else sympy.Integer(1)
-        self.lines: list[str] = []
-        self.owners: list[ComputedBuffer | None] = []  # per line: the IR buffer it was written for
+        self.lines: list[tuple[str, ComputedBuffer | None]] = []  # each line, and the IR buffer it was written for
         self.owner: ComputedBuffer | None = None
-        # one scope of temporaries per level of indentation (code -> its tmp, see tmp); the first: the kernel function
+        # one scope of temporaries per level of indentation (code -> its tmp, see tmp); the first: the kernel function.
+        # A loop's scope also holds where its ``for`` is, under "@FOR@" (C++ computes what it need not redo before it)
         self.scopes: list[dict[str, str]] = [{}]
         self.counter = itertools.count()  # numbers the names fresh makes: tmp0, tmp1, acc2...
         self.row_values: dict[str, str] = {}
@@ -213,7 +213,7 @@ class KernelRenderer:
                               self.blocks, line_map, frozenset(self.used_ops))
 
     def size_args(self) -> tuple[list[str], list[sympy.Expr]]:
-        text = "\n".join(self.lines)
+        text = "\n".join(line for line, _ in self.lines)
         # (argument, value): xnumel, rnumel for a reduction, then each size symbol the body uses
         args = [("xnumel", self.xnumel)] + ([("rnumel", self.rnumel)] if self.kernel.kind == "reduction" else [])
         args += [(name, sympy.Symbol(name)) for name, _ in self.ir.size_vars if re.search(rf"\b{name}\b", text)]
@@ -310,10 +310,10 @@ class KernelRenderer:
         """The body's lines, each with the buffer it was written for; loop variables defined where used."""
         loops = {"@XVARS@": ("x", self.xr, "xindex"), "@RVARS@": ("r", self.rr, "rindex")}  # placeholder -> its loop
         out: list[tuple[str, ComputedBuffer | None]] = []
-        for line, owner in zip(self.lines, self.owners):
+        for line, owner in self.lines:
             stripped, pad = line.strip(), line[: len(line) - len(line.lstrip())]
             if stripped in loops:
-                out += [(pad + d, None) for d in self.var_defs(*loops[stripped], "\n".join(self.lines))]
+                out += [(pad + d, None) for d in self.var_defs(*loops[stripped], "\n".join(t for t, _ in self.lines))]
             else:
                 out.append((line, owner))
         return out
@@ -356,7 +356,7 @@ class KernelRenderer:
         which computed it (``ir._online_softmax``); and only loads that vary along x (``ir.streamed``).
         """
         xs, rs = index_vars(len(self.xr), "x"), index_vars(len(self.rr), "r")  # (a pointwise kernel has no r)
-        indices = ir.streamed([i for _, i in self.load_indices(self.inputs)], rs) if rs else []
+        indices = ir.streamed([i for _, i in self.load_indices(self.inputs)], rs, xs[:-1]) if rs else []
         along = [k for k, x in enumerate(xs) if any(i.coeff(x) == 1 for i in indices)]
         if not along or any(i.coeff(rs[-1]) == 1 for i in indices):
             return False
@@ -369,12 +369,11 @@ class KernelRenderer:
     def emit(self, *lines: str) -> None:
         for line in lines:
             if line == "@INDENT@":  # a loop opens: one level deeper, its temporaries in a scope of their own
-                self.scopes.append({})
+                self.scopes.append({"@FOR@": len(self.lines) - 1})
             elif line == "@DEDENT@":
                 self.scopes.pop()
             else:
-                self.lines.append("    " * len(self.scopes) + line if line else "")
-                self.owners.append(self.owner)
+                self.lines.append(("    " * len(self.scopes) + line if line else "", self.owner))
 
     @contextmanager
     def owning(self, n: ComputedBuffer) -> Iterator[None]:

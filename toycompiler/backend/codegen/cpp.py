@@ -79,8 +79,6 @@ PRELUDE = """\
 template <typename T> static inline T toy_maximum(T a, T b) { return b > a || b != b ? b : a; }
 template <typename T> static inline T toy_minimum(T a, T b) { return b < a || b != b ? b : a; }
 template <typename T> static inline T toy_relu(T a) { return a != a ? a : (a > T(0) ? a : T(0)); }
-template <typename T> static inline T toy_sigmoid(T a) { return T(1) / (T(1) + std::exp(-a)); }
-template <typename T> static inline T toy_sign(T a) { return T((a > T(0)) - (a < T(0))); }
 static inline float toy_from_bfloat16(uint16_t h) { union { uint32_t u; float f; } v{uint32_t(h) << 16}; return v.f; }
 static inline uint16_t toy_to_bfloat16(float f) {
     union { float f; uint32_t u; } v{f};
@@ -124,7 +122,7 @@ COMBINE = {"sum": "add", "prod": "mul", "max": "maximum", "min": "minimum"}
 # (CppRenderer.reductions).
 REDUCE_CLAUSE = {"sum": "+", "prod": "*", "max": "max", "min": "min"}
 # The functions with vector clones (see vector_math): glibc's libmvec has these since glibc 2.35 (sin, cos, exp, log
-# and pow since 2.22; an older glibc gets scalar calls). sigmoid: toy_sigmoid's exp.
+# and pow since 2.22; an older glibc gets scalar calls). sigmoid: its exp.
 LIBMVEC = {"sin", "cos", "exp", "log", "erf", "sigmoid", *MATH_OPS, *MATH_OPS2} - {"trunc", "copysign"}
 # The functions whose float clones for AVX2 and AVX-512 are SLEEF's (see vector_math), with the error bound in the
 # name of the SLEEF function that torch's at::vec::Vectorized calls: 1.0 ulp (u10), 3.5 (u35) for sin and cos.
@@ -137,7 +135,7 @@ LIBMVEC = {"sin", "cos", "exp", "log", "erf", "sigmoid", *MATH_OPS, *MATH_OPS2} 
 # 1.32, 0.41; a pow of two tensors 2.0, 2.6, 2.7) and slow only on NaN, infinite or extreme inputs. (A float's erf
 # has since become a polynomial around SLEEF's exp, ERF_PRELUDE, which timed faster than libmvec's on AVX-512.)
 SLEEF = {"sin": "u35", "cos": "u35"} | dict.fromkeys(("exp", "exp2", "log", "log2", "log10", "log1p"), "u10")
-SLEEF_OPS = {*SLEEF, "sigmoid", "erf"}  # (toy_sigmoid's exp; toy_erf's, in float)
+SLEEF_OPS = {*SLEEF, "sigmoid", "erf"}  # (sigmoid's exp; toy_erf's, in float)
 # The float vectors of the vector ABI's AVX2 (d) and AVX-512 (e) clones, and a clone (``_ZGVdN8v_expf``) defined as
 # a call of SLEEF's function (``Sleef_expf8_u10``): hidden, so that the kernel's calls bind to it, not to libmvec.
 SLEEF_PRELUDE = """typedef float toy_vec8 __attribute__((vector_size(32)));
@@ -162,8 +160,8 @@ def vector_math(used: set[str]) -> list[str]:
     AVX-512 are defined here, as calls of SLEEF: the vector math library inside libtorch_cpu that torch's own
     ``at::vec`` kernels (and so Inductor's) call, which computes every lane alike. The kernel's library is
     then linked with libtorch_cpu (``codecache.cpp_library``). The preprocessor picks what this machine has,
-    so the kernel text is the same everywhere. ``used``: the kernel's ops (toy_sigmoid calls exp)."""
-    used = used | ({"exp"} if used & (SLEEF_OPS - SLEEF.keys()) else set())  # (toy_sigmoid's and toy_erf's exp)
+    so the kernel text is the same everywhere. ``used``: the kernel's ops (a sigmoid calls exp)."""
+    used = used | ({"exp"} if used & (SLEEF_OPS - SLEEF.keys()) else set())  # (sigmoid's and toy_erf's exp)
 
     def clones(isa, n):  # TOY_SLEEF(d, 8, expf, expf8_u10): in AVX2 code, expf of 8 floats is SLEEF's expf8_u10
         return [f"TOY_SLEEF({isa}, {n}, {op}f, {op}f{n}_{SLEEF[op]})" for op in sorted(used & SLEEF.keys())]
@@ -201,7 +199,8 @@ class CppRenderer(KernelRenderer):
         "logical_and": "{0} && {1}", "logical_or": "{0} || {1}", "logical_not": "!{0}",  # (C's own spelling)
         "round": "std::nearbyint({0})",  # to the nearest, ties to even: torch.round's rounding
         "rsqrt": "{dtype}(1) / std::sqrt({0})", "reciprocal": "{dtype}(1) / {0}",
-        "neg": "-{0}", "relu": "toy_relu({0})", "sigmoid": "toy_sigmoid({0})", "sign": "toy_sign({0})",
+        "neg": "-{0}", "relu": "toy_relu({0})", "sigmoid": "{dtype}(1) / ({dtype}(1) + std::exp(-{0}))",
+        "sign": "{dtype}(({0} > {dtype}(0)) - ({0} < {dtype}(0)))",
         "erf": "toy_erf({0})",
         # integers: C's % and /, a zero divisor giving 0 instead of a crash
         "imod": "({1} == 0 ? {dtype}(0) : {dtype}({0} % {1}))",
@@ -239,12 +238,13 @@ class CppRenderer(KernelRenderer):
 
     def gathers(self) -> bool:
         """Whether an index read from memory changes along the vectorised loop (``x.gather(1, i)``; not an
-        embedding's row index, nor upsampling's, computed from the position). GCC then vectorises as its
+        embedding's row index, nor upsampling's, computed from the position; nor, in a row reduction, the row's
+        own index: a layer norm of embedded tokens gathers one row and reads along it). GCC then vectorises as its
         cost model says, not as ``omp simd`` forces: forced, a gather of [4096, 500] floats took 8.7 ms,
         scalar 5.8, as GCC chose 3.7 (one thread; torch.compile 2.9). Nearest upsampling's gathers run
         faster forced: 29.5 ms against 34.5 over [16, 64, 56, 56]."""
-        inner = {f"x{len(self.xr) - 1}", f"r{len(self.rr) - 1}"}
-        return any(inner & {str(s) for i in index_exprs(v) for s in i.xreplace(self.vars(n)).free_symbols}
+        inner = f"r{len(self.rr) - 1}" if self.rr and not self.column else f"x{len(self.xr) - 1}"  # the vector loop
+        return any(inner in {str(s) for i in index_exprs(v) for s in i.xreplace(self.vars(n)).free_symbols}
                    for n in self.kernel.nodes for ld in loads(n.body) for _, v, _ in ld.indirect if loads(v))
 
     def finish(self):
@@ -459,6 +459,26 @@ class CppRenderer(KernelRenderer):
         self.emit(f"{self.type_name(self.compute_dtype(n.layout.dtype))} {row}[{self.xblock}];", *self.row_loop_open())
         self.emit(f"{row}[{self.xlast} - xb] = {super().row_value(n)};", *self.row_loop_close())
         return f"{row}[{self.xlast} - xb]"
+
+    def tmp(self, code, dtype):
+        """In a vectorised loop (``omp simd``), a temporary that reads nothing the loop changes is computed before
+        it: an embedding's row index, read once a row. GCC moves such code itself, but not out of an ``omp simd``
+        loop where a load's address is read from memory: a layer norm of GPT-2's embedded tokens ([8, 1024]
+        tokens of 768, each row's ``x[0]`` its shift, read through the token's index) did not vectorise, and
+        took 7.4 ms, 3.0 so (one thread; torch.compile 4.2). Accumulators, arrays and outputs change in loops:
+        what reads them stays, as does the loop variables' and the loop's own temporaries' readers."""
+        loop, scope = self.scopes[-1].get("@FOR@", 0), self.scopes[-1]  # the ``for``, its pragma on the line before
+        # the kernel's local names in it: temporaries and loop variables (tmp3, x1, r0), and what loops change
+        # (accumulators, arrays, outputs, block bounds: acc0, acc0_part, row2, rows0, tile0, out_ptr0, xb, r0s, x1t)
+        names = set(re.findall(r"\b(?:(?:tmp|acc|rows?|tile|out_ptr|[xr])\d+\w*|x[be])\b", code))
+        if not loop or not re.match(r"\s*#pragma omp (parallel for )?simd", self.lines[loop - 1][0]) \
+                or any(code in s for s in self.scopes) or any(not re.fullmatch(r"(tmp|x|r)\d+", n) for n in names) \
+                or names & {*scope.values(), *re.findall(r"for \(int64_t (\w+)", self.lines[loop][0])}:
+            return super().tmp(code, dtype)
+        name = self.scopes[-2][code] = self.fresh("tmp")
+        self.lines.insert(loop - 1, ("    " * (len(self.scopes) - 1) + self.assign(name, code, dtype), self.owner))
+        scope["@FOR@"] += 1
+        return name
 
     def var_defs(self, prefix, ranges, flat, text):
         return []  # the index variables are the loop variables

@@ -437,7 +437,7 @@ class TritonRenderer(KernelRenderer):
         them one by one. H200, a bfloat16 tanh-GELU over 2^24 + 37 elements: 29.6 us, 24.2 with the full
         blocks (torch.compile 36.1, a copy of the same bytes 20.8); in float16 the same; in float32 34.9 and
         33.3 (34.1; 35.6)."""
-        out, loops, seen = super().finish(), "\n".join(self.lines).count("for roffset"), 0
+        out, loops, seen = super().finish(), "\n".join(t for t, _ in self.lines).count("for roffset"), 0
         if self.full:  # the body twice: unmasked for full blocks, masked for the last (see the docstring)
             i = next(i for i, (line, _) in enumerate(out) if line.lstrip().startswith("xmask"))
             body = [("    " + line, owner) for line, owner in out[i + 1:]]
