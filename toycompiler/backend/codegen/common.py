@@ -177,7 +177,7 @@ class KernelRenderer:
         self.owner: ComputedBuffer | None = None
         # one scope of temporaries per level of indentation (code -> its tmp, see tmp); the first: the kernel function.
         # A loop's scope also holds where its ``for`` is, under "@FOR@" (C++ computes what it need not redo before it)
-        self.scopes: list[dict[str, str]] = [{}]
+        self.scopes: list[dict[str, str | int]] = [{}]
         self.counter = itertools.count()  # numbers the names fresh makes: tmp0, tmp1, acc2...
         self.row_values: dict[str, str] = {}
         self.spilled: dict[str, str] = {}  # element node -> the stored node whose memory holds its values
