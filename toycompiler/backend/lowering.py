@@ -406,6 +406,7 @@ class GraphLowering:
         self.checked: dict[tuple, TensorValue] = {}  # index tensors, stored and checked (see index_tensor)
         self.stored: dict[tuple, tuple] = {}  # (id of a value, order) -> (the value, kept alive; where it is stored)
         self.written = {n.args[0] for n in gm.graph.nodes if n.target is aten.copy_.default}  # inputs written to
+        self.output_names = {n.name for n in gm.graph.find_nodes(op="output")[0].all_input_nodes}  # (see read)
         # Nodes stored in eager's dim order (see realize): graph outputs whose eager layout is permuted, and the
         # nodes whose every user is one of them (a chain of pointwise ops on a channels-last input). Any other
         # node stays row-major, so that it fuses with consumers that index it in its logical order.
@@ -515,9 +516,8 @@ class GraphLowering:
         (``ir.inline_pointwise``): what a reduction or a pooling window reads, straight from memory. But for graph
         outputs, written to memory anyway: a C++ column reduction reads them back (``CppRenderer.x_loop_open``), where
         a bias's gradient, the column sum of a GELU's backward over [2048, 1531], computed GELU's derivative twice."""
-        outputs = {n.name for n in self.gm.graph.find_nodes(op="output")[0].all_input_nodes}
         return ir.inline_pointwise(value.loader(idx), dict(zip(idx, value.size)),
-                                   {b.name: b for b in self.buffers if not outputs & set(b.origins)}, {})
+                                   {b.name: b for b in self.buffers if not self.output_names & set(b.origins)}, {})
 
     def add_computed(self, size: tuple, dtype: torch.dtype, device: str, body: ir.Expr, node: torch.fx.Node,
                      reduction: Any = None) -> TensorValue:
