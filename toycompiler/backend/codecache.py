@@ -62,16 +62,12 @@ def _cache_path(config: Config, folder: str, name: str) -> str:
     return os.path.join(config.cache_dir, folder, name)
 
 
-def _write(path: str, data: bytes) -> None:
-    """Write ``path`` whole or not at all: to a private name first, then renamed into place."""
-    Path(_tmp(path)).write_bytes(data)  # (a name of this process and thread's own)
-    os.replace(_tmp(path), path)
-
-
-def _write_once(path: str, text: str) -> str:
-    """Write ``text`` to ``path`` unless it is there already (a name made from a hash of the content); the path."""
-    if not os.path.exists(path):
-        _write(path, text.encode())
+def _write(path: str, data: bytes, once: bool = False) -> str:
+    """Write ``path`` whole or not at all: to a private name first, then renamed into place. ``once``: unless it is
+    there already (a name made from a hash of the content). Returns the path."""
+    if not (once and os.path.exists(path)):
+        Path(_tmp(path)).write_bytes(data)  # (a name of this process and thread's own)
+        os.replace(_tmp(path), path)
     return path
 
 
@@ -85,7 +81,7 @@ def cpp_library(source: str, config: Config, link_torch: bool = False) -> tuple[
     so = _cache_path(config, "cpp", f"{key}.so")
     if os.path.exists(so):
         return so, True
-    cpp = _write_once(_cache_path(config, "cpp", f"{key}.cpp"), source)
+    cpp = _write(_cache_path(config, "cpp", f"{key}.cpp"), source.encode(), once=True)
     cmd = [config.cxx, *config.cxx_flags, cpp, "-o", _tmp(so), *link]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -116,7 +112,7 @@ def load_triton_kernel(path: str, name: str) -> TritonLauncher:
 
 def write_python(source: str, config: Config, prefix: str) -> str:
     """Write ``source`` to the cache (once per content); its path. Import it with :func:`python_module_at`."""
-    return _write_once(_cache_path(config, "py", f"{prefix}_{_hash(source)}.py"), source)
+    return _write(_cache_path(config, "py", f"{prefix}_{_hash(source)}.py"), source.encode(), once=True)
 
 
 def python_module_at(path: str) -> types.ModuleType:

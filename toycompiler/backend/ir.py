@@ -462,9 +462,8 @@ def verify(ir: GraphIR) -> None:
         assert len(b.layout.size) == len(b.layout.stride), f"{b.name}: size and stride ranks differ"
         assert b.reads <= seen, f"{b.name} reads {', '.join(sorted(b.reads - seen))} before it is computed"
         if isinstance(b, ComputedBuffer):
-            allowed = {f"d{i}" for i in range(len(b.layout.size))} | {name for name, _ in ir.size_vars}
-            if b.reduction:
-                allowed |= {f"r{i}" for i in range(len(b.reduction.ranges))}
+            rvars = index_vars(len(b.reduction.ranges), "r") if b.reduction else ()
+            allowed = {s.name for s in (*index_vars(len(b.layout.size)), *rvars)} | {name for name, _ in ir.size_vars}
             for ld in loads(b.body):
                 free = {s.name for s in ld.index.free_symbols} - {s.name for s, _, _ in ld.indirect}
                 assert free <= allowed, f"{b.name}: index {ld.index} uses {free - allowed}"

@@ -57,9 +57,8 @@ def make_reduction(op: str):
                                     ir.Reduction(op, tuple(x.size[d] for d in reduced), tuple(reduced)))
         if not keepdim:
             return result
-        keep_size = tuple(sympy.Integer(1) if d in reduced else x.size[d] for d in range(len(x.size)))
-        ref = ir.TensorRef(result.ref.buf, keep_size, ir.contiguous_strides(keep_size))
-        return strided_value(ref, out.dtype, result.device)
+        size = tuple(sympy.Integer(1) if d in reduced else x.size[d] for d in range(len(x.size)))  # reduced dims: 1
+        return strided_value(ir.TensorRef(result.ref.buf, size, ir.contiguous_strides(size)), out.dtype, result.device)
     return lower
 
 

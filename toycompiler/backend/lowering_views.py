@@ -37,9 +37,7 @@ def out_size(node) -> tuple[sympy.Expr, ...]:
 
 
 def derive_ref(x: TensorValue, size: tuple, index_map: IndexMap) -> ir.TensorRef | None:
-    """If ``x`` is a strided buffer and the map is affine, the view's own strides and offset."""
-    if x.ref is None:
-        return None
+    """For ``x`` a strided buffer (``x.ref`` set): if the map is affine, the view's own strides and offset."""
     v = ir.index_vars(len(size), "v")
     e = x.loader(index_map(v))  # (x is stored: one load, its index expanded, see strided_value)
     if e.index.has(ir.FloorDiv, ir.ModularIndexing, sympy.Min, sympy.Max):
@@ -57,7 +55,7 @@ def derive_ref(x: TensorValue, size: tuple, index_map: IndexMap) -> ir.TensorRef
 
 
 def view_of(x: TensorValue, size: tuple, index_map: IndexMap) -> TensorValue:
-    if (ref := derive_ref(x, size, index_map)) is not None:
+    if x.ref is not None and (ref := derive_ref(x, size, index_map)) is not None:
         return strided_value(ref, x.dtype, x.device)
     return TensorValue(size, x.dtype, x.device, lambda idx: x.loader(index_map(idx)))
 
@@ -236,8 +234,6 @@ def full(node, *args: Any, **_: Any) -> TensorValue:
 def iota(node, length, *, start=0, step=1, **_: Any) -> TensorValue:
     """Element d0 is ``start + d0 * step`` (the length is the node's size). An integer: ``prims.iota`` takes no
     other dtype (a float ``arange`` is this, converted, then scaled and shifted in torch's decomposition)."""
-    dtype = node.meta["val"].dtype
-
-    def loader(idx: tuple):
-        return cast(ir.IndexValue(sympy.Integer(start) + idx[0] * step, torch.int64), torch.int64, dtype)
-    return TensorValue(out_size(node), dtype, str(node.meta["val"].device), loader)
+    val = node.meta["val"]
+    return TensorValue(out_size(node), val.dtype, str(val.device), lambda idx: cast(
+        ir.IndexValue(sympy.Integer(start) + idx[0] * step, torch.int64), torch.int64, val.dtype))

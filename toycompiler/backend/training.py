@@ -110,7 +110,9 @@ def _with_traced_layouts(call: Callable, inputs: list) -> Callable:
     that the forward computed into a buffer of its own, say with a batch of 1). Such an input is copied
     into the traced layout first. The forward's code returns the same layouts on every call, so which
     inputs need it is found once."""
-    traced = [(t.shape, t.stride()) if isinstance(t, torch.Tensor) and _static(t) else None for t in inputs]
+    # sizes and strides as plain ints (with dynamic shapes they are symbols: those inputs are left as they come)
+    static = [isinstance(t, torch.Tensor) and all(isinstance(v, int) for v in (*t.shape, *t.stride())) for t in inputs]
+    traced = [(t.shape, t.stride()) if ok else None for t, ok in zip(inputs, static)]
     mismatched: list[int] | None = None
 
     def run(*args: Any) -> Any:
@@ -121,11 +123,6 @@ def _with_traced_layouts(call: Callable, inputs: list) -> Callable:
             args = [a.new_empty_strided(*traced[i]).copy_(a) if i in mismatched else a for i, a in enumerate(args)]
         return call(*args)
     return run
-
-
-def _static(t: torch.Tensor) -> bool:
-    """Sizes and strides are plain ints (with dynamic shapes they are symbols: left as they come)."""
-    return all(isinstance(v, int) for v in (*t.shape, *t.stride()))
 
 
 def _with_nones(call: Callable, kept: tuple[int, ...], total: int) -> Callable:

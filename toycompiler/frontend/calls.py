@@ -142,10 +142,10 @@ def call_module(tx: Tx, module: torch.nn.Module, source: str | None, args: list[
     if hooks:
         raise Unsupported(f"{type(module).__name__} has hooks registered ({', '.join(hooks)}); "
                           "hooks are not traced", "hooks")
-    self_var = tx.wrap(module, source) if source else ObjectVariable(module)
     if not isinstance(forward := type(module).forward, types.FunctionType):
         raise Unsupported(f"{type(module).__name__}.forward is not a Python function", "unsupported-call")
-    return call_python(tx, forward, [self_var, *args], kwargs)  # ``forward`` with the module first, as ``self``
+    # ``forward`` with the module first, as ``self`` (the variable already made for its source, if it has one)
+    return call_python(tx, forward, [tx.wrap(module, source), *args], kwargs)
 
 
 # -- inlining ---------------------------------------------------------------------------

@@ -126,7 +126,9 @@ class TritonRenderer(KernelRenderer):
             self.blocks = (("M", m), ("N", n), ("K", k), *zip(("BLOCK_M", "BLOCK_N", "BLOCK_K"), fit))
             return
         rows = next_power_of_2(self.rnumel) if self.rnumel.is_Integer else None
-        x = pointwise_block(self.xnumel) // 16  # 1 .. 64, fewer for small xnumel
+        # x: a pointwise block / 16, 1 .. 64, fewer for small xnumel (the block: the smallest power of two covering
+        # xnumel, between 16 and 1024; 1024 for a symbolic xnumel)
+        x = min(max(next_power_of_2(self.xnumel), 16), 1024) // 16 if self.xnumel.is_Integer else 64
         # A column reduction takes 64 columns per program where that makes 512 programs or more (a split
         # column sum's partials), else 32 or 16 (512 programs or more), or 8 (32 bytes of a row) for at most
         # 2048 columns. The final sum of a split column sum's partials, [256, 1037], had 17 programs of 64
@@ -147,7 +149,7 @@ class TritonRenderer(KernelRenderer):
         self.persistent = self.kernel.kind == "pointwise" or (
             rows is not None and rows * (2 * x if self.column else 1) <= self.config.max_block)
         if self.kernel.kind == "pointwise":
-            # the block is pointwise_block(xnumel), 16 * x, with 8 elements per thread (Triton's default 4 warps
+            # the block is 16 * x (see above), with 8 elements per thread (Triton's default 4 warps
             # for a block of 1024, as Inductor's). H200, 8 and 4 floats a thread over 2^24 elements: sin + cos 47.6
             # and 51.0 us (torch.compile 48.2), tanh-GELU 33.5 and 34.1 (33.3), the bench's transcendental chain
             # 141.9 and 136.7 (137.7); an add, a chain of 8 ops and the 10-op function within 0.5%. (On an H100
@@ -323,11 +325,10 @@ class TritonRenderer(KernelRenderer):
                     f"xindex = yindex * C + {last}", f"xmask = (yindex < R) & ({last} < C)"]
         if self.kernel.kind == "pointwise":
             return ["xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)", f"xmask = xindex < {self.bound('x')}"]
-        lines = ["xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[:, None]", "xmask = xindex < xnumel",
-                 "rbase = tl.arange(0, RBLOCK)[None, :]"]
-        if self.persistent:
-            lines += ["rindex = rbase", f"rmask = rindex < {self.bound('r')}", "@RVARS@"]
-        return lines
+        # a persistent kernel's tile holds its whole row: rindex is rbase, with no loop over r (see r_loop_open)
+        whole_row = ["rindex = rbase", f"rmask = rindex < {self.bound('r')}", "@RVARS@"] if self.persistent else []
+        return ["xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[:, None]", "xmask = xindex < xnumel",
+                "rbase = tl.arange(0, RBLOCK)[None, :]", *whole_row]
 
     def bound(self, axis: str) -> str:
         """``xnumel`` or ``rnumel`` for a mask: the number itself where it is known when compiling.
@@ -342,10 +343,9 @@ class TritonRenderer(KernelRenderer):
         return []
 
     def r_loop_open(self, purpose):
-        if self.persistent:  # the whole row is already in the tile
-            return []
-        return ["for roffset in range(0, rnumel, RBLOCK):", "@INDENT@", "rindex = roffset + rbase",
-                f"rmask = rindex < {self.bound('r')}", "@RVARS@"]
+        # (persistent: no loop, the whole row is already in the tile)
+        return [] if self.persistent else ["for roffset in range(0, rnumel, RBLOCK):", "@INDENT@",
+                                           "rindex = roffset + rbase", f"rmask = rindex < {self.bound('r')}", "@RVARS@"]
 
     def r_loop_close(self):
         return [] if self.persistent else ["@DEDENT@"]
@@ -516,8 +516,3 @@ def _identity(op: str, dtype: torch.dtype) -> int | float:
         return IDENTITY[op]
     low, high = (0, 1) if dtype == torch.bool else (torch.iinfo(dtype).min, torch.iinfo(dtype).max)
     return low if "max" in op else high
-
-
-def pointwise_block(numel: sympy.Expr) -> int:
-    """Smallest power of two covering ``numel``, between 16 and 1024 (1024 for a symbolic ``numel``)."""
-    return min(max(next_power_of_2(numel), 16), 1024) if numel.is_Integer else 1024
