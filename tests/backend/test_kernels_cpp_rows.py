@@ -224,6 +224,29 @@ def test_a_short_row_sum_takes_fewer_lanes_but_a_max_does_not():
         assert_same(fn, torch.randn(5, n), backend="cpp", rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("size", [16, 32, 48, 128, 240])
+def test_a_short_row_sum_of_whole_vectors_adds_its_lanes_as_a_tree(size):
+    """A sum over rows of whole vectors of 16 adds into 16 lanes of its own (``acc0_lanes``), which are then
+    added up as a tree (``toy_sum_lanes``), not by OpenMP's reduction (``CppRenderer.lanes``). Checked against
+    eager in float, bfloat16 (added in float, stored rounded), double and int64, with infinities and a NaN in
+    a lane, and a row's dot products (rows of both inputs, broadcast against each other)."""
+    x = torch.randn(6, size) * 4
+    x[1, 0], x[2, -1], x[3, size // 2], x[4, 1:3] = float("-inf"), float("inf"), float("nan"), float("inf")
+    y, z = torch.randn(9, size), torch.randn(7, size)
+    for fn, args, tol in [(lambda x: x.sum(-1), (x,), 1e-5), (lambda x: x.double().mean(-1), (x,), 1e-5),
+                          (lambda x: x.sum(-1), (x.bfloat16(),), 1e-2),  # (an add in another order: 1 ulp of 2^-8)
+                          (lambda x: (x * 100).long().sum(-1), (x[5:],), 0),
+                          (lambda x: torch.var_mean(x, -1), (y,), 1e-5),
+                          (lambda y, z: (y[:, None] * z[None]).sum(-1), (y, z), 1e-5)]:
+        source = toycompiler.explain(fn, backend="cpp")(*args).kernels[0].source
+        assert "_lanes[16] = {};" in source and "reduction(+" not in source, source
+        assert f"for (int64_t r0s = 0; r0s < {size}; r0s += 16) {{" in source and "toy_sum_lanes<16>(" in source
+        assert_same(fn, *args, backend="cpp", rtol=tol, atol=tol)
+    for n in (20, 100, 256):  # a rest (a row of GCC's loop), or a long row
+        source = toycompiler.explain(lambda x: x.sum(-1), backend="cpp")(torch.randn(5, n)).kernels[0].source
+        assert "acc0_lanes" not in source and "reduction(+:acc0)" in source
+
+
 @pytest.mark.parametrize("size", [1, 10, 20, 47, 100, 255])
 def test_a_short_row_sum_of_sleef_values_is_staged_then_summed_in_fewer_lanes(size):
     """A sum whose loop calls one of SLEEF's functions computes the row's values into an array first (GCC's

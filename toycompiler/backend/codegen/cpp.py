@@ -79,6 +79,10 @@ PRELUDE = """\
 template <typename T> static inline T toy_maximum(T a, T b) { return b > a || b != b ? b : a; }
 template <typename T> static inline T toy_minimum(T a, T b) { return b < a || b != b ? b : a; }
 template <typename T> static inline T toy_relu(T a) { return a != a ? a : (a > T(0) ? a : T(0)); }
+template <int N, typename T> static inline T toy_sum_lanes(T* a) {  // the halves added lane by lane, then theirs
+    _Pragma("omp simd") for (int l = 0; l < N / 2; ++l) a[l] += a[l + N / 2];
+    if constexpr (N > 2) return toy_sum_lanes<N / 2>(a); else return a[0];
+}
 static inline float toy_from_bfloat16(uint16_t h) { union { uint32_t u; float f; } v{uint32_t(h) << 16}; return v.f; }
 static inline uint16_t toy_to_bfloat16(float f) {
     union { float f; uint32_t u; } v{f};
@@ -117,9 +121,9 @@ template <int N, typename F> static inline auto toy_tile(int64_t a0, int64_t b0,
 # is a max, then a search (`reductions`).
 COMBINE = {"sum": "add", "prod": "mul", "max": "maximum", "min": "minimum"}
 # The OpenMP reduction clause that lets a row loop vectorise: OpenMP's own. GCC combines a max's lanes in vector steps,
-# a sum's one after another (see CppRenderer.lanes). A max or min folds with std::max or std::min (a vector max, not
-# NaN-aware) and, over floats, a NaN flag of its own, ``acc0_nan |= v != v``, as its row is NaN if one element is
-# (CppRenderer.reductions).
+# a sum's one after another (see CppRenderer.lanes; a sum over whole vectors adds into lanes of its own instead). A max
+# or min folds with std::max or std::min (a vector max, not NaN-aware) and, over floats, a NaN flag of its own,
+# ``acc0_nan |= v != v``, as its row is NaN if one element is (CppRenderer.reductions).
 REDUCE_CLAUSE = {"sum": "+", "prod": "*", "max": "max", "min": "min"}
 # The functions with vector clones (see vector_math): glibc's libmvec has these since glibc 2.35 (sin, cos, exp, log
 # and pow since 2.22; an older glibc gets scalar calls). sigmoid: its exp.
@@ -490,14 +494,14 @@ class CppRenderer(KernelRenderer):
         argmax of ``torch.max(x, 1)``).
 
         The reduction clauses are OpenMP's own (``REDUCE_CLAUSE``), whose lanes GCC combines at the end of the row (a
-        sum's one after another: ``lanes``). A max and min were once reductions declared with ``toy_maximum`` (``omp
+        sum's one after another: ``lanes``; a sum over whole vectors adds into ``acc0_lanes[16]`` instead, then ``acc0``
+        is the lanes' sum, ``toy_sum_lanes``). A max and min were once reductions declared with ``toy_maximum`` (``omp
         declare reduction``), for its NaN: GCC combined their lanes one after another, a branch each, so the end of a
-        row cost more than the row when it was short: an amax over [400000, 16] floats took 18 ms
-        (torch.compile 2.2; one thread, this project's 2-core x86-64 machine), now 1.3 to 1.6 (two runs), and
-        a masked softmax [1024, 1024] 0.7. (Sixteen accumulators in an array, one per lane,
-        combined by shuffles, were as fast on whole vectors; but their loops of 16 elements, where one also
-        read a mask of bytes, GCC vectorised with vectors of 8 bytes (-fopt-info-vec): that masked softmax
-        took 6.2 ms.)
+        row cost more than the row when it was short: an amax over [400000, 16] floats took 18 ms (torch.compile 2.2;
+        one thread, this project's 2-core x86-64 machine), now 1.3 to 1.6 (two runs), and a masked softmax [1024, 1024]
+        0.7. (Sixteen accumulators in an array, one per lane, combined by shuffles, were as fast on whole vectors; but
+        their loops of 16 elements, where one also read a mask of bytes, GCC vectorised with vectors of 8 bytes
+        (-fopt-info-vec): that masked softmax took 6.2 ms.)
 
         An argmax is a max, then a second loop for its index, as a compare-and-branch per element would keep
         one loop from vectorising: a ``simd`` min over the indices whose value equals the max (ties: the
@@ -511,7 +515,6 @@ class CppRenderer(KernelRenderer):
         ``torch.max(x.exp(), 0)`` found no element equal to the max in 7% of the columns of [20, 131] floats,
         and returned INT64_MAX as their index. One loop is faster too: ``torch.max(x, 0)`` over [1000, 1037]
         floats took 1.01 ms in two loops, 0.36 in one (torch.compile 0.9; one thread)."""
-        where = f"[{self.xlast} - xb]" if self.column else ""
         ops, accs = [n.reduction.op.removeprefix("arg") for n in nodes], [self.fresh("acc") for _ in nodes]
         first: dict[tuple, str] = {}  # (op, body, its loop variables) -> the accumulator that combines it
         alias = {acc: first.setdefault((op, n.body, tuple(self.vars(n).items())), acc)
@@ -520,9 +523,10 @@ class CppRenderer(KernelRenderer):
         nans = [acc for n, op, acc in folds  # (the max and min of floats in a row: see REDUCE_CLAUSE)
                 if op in ("max", "min") and self.expr_dtype(n.body).is_floating_point and not self.column]
         lanes, held = self.lanes(folds)
-        staged = held == "staged"
+        staged, tree = held == "staged", lanes == "tree"
+        where = f"[{self.xlast} - xb]" if self.column else "_lanes[r0 - r0s]" if tree else ""
         declare = (lambda t, a, init: [f"{t} {a}[{self.xblock}];", f"std::fill_n({a}, {self.xblock}, {init});"]) \
-            if self.column else (lambda t, a, init: [f"{t} {a} = {init};"])
+            if self.column else (lambda t, a, init: [f"{t} {a}{'_lanes[16] = {}' if tree else f' = {init}'};"])
         start = 0 if self.column else "INT64_MAX"  # an argmax's index before its loop (see above)
         wide = [acc for n, op, acc in zip(nodes, ops, accs) if self.wide(op, self.expr_dtype(n.body))]  # (see wide)
         for n, op, acc in zip(nodes, ops, accs):
@@ -537,7 +541,7 @@ class CppRenderer(KernelRenderer):
         flat = self.printer(linear_index(index_vars(len(self.rr or (1,)), "r"), contiguous_strides(self.rr or (1,))))
         split = bool(nans) and {op for _, op, _ in folds} <= {"max", "min"}  # (see row_loops)
         kept: dict[str, str] = {}  # a staged value -> the array element that holds it (see spill)
-        for open_, close in self.row_loops("#pragma omp simd" if staged else pragma + lanes, split, wide):
+        for open_, close in self.row_loops("#pragma omp simd" if staged or tree else pragma + lanes, split, wide, tree):
             self.emit(*open_)
             for n, op, acc in folds:
                 with self.owning(n):
@@ -555,6 +559,7 @@ class CppRenderer(KernelRenderer):
                     self.emit(*index, line, *kept_line, *[f"{acc}_nan |= {value} != {value};"] * (acc in nans))
             self.spill(kept)
             self.emit(*close)
+        self.emit(*[f"auto {acc} = toy_sum_lanes<16>({acc}_lanes);" for _, _, acc in folds if tree])  # (see lanes)
         if staged:  # the staged values, folded in a loop of their own (see lanes)
             self.emit(*self.r_loop_open(pragma + lanes))
             self.emit(*[f"{acc} = {self.ops[COMBINE[op]].format(acc, f'{acc}_row[{flat}]')};" for _, op, acc in folds])
@@ -576,7 +581,7 @@ class CppRenderer(KernelRenderer):
                         self.emit(f"if ({v} == {m} || {v} != {v}) {i} = std::min<int64_t>({i}, {flat});")
                     self.emit(*close)
         return [f"{acc}_index{where}" if op != n.reduction.op else self.cast(alias[acc] + where, torch.float32)
-                if acc in wide else alias[acc] + where for n, op, acc in zip(nodes, ops, accs)]
+                if acc in wide else alias[acc] + where * self.column for n, op, acc in zip(nodes, ops, accs)]
 
     def wide(self, op: str, dtype: torch.dtype) -> bool:
         """Whether a float sum adds in double: a row loop's values each into a double accumulator; in column
@@ -605,9 +610,10 @@ class CppRenderer(KernelRenderer):
         return op == "sum" and dtype == torch.float32 and not self.kernel_ops & SLEEF_OPS and not all(
             count.is_Number and count <= 256 for count in counts)
 
-    def lanes(self, folds) -> tuple[str, bool]:
-        """How many lanes a row reduction's vectors have (``simdlen``), from the row's length; and whether the
-        row's values are *staged*: computed into an array in one loop, then folded in a loop of their own.
+    def lanes(self, folds) -> tuple[str, str]:
+        """How many lanes a row reduction's vectors have (``simdlen``), from the row's length, or ``"tree"``: a sum
+        into lanes of its own; and whether the row's values are *staged*: computed into an array in one loop, then
+        folded in a loop of their own (or *kept*, below).
 
         GCC ends each ``simd`` reduction loop by adding its lanes one after another, each waiting for the last (float
         addition is not associative, so without -fassociative-math, off here, GCC keeps the order of the adds; a max's
@@ -615,6 +621,20 @@ class CppRenderer(KernelRenderer):
         steps. A sum over 6.4M floats in rows of 20, 33, 64, 100 and 1037 took 1.91, 1.27, 0.71, 0.62 and 0.52 ms in
         GCC's vectors of 16; 0.60, 0.61, 0.57, 5.26 and 1.10 in vectors of 4; 1.18, 0.80, 0.55, 0.55 and 0.62 in vectors
         of 8 (one thread; torch.compile took 0.92 over rows of 20, 0.84 over rows of 33).
+
+        A sum over a row of whole vectors of 16 shorter than 256 (16, 32, ... 240 values; one loop over r, and no
+        call of SLEEF's) needs no such end at all: the row loop adds each vector into 16 lanes of its own
+        (``acc0_lanes[r0 - r0s]``: a loop over the row's vectors, a ``simd`` loop over the vector's 16 values, no
+        reduction clause), and the end of the row adds the lanes up as a tree (``toy_sum_lanes``: the halves added
+        lane by lane, then the halves of that: 4 vector steps, not 16 adds one after another). Where each value
+        is cheap to find, the row's end was half its time: a sum of squared differences over rows of 64
+        (``((a[:, None] - b[None]) ** 2).sum(-1)``, [1024, 64] against [512, 64] floats) took 1.72 ms in vectors of
+        8, 0.94 so (torch.compile 1.00); dot products over rows of 32, 64 and 128 ([1024, n] against [512, n])
+        1.02, 1.52 and 2.91 ms, then 0.65, 0.85 and 1.46 (torch.compile 0.64, 0.84 and 1.40); a sum of bfloat16
+        over rows of 64 0.62 ms, 0.39 so (torch.compile 0.25, reading 32 values a step); a memory-bound sum of floats
+        over rows of 64, 0.47 and 0.43 (0.41). A row with a rest stays in GCC's loop. Whole vectors into lanes and
+        the rest in a ``simd`` loop of its own (GCC's masked code), the same sum of squared differences took 4.3 ms
+        over rows of 20 (0.78 in vectors of 4); with the rest a value at a time, 1.64 over rows of 40 (1.21).
 
         Only sums and products: GCC's max in vectors of 4 was slower (an amax over rows of 20, 3.6 ms against
         2.2), and so was a loop that calls one of SLEEF's functions (in vectors of 4 it would call glibc's SSE
@@ -652,9 +672,11 @@ class CppRenderer(KernelRenderer):
             narrower = len(self.rr) == 1 and any(out.layout.dtype != e.layout.dtype for e in self.kernel.nodes
                                                  if self.costly(e) for out in self.spill_outputs(e))
             return "", "kept" if narrower and row * len(folds) <= 16384 else ""
+        if row % 16 == 0 and not sleef and ops == {"sum"} and len(self.rr) == 1:
+            return "tree", ""
         return f" simdlen({4 if row < 48 else 8})", "staged" if sleef else ""
 
-    def row_loops(self, pragma: str, split: bool, wide: list[str]) -> Iterator[tuple[list[str], list[str]]]:
+    def row_loops(self, pragma: str, split: bool, wide: list[str], tree=False) -> Iterator[tuple[list[str], list[str]]]:
         """The loops over r (lines that open one, lines that close it) of a reduction: one, or where ``split`` (a row
         max or min of floats) and the row is not a whole number of vectors of 16, two: the whole vectors, then the
         rest as one more vector of 16 whose lanes past the row do nothing (``if (r0 < 20)``: masked loads). Left to
@@ -680,9 +702,12 @@ class CppRenderer(KernelRenderer):
         over a column adds its values into a float part first (``acc0_part``, declared in the block loop), then the
         part into the double. (A row loop that splits reduces only a max or min: no sums.)
 
+        A sum into lanes of its own (``tree``, see ``lanes``) runs as a column reduction's steps do: a loop over the
+        row's vectors, and in it a ``simd`` loop over a vector's 16 values (rows of whole vectors only: no rest).
+
         A loop that would run no times (no whole vectors, no rest) is left out."""
         rr = self.rr or (sympy.S.One,)
-        if not split and not self.column:
+        if not split and not self.column and not tree:
             yield self.r_loop_open(pragma), self.r_loop_close()
             return
         decl = [f"float {a}_part = 0;" for a in wide]  # a column's float part sums
@@ -690,10 +715,11 @@ class CppRenderer(KernelRenderer):
         r, size, step = f"r{len(rr) - 1}", self.printer(rr[-1]), 8 if self.column else 16  # rows; a vector's floats
         end = rr[-1] - sympy.Mod(rr[-1], step)  # where the whole steps (vectors) end and the rest begins
         e = self.printer(end)
-        if self.column:  # a step's rows inside the vector loop; the rest a row a pass
-            whole = [f"for (int64_t {r}s = 0; {r}s < {e}; {r}s += {step}) {{", "@INDENT@", *self.block_loop(), *decl,
-                     "#pragma GCC unroll 8", f"for (int64_t {r} = {r}s; {r} < {r}s + {step}; ++{r}) {{", "@INDENT@"]
-            rest = [f"for (int64_t {r} = {e}; {r} < {size}; ++{r}) {{", "@INDENT@", *self.block_loop(), *decl]
+        if self.column or tree:  # a step's rows inside the vector loop; the rest a row a pass
+            inside = [pragma] if tree else [*self.block_loop(), *decl, "#pragma GCC unroll 8"]
+            whole = [f"for (int64_t {r}s = 0; {r}s < {e}; {r}s += {step}) {{", "@INDENT@", *inside,
+                     f"for (int64_t {r} = {r}s; {r} < {r}s + {step}; ++{r}) {{", "@INDENT@"]
+            rest = [f"for (int64_t {r} = {e}; {r} < {size}; ++{r}) {{", "@INDENT@", *inside[:-1]]
         else:  # whole vectors; the rest as one more vector, its lanes past the row masked off
             whole = [pragma, f"for (int64_t {r} = 0; {r} < {e}; ++{r}) {{", "@INDENT@"]
             rest = [pragma, f"for (int64_t {r} = {e}; {r} < {self.printer(end + step)}; ++{r}) {{", "@INDENT@",
