@@ -581,7 +581,7 @@ class CppRenderer(KernelRenderer):
                         self.emit(f"if ({v} == {m} || {v} != {v}) {i} = std::min<int64_t>({i}, {flat});")
                     self.emit(*close)
         return [f"{acc}_index{where}" if op != n.reduction.op else self.cast(alias[acc] + where, torch.float32)
-                if acc in wide else alias[acc] + where * self.column for n, op, acc in zip(nodes, ops, accs)]
+                if acc in wide else alias[acc] + ("" if tree else where) for n, op, acc in zip(nodes, ops, accs)]
 
     def wide(self, op: str, dtype: torch.dtype) -> bool:
         """Whether a float sum adds in double: a row loop's values each into a double accumulator; in column
