@@ -195,6 +195,7 @@ class CppRenderer(KernelRenderer):
     # pad of [16, 64, 56, 56] ran at 0.27x torch.compile so, one thread).
     printer = IndexPrinter(floordiv="/", minmax="toy_{which}imum<int64_t>({args})")
     spill_ops = LIBMVEC
+    masks: list[str] = []  # the conditions every load waits on: a tree sum's rest, past the row (see row_loops)
     ops = {  # C's <cmath> has most ops under their own name: std::sin(x)...
         **{op: f"std::{op}({{0}})" for op in ("sin", "cos", "exp", "log", "sqrt", "abs", "floor", "ceil",
                                               "isnan", "signbit", *MATH_OPS)},
@@ -545,7 +546,8 @@ class CppRenderer(KernelRenderer):
             self.emit(*open_)
             for n, op, acc in folds:
                 with self.owning(n):
-                    value = self.expr(n.body, self.vars(n), n)
+                    value, dtype = self.expr(n.body, self.vars(n), n), self.expr_dtype(n.body)
+                    value = f"({self.masks[0]} ? {value} : {self.init(op, dtype)})" if self.masks else value  # (a rest)
                     fold = self.ops[COMBINE[op]].format(acc + where, value) if self.column or op not in ("max", "min") \
                         else f"std::{op}({acc}, {value})"
                     line = f"{acc}_row[{flat}] = {value};" if staged else f"{acc}{where} = {fold};"  # (see lanes)
@@ -622,19 +624,29 @@ class CppRenderer(KernelRenderer):
         GCC's vectors of 16; 0.60, 0.61, 0.57, 5.26 and 1.10 in vectors of 4; 1.18, 0.80, 0.55, 0.55 and 0.62 in vectors
         of 8 (one thread; torch.compile took 0.92 over rows of 20, 0.84 over rows of 33).
 
-        A sum over a row of whole vectors of 16 shorter than 256 (16, 32, ... 240 values; one loop over r, and no
-        call of SLEEF's) needs no such end at all: the row loop adds each vector into 16 lanes of its own
-        (``acc0_lanes[r0 - r0s]``: a loop over the row's vectors, a ``simd`` loop over the vector's 16 values, no
-        reduction clause), and the end of the row adds the lanes up as a tree (``toy_sum_lanes``: the halves added
-        lane by lane, then the halves of that: 4 vector steps, not 16 adds one after another). Where each value
-        is cheap to find, the row's end was half its time: a sum of squared differences over rows of 64
-        (``((a[:, None] - b[None]) ** 2).sum(-1)``, [1024, 64] against [512, 64] floats) took 1.72 ms in vectors of
-        8, 0.94 so (torch.compile 1.00); dot products over rows of 32, 64 and 128 ([1024, n] against [512, n])
-        1.02, 1.52 and 2.91 ms, then 0.65, 0.85 and 1.46 (torch.compile 0.64, 0.84 and 1.40); a sum of bfloat16
-        over rows of 64 0.62 ms, 0.39 so (torch.compile 0.25, reading 32 values a step); a memory-bound sum of floats
-        over rows of 64, 0.47 and 0.43 (0.41). A row with a rest stays in GCC's loop. Whole vectors into lanes and
-        the rest in a ``simd`` loop of its own (GCC's masked code), the same sum of squared differences took 4.3 ms
-        over rows of 20 (0.78 in vectors of 4); with the rest a value at a time, 1.64 over rows of 40 (1.21).
+        A sum over a row of whole vectors of 16 shorter than 256 (16, 32, ... 240 values; one loop over r, and no call
+        of SLEEF's; and a row with a rest, below) needs no such end at all: the row loop adds each vector into 16 lanes
+        of its own (``acc0_lanes[r0 - r0s]``: a loop over the row's vectors, a ``simd`` loop over the vector's 16
+        values, no reduction clause), and the end of the row adds the lanes up as a tree (``toy_sum_lanes``: the halves
+        added lane by lane, then the halves of that: 4 vector steps, not 16 adds one after another). Where each value is
+        cheap to find, the row's end was half its time: a sum of squared differences over rows of 64 (``((a[:, None] -
+        b[None]) ** 2).sum(-1)``, [1024, 64] against [512, 64] floats) took 1.72 ms in vectors of 8, 0.94 so
+        (torch.compile 1.00); dot products over rows of 32, 64 and 128 ([1024, n] against [512, n]) 1.02, 1.52 and 2.91
+        ms, then 0.65, 0.85 and 1.46 (torch.compile 0.64, 0.84 and 1.40); a sum of bfloat16 over rows of 64 0.62 ms,
+        0.39 so (torch.compile 0.25, reading 32 values a step); a memory-bound sum of floats over rows of 64, 0.47 and
+        0.43 (0.41).
+
+        A row with a rest (40 = 2 x 16 + 8) adds it into the lanes too, as one more vector of 16 whose loads and
+        values past the row are masked off (``r0 < 40 ? in_ptr0[...] : 0.0f``, and the value added ``(r0 < 40 ?
+        tmp8 : 0.0f)``; see ``row_loops``), where the rows read their inputs again: the elements they fold are at
+        least twice those of the kernel's inputs (a dot product of each row of one input with each of another;
+        ``reread``), so that the row's end, not memory, is its cost. Dot products over rows of 40, 100 and 200
+        ([1024, n] against [512, n]) took 1.25, 3.78 and 3.77 ms in vectors of 4 or 8, then 0.79, 1.62 and 2.69
+        (torch.compile 0.78, 1.60 and 2.71). A sum over rows read once gained nothing so and lost a little (a
+        row sum over [160000, 40] 0.58 ms against 0.45, torch.compile 0.54), and keeps GCC's loop. So do rows of
+        16k + 1 values: with one value in its rest, GCC 12 made the whole row scalar code (dot products over rows of
+        33, 3.1 ms against 1.4). Left to GCC, a rest written as a ``simd`` loop over the rest alone, or with its
+        body and the lanes' add inside an ``if``, took 4.3-6.2 ms over rows of 20 (0.78 in vectors of 4).
 
         Only sums and products: GCC's max in vectors of 4 was slower (an amax over rows of 20, 3.6 ms against
         2.2), and so was a loop that calls one of SLEEF's functions (in vectors of 4 it would call glibc's SSE
@@ -672,7 +684,8 @@ class CppRenderer(KernelRenderer):
             narrower = len(self.rr) == 1 and any(out.layout.dtype != e.layout.dtype for e in self.kernel.nodes
                                                  if self.costly(e) for out in self.spill_outputs(e))
             return "", "kept" if narrower and row * len(folds) <= 16384 else ""
-        if row % 16 == 0 and not sleef and ops == {"sum"} and len(self.rr) == 1:
+        reread = (2 * sum(self.ir.buffer(b).layout.numel for b in self.inputs) <= self.xnumel * row) is sympy.true
+        if (row % 16 == 0 or row % 16 != 1 and reread) and not sleef and ops == {"sum"} and len(self.rr) == 1:
             return "tree", ""
         return f" simdlen({4 if row < 48 else 8})", "staged" if sleef else ""
 
@@ -703,7 +716,8 @@ class CppRenderer(KernelRenderer):
         part into the double. (A row loop that splits reduces only a max or min: no sums.)
 
         A sum into lanes of its own (``tree``, see ``lanes``) runs as a column reduction's steps do: a loop over the
-        row's vectors, and in it a ``simd`` loop over a vector's 16 values (rows of whole vectors only: no rest).
+        row's vectors, and in it a ``simd`` loop over a vector's 16 values; its rest is one more such step, where
+        every load and value waits on ``r0 < 40`` (``masks``: the load reads nothing past the row, the lanes get 0).
 
         A loop that would run no times (no whole vectors, no rest) is left out."""
         rr = self.rr or (sympy.S.One,)
@@ -715,11 +729,12 @@ class CppRenderer(KernelRenderer):
         r, size, step = f"r{len(rr) - 1}", self.printer(rr[-1]), 8 if self.column else 16  # rows; a vector's floats
         end = rr[-1] - sympy.Mod(rr[-1], step)  # where the whole steps (vectors) end and the rest begins
         e = self.printer(end)
-        if self.column or tree:  # a step's rows inside the vector loop; the rest a row a pass
+        if self.column or tree:  # a step's rows inside the vector loop; the rest a row a pass (a tree's: a step)
             inside = [pragma] if tree else [*self.block_loop(), *decl, "#pragma GCC unroll 8"]
-            whole = [f"for (int64_t {r}s = 0; {r}s < {e}; {r}s += {step}) {{", "@INDENT@", *inside,
-                     f"for (int64_t {r} = {r}s; {r} < {r}s + {step}; ++{r}) {{", "@INDENT@"]
-            rest = [f"for (int64_t {r} = {e}; {r} < {size}; ++{r}) {{", "@INDENT@", *inside[:-1]]
+            whole, rest = ([f"for (int64_t {r}s = {lo}; {r}s < {self.printer(hi)}; {r}s += {step}) {{", "@INDENT@",
+                            *inside, f"for (int64_t {r} = {r}s; {r} < {r}s + {step}; ++{r}) {{", "@INDENT@"]
+                           for lo, hi in ((0, end), (e, end + step)))
+            rest = rest if tree else [f"for (int64_t {r} = {e}; {r} < {size}; ++{r}) {{", "@INDENT@", *inside[:-1]]
         else:  # whole vectors; the rest as one more vector, its lanes past the row masked off
             whole = [pragma, f"for (int64_t {r} = 0; {r} < {e}; ++{r}) {{", "@INDENT@"]
             rest = [pragma, f"for (int64_t {r} = {e}; {r} < {self.printer(end + step)}; ++{r}) {{", "@INDENT@",
@@ -728,9 +743,11 @@ class CppRenderer(KernelRenderer):
         outer, spilled = self.loops("r", rr[:-1], [""] * (len(rr) - 1)), dict(self.spilled)
         for k, lines in enumerate(loops):
             self.spilled = dict(spilled)  # each loop spills its own elements (KernelRenderer.spill)
+            self.masks = [f"{r} < {size}"] * (tree and lines is rest)  # (a tree sum's rest: see lanes)
             levels = lines.count("@INDENT@") + (len(rr) - 1) * (k == len(loops) - 1)  # the last closes the outer loops
             inner = ["@DEDENT@", "}"] * (lines is whole)  # the parts end with a step's loop, or in the block loop
             yield (outer if k == 0 else []) + lines, inner + flush + ["@DEDENT@", "}"] * (levels - len(inner) // 2)
+        self.masks = []
 
     def init(self, op: str, dtype: torch.dtype) -> str:
         """The accumulator's start: ``IDENTITY[op]``, but integers have no infinity (their lowest or max value)."""
@@ -751,9 +768,9 @@ class CppRenderer(KernelRenderer):
             return f"{self.tiles[ptr, index]}[{self.tile} * ({a} - {a}s) + {b} - {b}s]"
         clamps = {g: unclamped(g) for g in index.atoms(sympy.Min, sympy.Max)}
         clamps = {g: u for g, u in clamps.items() if u is not None and not any(g in h.args for h in clamps)}
-        if not clamps:
+        if not clamps and not self.masks:
             return f"{ptr}[{self.printer(index)}]"
-        inside = " && ".join(f"{self.printer(u)} == {self.printer(g)}" for g, u in clamps.items())
+        inside = " && ".join([*self.masks, *(f"{self.printer(u)} == {self.printer(g)}" for g, u in clamps.items())])
         return f"{inside} ? {ptr}[{self.printer(index.xreplace(clamps))}] : {self.constant(0, dtype)}"
 
     def store(self, buf, index, value, where):
