@@ -637,16 +637,20 @@ class CppRenderer(KernelRenderer):
         0.43 (0.41).
 
         A row with a rest (40 = 2 x 16 + 8) adds it into the lanes too, as one more vector of 16 whose loads and
-        values past the row are masked off (``r0 < 40 ? in_ptr0[...] : 0.0f``, and the value added ``(r0 < 40 ?
-        tmp8 : 0.0f)``; see ``row_loops``), where the rows read their inputs again: the elements they fold are at
-        least twice those of the kernel's inputs (a dot product of each row of one input with each of another;
-        ``reread``), so that the row's end, not memory, is its cost. Dot products over rows of 40, 100 and 200
-        ([1024, n] against [512, n]) took 1.25, 3.78 and 3.77 ms in vectors of 4 or 8, then 0.79, 1.62 and 2.69
-        (torch.compile 0.78, 1.60 and 2.71). A sum over rows read once gained nothing so and lost a little (a
-        row sum over [160000, 40] 0.58 ms against 0.45, torch.compile 0.54), and keeps GCC's loop. So do rows of
-        16k + 1 values: with one value in its rest, GCC 12 made the whole row scalar code (dot products over rows of
-        33, 3.1 ms against 1.4). Left to GCC, a rest written as a ``simd`` loop over the rest alone, or with its
-        body and the lanes' add inside an ``if``, took 4.3-6.2 ms over rows of 20 (0.78 in vectors of 4).
+        values past the row are masked off (``r0 < rnumel ? in_ptr0[...] : 0.0f``, and the value added ``(r0 <
+        rnumel ? tmp8 : 0.0f)``; see ``row_loops``), where the rows read their inputs again: the elements they fold
+        are at least twice those of the kernel's inputs (a dot product of each row of one input with each of
+        another; ``reread``), so that the row's end, not memory, is its cost. Dot products over rows of 40, 100 and
+        200 ([1024, n] against [512, n]) took 1.25, 3.78 and 3.77 ms in vectors of 4 or 8, then 0.79, 1.62 and 2.69
+        (torch.compile 0.78, 1.60 and 2.71). A sum over rows read once gained nothing so and lost a little (a row
+        sum over [160000, 40] 0.61 ms against 0.53, torch.compile 0.58), and keeps GCC's loop. The mask compares
+        with the row's length as an argument, ``rnumel``, not as a number: told that a rest of one value (a row of
+        16k + 1) leaves 15 of its 16 lanes off, GCC 12 unrolled the rest's loop into scalar code, and dot products
+        over rows of 33 took 2.58 ms (1.32 in OpenMP's reduction), 0.81 with ``rnumel`` (torch.compile 0.80); over
+        rows of 17, 65 and 129 0.71, 1.28 and 2.28 ms (0.69, 1.27 and 2.28). Left to GCC, a rest written as a
+        ``simd`` loop over the rest alone (``r0 < rnumel`` its bound, no masks) took 4.6-5.1 ms over rows of 20, 47,
+        50 and 100 (0.71-1.61 masked), or with its body and the lanes' add inside an ``if``, 4.3-6.2 ms over rows
+        of 20 (0.78 in vectors of 4).
 
         Only sums and products: GCC's max in vectors of 4 was slower (an amax over rows of 20, 3.6 ms against
         2.2), and so was a loop that calls one of SLEEF's functions (in vectors of 4 it would call glibc's SSE
@@ -685,7 +689,7 @@ class CppRenderer(KernelRenderer):
                                                  if self.costly(e) for out in self.spill_outputs(e))
             return "", "kept" if narrower and row * len(folds) <= 16384 else ""
         reread = (2 * sum(self.ir.buffer(b).layout.numel for b in self.inputs) <= self.xnumel * row) is sympy.true
-        if (row % 16 == 0 or row % 16 != 1 and reread) and not sleef and ops == {"sum"} and len(self.rr) == 1:
+        if (row % 16 == 0 or reread) and not sleef and ops == {"sum"} and len(self.rr) == 1:
             return "tree", ""
         return f" simdlen({4 if row < 48 else 8})", "staged" if sleef else ""
 
@@ -717,7 +721,7 @@ class CppRenderer(KernelRenderer):
 
         A sum into lanes of its own (``tree``, see ``lanes``) runs as a column reduction's steps do: a loop over the
         row's vectors, and in it a ``simd`` loop over a vector's 16 values; its rest is one more such step, where
-        every load and value waits on ``r0 < 40`` (``masks``: the load reads nothing past the row, the lanes get 0).
+        every load and value waits on ``r0 < rnumel`` (``masks``: the load reads nothing past the row, the lanes get 0).
 
         A loop that would run no times (no whole vectors, no rest) is left out."""
         rr = self.rr or (sympy.S.One,)
@@ -743,7 +747,7 @@ class CppRenderer(KernelRenderer):
         outer, spilled = self.loops("r", rr[:-1], [""] * (len(rr) - 1)), dict(self.spilled)
         for k, lines in enumerate(loops):
             self.spilled = dict(spilled)  # each loop spills its own elements (KernelRenderer.spill)
-            self.masks = [f"{r} < {size}"] * (tree and lines is rest)  # (a tree sum's rest: see lanes)
+            self.masks = [f"{r} < rnumel"] * (tree and lines is rest)  # (a tree sum's rest: see lanes)
             levels = lines.count("@INDENT@") + (len(rr) - 1) * (k == len(loops) - 1)  # the last closes the outer loops
             inner = ["@DEDENT@", "}"] * (lines is whole)  # the parts end with a step's loop, or in the block loop
             yield (outer if k == 0 else []) + lines, inner + flush + ["@DEDENT@", "}"] * (levels - len(inner) // 2)
