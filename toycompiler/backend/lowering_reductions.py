@@ -27,8 +27,8 @@ import sympy
 import torch
 
 from . import ir
-from .lowering import TensorValue, cast, fallback_kernel, layout_of, register_lowering, strided_value
-from .lowering_views import both, within
+from .lowering import TensorValue, cast, fallback_kernel, layout_of, register_lowering
+from .lowering_views import both, view, within
 
 aten = torch.ops.aten
 
@@ -55,10 +55,7 @@ def make_reduction(op: str):
         body = cast(graph.read(x, idx), x.dtype, x.dtype if op in ("max", "min", "argmax", "argmin") else out.dtype)
         result = graph.add_computed(tuple(x.size[d] for d in kept), out.dtype, str(out.device), body, node,
                                     ir.Reduction(op, tuple(x.size[d] for d in reduced), tuple(reduced)))
-        if not keepdim:
-            return result
-        size = tuple(sympy.Integer(1) if d in reduced else x.size[d] for d in range(len(x.size)))  # reduced dims: 1
-        return strided_value(ir.TensorRef(result.ref.buf, size, ir.contiguous_strides(size)), out.dtype, result.device)
+        return view(node, result) if keepdim else result  # keepdim: reduced dims of size 1, the same memory
     return lower
 
 

@@ -40,11 +40,12 @@ def derive_ref(x: TensorValue, size: tuple, index_map: IndexMap) -> ir.TensorRef
     """For ``x`` a strided buffer (``x.ref`` set): if the map is affine, the view's own strides and offset."""
     v = ir.index_vars(len(size), "v")
     e = x.loader(index_map(v))  # (x is stored: one load, its index expanded, see strided_value)
-    if e.index.has(ir.FloorDiv, ir.ModularIndexing, sympy.Min, sympy.Max):
-        return None
     strides = tuple(e.index.coeff(var) for var in v)
     offset = e.index.subs({var: 0 for var in v})
-    if sympy.expand(offset + sum(s * var for s, var in zip(strides, v)) - e.index) != 0:
+    # not affine: a floor division, a modulo or a clamp anywhere in the index (of sizes too), or not the offset
+    # plus each index times its stride (a product of indices)
+    if e.index.has(ir.FloorDiv, ir.ModularIndexing, sympy.Min, sympy.Max) \
+            or sympy.expand(offset + sum(s * var for s, var in zip(strides, v)) - e.index) != 0:
         return None
     # A dim of size 1 read at index 0 (a stride of 0 above) gets the view's element count, the stride torch
     # gives such a dim outermost: torch infers a memory format from strides. A convolution of a [1, C, H, W]
