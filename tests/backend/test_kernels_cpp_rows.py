@@ -228,13 +228,12 @@ def test_a_short_row_sum_takes_fewer_lanes_but_a_max_does_not():
 def test_a_short_row_sum_of_whole_vectors_adds_its_lanes_as_a_tree(size):
     """A sum over rows of whole vectors of 16 adds into 16 lanes of its own (``acc0_lanes``), which are then
     added up as a tree (``toy_sum_lanes``), not by OpenMP's reduction (``CppRenderer.lanes``). Checked against
-    eager in float, bfloat16 (added in float, stored rounded), double and int64, with infinities and a NaN in
-    a lane, and a row's dot products (rows of both inputs, broadcast against each other)."""
+    eager in float, double and int64, with infinities and a NaN in a lane, and a row's dot products (rows of both
+    inputs, broadcast against each other)."""
     x = torch.randn(6, size) * 4
     x[1, 0], x[2, -1], x[3, size // 2], x[4, 1:3] = float("-inf"), float("inf"), float("nan"), float("inf")
     y, z = torch.randn(9, size), torch.randn(7, size)
     for fn, args, tol in [(lambda x: x.sum(-1), (x,), 1e-5), (lambda x: x.double().mean(-1), (x,), 1e-5),
-                          (lambda x: x.sum(-1), (x.bfloat16(),), 1e-2),  # (an add in another order: 1 ulp of 2^-8)
                           (lambda x: (x * 100).long().sum(-1), (x[5:],), 0),
                           (lambda x: torch.var_mean(x, -1), (y,), 1e-5),
                           (lambda y, z: (y[:, None] * z[None]).sum(-1), (y, z), 1e-5)]:
@@ -245,6 +244,26 @@ def test_a_short_row_sum_of_whole_vectors_adds_its_lanes_as_a_tree(size):
     for n in (20, 100, 256):  # a rest (a row of GCC's loop), or a long row
         source = toycompiler.explain(lambda x: x.sum(-1), backend="cpp")(torch.randn(5, n)).kernels[0].source
         assert "acc0_lanes" not in source and "reduction(+:acc0)" in source
+
+
+@pytest.mark.parametrize("size", [9, 20, 32, 64, 100, 300, 1037])
+def test_a_row_sum_of_bfloat16_adds_into_32_lanes_at_any_length(size):
+    """A row sum that reads 2-byte values (bfloat16) adds into 32 lanes, a vector of 32 values a step, over a row
+    of any length known when compiling, its rest as one more vector whose loads and values past the row are
+    masked off, and ends in a tree (``CppRenderer.lanes``): in 16 lanes GCC read 16 bfloat16 values a step.
+    Checked against eager (added in float, stored rounded) with infinities and a NaN, in the rest too, for a sum,
+    a mean of the values as floats, and a sum of rows gathered by index; a row sum of floats keeps 16 lanes or
+    OpenMP's reduction."""
+    x = torch.randn(6, size) * 4
+    x[1, 0], x[2, -1], x[3, size // 2], x[4, -1] = float("-inf"), float("inf"), float("nan"), float("inf")
+    end = size - size % 32
+    for fn, args in [(lambda x: x.sum(-1), (x.bfloat16(),)), (lambda x: x.float().mean(-1), (x.bfloat16(),)),
+                     (lambda x, i: x[i].sum(-1), (x.bfloat16(), torch.tensor([5, 0, 3, 3])))]:
+        source = toycompiler.explain(fn, backend="cpp")(*args).kernels[-1].source
+        assert "_lanes[32] = {};" in source and "toy_sum_lanes<32>(" in source and "reduction(+" not in source, source
+        assert (f"for (int64_t r0s = {end}; r0s < {end + 32}; r0s += 32) {{" in source) == bool(size % 32), source
+        assert_same(fn, *args, backend="cpp", rtol=1e-2, atol=1e-2)  # (an add in another order: 1 ulp of 2^-8)
+    assert "_lanes[32]" not in toycompiler.explain(lambda x: x.sum(-1), backend="cpp")(x).kernels[0].source
 
 
 @pytest.mark.parametrize("size", [9, 17, 20, 33, 40, 47, 100, 255])
@@ -265,8 +284,9 @@ def test_a_row_sum_that_reads_its_inputs_again_ends_its_rest_in_a_masked_vector_
                           (lambda y, z: (y[:, None] * z[None]).sum(-1), ((y * 9).nan_to_num().long(), (z * 9).long()),
                            0), (lambda w, i: w[i].sum(-1) + w[i].mean(-1), (w, ids), 1e-5)]:
         source = toycompiler.explain(fn, backend="cpp")(*args).kernels[-1].source
-        end = size - size % 16
-        assert f"for (int64_t r0s = {end}; r0s < {end + 16}; r0s += 16) {{" in source, source
+        step = 32 if args[0].dtype == torch.bfloat16 else 16  # (2-byte values: 32 lanes)
+        end = size - size % step
+        assert f"for (int64_t r0s = {end}; r0s < {end + step}; r0s += {step}) {{" in source, source
         assert "r0 < rnumel ? in_ptr" in source and "reduction(+" not in source, source
         assert_same(fn, *args, backend="cpp", rtol=tol, atol=tol)
     source = toycompiler.explain(lambda x: x.sum(-1), backend="cpp")(torch.randn(5, size)).kernels[0].source
