@@ -204,20 +204,19 @@ class TritonRenderer(KernelRenderer):
             # a column sum [3000, 9000] (563 programs of 16 columns) took 43.1 us so, 52.3 in steps of 512
             # (fewer than 8 columns, a program's 64 channels of NCHW, keep steps of 512: a mean over (0, 2, 3) of
             # [128, 64, 56, 56] ran at 95.5% of a copy's bandwidth so, 90.0% in steps of 1024 with 8 warps; H100)
-            # A tile that would be held whole but is read in one pass (streams) takes [32, 8] steps: a program
-            # has more loads in flight than when a thread holds 64 or more values. H200, held whole / [32, 8]
-            # steps / [64, 8] steps / torch.compile (us): float16 x.sum(0) over [32765, 1037] 39.9 / 30.8 / 30.5
-            # / 32.2 (the partials' kernel, profiled: 33.7 us held whole, Inductor's 25.1), bfloat16 41.1 / 31.3 /
-            # 31.6 / 32.9, float32 46.5 / 41.8 / 39.6 / 39.6; float16 [65536, 512] 30.1 / 25.7 / 27.2 / 25.5,
-            # [16384, 4096] 44.7 / 42.0 / 40.8 / 39.6; float32 [8192, 768] 14.1 / 12.6 / 15.0 / 14.0; x.var(0)
-            # over float16 [16384, 2048] 35.3 / 31.0 / 32.7 / 29.6, float32 39.9 / 39.2 / 49.0 / 45.3; x.amax(0)
-            # over float16 [30000, 1000] 30.5 / 26.4 / 27.7 / 25.3; a mean over (0, 2, 3) of float16
-            # [128, 64, 56, 56] 19.1 / 18.4 / 19.9 / 22.7; float16 x.sum(0) over [100000, 257] 31.7 / 26.8 / - /
-            # 29.7. No one tile was best for all: x.sum(1) over [256, 200, 300] took 19.7 / 21.3 / 19.6 / 19.4 in
-            # float32, 13.1 / 15.6 / 13.2 / 13.7 in bfloat16, and x.amax(0) over bfloat16 [50000, 300] 17.0 / 18.9
-            # / 19.9 / 19.4, where x.sum(1) over [1024, 60, 256] took 19.8 / 18.8 / 21.8 / 30.0. Read in several
-            # passes (log_softmax over the channels of float32 [64, 256, 28, 28]), the tile held whole took 31.0 us,
-            # [32, 8] steps 59.2 (45.4)
+            # A tile that would be held whole but is read in one pass (streams) takes [32, 8] steps, faster on most
+            # column reductions timed (a profile gave the partials' kernel's time, not why). H200, held whole / [32, 8]
+            # steps / [64, 8] steps / torch.compile (us): float16 x.sum(0) over [32765, 1037] 39.9 / 30.8 / 30.5 / 32.2
+            # (the partials' kernel, profiled: 33.7 us held whole, Inductor's 25.1), bfloat16 41.1 / 31.3 / 31.6 / 32.9,
+            # float32 46.5 / 41.8 / 39.6 / 39.6; float16 [65536, 512] 30.1 / 25.7 / 27.2 / 25.5, [16384, 4096] 44.7 /
+            # 42.0 / 40.8 / 39.6; float32 [8192, 768] 14.1 / 12.6 / 15.0 / 14.0; x.var(0) over float16 [16384, 2048]
+            # 35.3 / 31.0 / 32.7 / 29.6, float32 39.9 / 39.2 / 49.0 / 45.3; x.amax(0) over float16 [30000, 1000] 30.5 /
+            # 26.4 / 27.7 / 25.3; a mean over (0, 2, 3) of float16 [128, 64, 56, 56] 19.1 / 18.4 / 19.9 / 22.7; float16
+            # x.sum(0) over [100000, 257] 31.7 / 26.8 / - / 29.7. No one tile was best for all: x.sum(1) over [256, 200,
+            # 300] took 19.7 / 21.3 / 19.6 / 19.4 in float32, 13.1 / 15.6 / 13.2 / 13.7 in bfloat16, and x.amax(0) over
+            # bfloat16 [50000, 300] 17.0 / 18.9 / 19.9 / 19.4, where x.sum(1) over [1024, 60, 256] took 19.8 / 18.8 /
+            # 21.8 / 30.0. Read in several passes (log_softmax over the channels of float32 [64, 256, 28, 28]), the tile
+            # held whole took 31.0 us, [32, 8] steps 59.2 (45.4)
             wide = few and x > 8 and not self.persistent  # 16 or 32 columns a program
             x, step = (32, 8) if streams else (x, rows if self.persistent else (1024 if wide else 512) // x)
             self.blocks = (("XBLOCK", x), ("RBLOCK", step), *((("num_warps", 8),) if wide else ()))
