@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .variables import Compared, ConstantVariable, MethodVariable, Unsupported, Variable, identity_key, wrap_scalar
+from .variables import Compared, ConstantVariable, MethodVariable, Unsupported, Variable, wrap_scalar
 
 
 def wrap_constant_result(value: Any) -> Variable:
@@ -237,11 +237,11 @@ class SetVariable(ContainerVariable):
         if name == "clear":
             self.items.clear()
         elif name in ("discard", "remove"):
-            if self.items.pop(identity_key(args[0]), None) is None and name == "remove":
+            if self.items.pop(args[0].identity_key(), None) is None and name == "remove":
                 raise Unsupported("set.remove() of a missing item (KeyError while tracing)", "exception")
         else:  # add, update
             for v in args if name == "add" else [v for arg in args for v in arg.unpack(tx)]:
-                self.items.setdefault(identity_key(v), v)
+                self.items.setdefault(v.identity_key(), v)
         return ConstantVariable(None)
 
 

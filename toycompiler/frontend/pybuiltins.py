@@ -38,8 +38,6 @@ from .variables import (
     TensorVariable,
     Unsupported,
     Variable,
-    identity_key,
-    is_none,
 )
 
 # A handler has the builtin's own signature, with the translator first and variables for values, so Python
@@ -155,7 +153,7 @@ def _dict(tx, /, *args, **kwargs):
 
 @handles(set)
 def _set(tx, iterable=EMPTY, /):
-    return SetVariable({identity_key(v): v for v in iterable.unpack(tx)})
+    return SetVariable({v.identity_key(): v for v in iterable.unpack(tx)})
 
 
 @handles(iter)
@@ -232,13 +230,13 @@ def _map(tx, fn, /, *iterables):
 
 @handles(filter)
 def _filter(tx, fn, iterable, /):
-    return IteratorVariable([v for v in iterable.unpack(tx) if (v if is_none(fn) else fn.call(tx, [v], {})).truth()])
+    return IteratorVariable([v for v in iterable.unpack(tx) if (v if fn.is_none() else fn.call(tx, [v], {})).truth()])
 
 
 @handles(itertools.accumulate)
 def _accumulate(tx, iterable, func=NONE, *, initial=NONE):
     """``accumulate(xs, func=add, initial=None)``: running results, each a graph node for tensors."""
-    add = ObjectVariable(operator.add) if is_none(func) else func
+    add = ObjectVariable(operator.add) if func.is_none() else func
     return _rearrange(tx, itertools.accumulate, [iterable.unpack(tx), _as_function(tx, add)], {"initial": initial})
 
 
@@ -326,7 +324,7 @@ def _contains(tx, container, item, /):
     if isinstance(container, TensorVariable):
         raise Unsupported("`in` on a tensor compares values (data-dependent)", "data-dependent-branch")
     if isinstance(container, DictVariable | SetVariable):
-        return ConstantVariable(identity_key(item) in [identity_key(i) for i in container.unpack(tx)])
+        return ConstantVariable(item.identity_key() in [i.identity_key() for i in container.unpack(tx)])
     if isinstance(container, TupleVariable | IteratorVariable):  # (_items: an iterator's drawn one at a time)
         return ConstantVariable(Compared(item) in map(Compared, _items(tx, container)))
     return NotImplemented

@@ -62,7 +62,6 @@ from .variables import (
     Unsupported,
     UserFunctionVariable,
     Variable,
-    is_none,
 )
 
 
@@ -141,7 +140,9 @@ class InstructionTranslator:
         self.steps: list[TranslationStep] = []
         self.returned: Variable | None = None
         self.broke: GraphBreak | None = None  # where tracing stopped and why (see break_at)
-        self.yielded: list[Variable] | None = None  # an inlined generator's values (InliningTranslator)
+        # an inlined generator's values (InliningTranslator); never the compiled function's own (depth 0): a
+        # compiled generator runs eagerly
+        self.yielded: list[Variable] | None = [] if self.depth and code.co_flags & inspect.CO_GENERATOR else None
 
     # -- the main loop ------------------------------------------------------------
 
@@ -703,7 +704,6 @@ class InliningTranslator(InstructionTranslator):
         # shared with the caller: one graph, one set of guards, one list of inputs
         self.output, self.guards, self.guard_objects = parent.output, parent.guards, parent.guard_objects
         self.enter_frame(code, globals_, local_vars, closure)
-        self.yielded = [] if code.co_flags & inspect.CO_GENERATOR else None  # (a compiled generator runs eagerly)
 
     def run_inline(self) -> Variable:
         """Run to ``RETURN_VALUE``; a break propagates to the caller with this frame's location."""
@@ -737,7 +737,7 @@ CONTAINER_METHODS = {"SET_ADD": "add", "SET_UPDATE": "update", "DICT_UPDATE": "u
                      "LIST_EXTEND": "extend", "LIST_APPEND": "append"}
 # When each conditional jump is taken, given the variable it tests.
 JUMP_CONDITIONS = {"POP_JUMP_IF_TRUE": lambda v: v.truth(), "POP_JUMP_IF_FALSE": lambda v: not v.truth(),
-                   "POP_JUMP_IF_NONE": is_none, "POP_JUMP_IF_NOT_NONE": lambda v: not is_none(v),
+                   "POP_JUMP_IF_NONE": lambda v: v.is_none(), "POP_JUMP_IF_NOT_NONE": lambda v: not v.is_none(),
                    "JUMP_IF_TRUE_OR_POP": lambda v: v.truth(), "JUMP_IF_FALSE_OR_POP": lambda v: not v.truth()}
 FORMAT_CONVERSIONS = {0: lambda value: value, 1: str, 2: repr, 3: ascii}
 

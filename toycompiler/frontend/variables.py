@@ -7,13 +7,14 @@ a Python value known at compile time (:class:`ConstantVariable`,
 will inline, a closure cell, or CPython's NULL marker.
 
 Each variable answers the same few questions (``getattr``, ``call``,
-``as_python``, ``unpack``, ``getitem``, ``setitem``, ``truth``), so the translator
-dispatches on behaviour, not on ``isinstance`` ladders; the same holds for the
-graph: ``node_arg``, ``fake`` and ``tensors`` say what a value is as an FX
-argument, as a fake-tensor argument, and which tensors it holds; and for the
-transformed code: ``reconstruct(cg)`` emits the instructions that push the
-value as a real one (see :mod:`.reconstruct`). Containers (lists, dicts,
-iterators) live in :mod:`.containers`.
+``as_python``, ``unpack``, ``getitem``, ``setitem``, ``truth``, ``is_none``,
+``identity_key``), so the translator dispatches on behaviour, not on
+``isinstance`` ladders; the same holds for the graph: ``node_arg``, ``fake``
+and ``tensors`` say what a value is as an FX argument, as a fake-tensor
+argument, and which tensors it holds; and for the transformed code:
+``reconstruct(cg)`` emits the instructions that push the value as a real one
+(see :mod:`.reconstruct`). Containers (lists, dicts, iterators) live in
+:mod:`.containers`.
 
 The translator is passed to these methods as ``tx`` (never imported): a
 variable asks it to ``wrap`` a real value, ``call_python`` a callable,
@@ -122,6 +123,19 @@ class Variable:
         """``bool(value)`` at compile time, for jumps."""
         return bool(self.as_python())
 
+    def is_none(self) -> bool:
+        """``value is None`` at compile time, for jumps: known for every variable (only a constant can be None,
+        a tensor never is)."""
+        return isinstance(self, ConstantVariable) and self.value is None
+
+    def identity_key(self) -> Any:
+        """What sets and dict lookups compare: the constant value, or the variable itself (a tensor has no
+        compile-time value, and Python hashes it by identity). A tuple hashes and compares by its items, so
+        ``(x, 1)`` twice is one key."""
+        if getattr(self, "kind", None) is tuple:
+            return tuple(v.identity_key() for v in self.items)
+        return self.as_python() if self.is_python_constant() else id(self)
+
     def enter(self, tx: InstructionTranslator) -> tuple[Variable, Variable]:
         """``with value:`` -- enter the block: the exit function ``BEFORE_WITH`` leaves on the stack, and
         what ``as`` binds. Only grad-mode switches and no-op contexts say how."""
@@ -155,15 +169,6 @@ class Variable:
         raise CannotResume(f"can't rebuild {self.describe()}: {reason}")
 
 
-def identity_key(v: Variable) -> Any:
-    """What sets and dict lookups compare: the constant value, or the variable itself (a tensor has no
-    compile-time value, and Python hashes it by identity). A tuple hashes and compares by its items, so
-    ``(x, 1)`` twice is one key."""
-    if getattr(v, "kind", None) is tuple:
-        return tuple(map(identity_key, v.items))
-    return v.as_python() if v.is_python_constant() else id(v)
-
-
 @dataclass(eq=False)
 class Compared:
     """A variable as ``in``, ``list.index`` and ``list.count`` compare it, one item after another: put in a
@@ -190,10 +195,6 @@ class Compared:
 
     def __repr__(self) -> str:
         return self.v.describe()
-
-
-def is_none(v: Variable) -> bool:
-    return isinstance(v, ConstantVariable) and v.value is None
 
 
 class NullVariable(Variable):
