@@ -144,7 +144,8 @@ class ToyBackend:
         inputs = list(example_inputs)
         target = self.target or codegen.default_target(inputs)
         compile_one = functools.partial(compile_graph, target=target, config=config, source=source)
-        if training.needs_autograd(inputs):  # forward and backward, each through compile_graph
+        # grad mode on and an input that requires grad: forward and backward (AOTAutograd), each through compile_graph
+        if torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in inputs):
             return training.compile_training(gm, inputs, compile_one)
         return compile_one(gm, inputs)
 

@@ -27,10 +27,5 @@ def line_of(node: torch.fx.Node) -> int | None:
     return int(found[-1]) if found else None
 
 
-def lines_of(node: torch.fx.Node) -> tuple[int, ...]:
-    """The source lines an IR buffer lowered from ``node`` records: its line, if known."""
-    return () if (line := line_of(node)) is None else (line,)
-
-
 def offset_of(node: torch.fx.Node) -> int | None:
     return (node.meta.get("custom") or {}).get("toy_offset")

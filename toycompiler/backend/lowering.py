@@ -529,7 +529,8 @@ class GraphLowering:
         """Append ``kind(buf<n>, layout, *fields, **more)``, lowered from ``node`` (its provenance);
         returns its value, read from memory."""
         name = f"buf{len(self.buffers)}"
-        self.buffers.append(kind(name, layout, *fields, origins=(node.name,), lines=provenance.lines_of(node), **more))
+        lines = () if (line := provenance.line_of(node)) is None else (line,)  # the user's source line, if known
+        self.buffers.append(kind(name, layout, *fields, origins=(node.name,), lines=lines, **more))
         return strided_value(ir.TensorRef(name, layout.size, layout.stride), layout.dtype, layout.device)
 
     def output(self, node: torch.fx.Node) -> list[ir.TensorRef]:

@@ -217,10 +217,9 @@ def inline_walk(kernel: Kernel, node: Node) -> int:
 
 
 def _why_fused(kernel: Kernel, node: Node, where: str, producers: list[str]) -> str:
-    if where == "reduction" and kernel.kind == "pointwise":
-        return f"{node.name} reduces what the kernel computes element by element (pointwise prologue)"
     if where == "reduction":
-        return f"{node.name} is another reduction over the same rows"
+        return f"{node.name} reduces what the kernel computes element by element (pointwise prologue)" \
+            if kernel.kind == "pointwise" else f"{node.name} is another reduction over the same rows"
     if kernel.kind == "reduction" and producers:
         return f"{node.name} uses {', '.join(producers)} row by row ({where} epilogue of the reduction)"
     if producers:

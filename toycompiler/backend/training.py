@@ -43,11 +43,6 @@ from . import CompiledGraph
 CompileFn = Callable[[torch.fx.GraphModule, list], CompiledGraph]  # one graph -> kernels (never raises)
 
 
-def needs_autograd(example_inputs: list) -> bool:
-    """Route through AOTAutograd when grad mode is on and some input requires grad."""
-    return torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in example_inputs)
-
-
 def compile_training(gm: torch.fx.GraphModule, example_inputs: list, compile_graph: CompileFn) -> CompiledGraph:
     """A callable whose outputs carry a compiled backward; artifacts hold both graphs.
 

@@ -79,11 +79,6 @@ class ContainerVariable(Variable):
                               "the compiled code would not repeat the change", "mutation")
         tx.output.remember(self, "items")
 
-    def delitem(self, tx, index: Variable) -> None:
-        """``del xs[i]``, ``del d[k]``: for lists and dicts made while tracing (DELETE_SUBSCR checks)."""
-        self.before_change(tx, "del")
-        del self.items[index.as_python()]
-
 
 @dataclass(eq=False)
 class TupleVariable(ContainerVariable):

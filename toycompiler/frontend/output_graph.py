@@ -24,7 +24,7 @@ from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicO
 
 from .. import provenance
 from ..artifacts import SourceArtifact
-from .containers import ListVariable, NamedTupleVariable, TupleVariable, wrap_constant_result
+from .containers import CONTAINERS, NamedTupleVariable, wrap_constant_result
 from .shapes import ShapePolicy
 from .variables import CONSTANT_TYPES, ConstantVariable, TensorVariable, Unsupported, Variable
 
@@ -107,9 +107,8 @@ class OutputGraph:
             node = self.create_node(op, target, node_args, node_kwargs, example)
             items = [TensorVariable(self.create_node("call_function", operator.getitem, (node, i), {}, t), t)
                      if t is not None else ConstantVariable(None) for i, t in enumerate(example)]
-            if type(example) not in (tuple, list):  # torch.return_types.topk(values, indices)
-                return NamedTupleVariable(items, example=example)
-            return TupleVariable(items) if isinstance(example, tuple) else ListVariable(items)
+            container = CONTAINERS.get(type(example))  # None: a structseq, torch.return_types.topk(values, indices)
+            return container(items) if container else NamedTupleVariable(items, example=example)
         if example is None and op == "call_function":  # e.g. torch.add(a, b, out=c): a node, and None
             self.create_node(op, target, node_args, node_kwargs, None)
         if isinstance(example, CONSTANT_TYPES) or type(example) in (tuple, list):  # None is a constant too

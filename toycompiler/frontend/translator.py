@@ -509,10 +509,12 @@ class InstructionTranslator:
     STORE_SLICE = STORE_SUBSCR
 
     def DELETE_SUBSCR(self, inst):
+        """``del xs[i]``, ``del d[k]`` -- for lists and dicts made while tracing (a caller's: a break)."""
         key, obj = self.pop(), self.pop()
         if not isinstance(obj, ListVariable | DictVariable):
             raise Unsupported(f"del on {obj.describe()} is not traced", "mutation")
-        obj.delitem(self, key)
+        obj.before_change(self, "del")
+        del obj.items[key.as_python()]
 
     def make_slice(self, parts: list[Variable]) -> ConstantVariable:
         if not all(p.is_python_constant() for p in parts):
@@ -611,9 +613,7 @@ class InstructionTranslator:
     def JUMP_IF_TRUE_OR_POP(self, inst):
         """3.11 ``a or b``: jump keeping ``a`` if it is true, else pop it (``a and b``:
         ``JUMP_IF_FALSE_OR_POP``, jump keeping ``a`` if it is false)."""
-        if JUMP_CONDITIONS[inst.opname](self.state.stack[-1]):
-            return self.jump(inst)
-        self.pop()
+        self.jump(inst) if JUMP_CONDITIONS[inst.opname](self.state.stack[-1]) else self.pop()
 
     JUMP_IF_FALSE_OR_POP = JUMP_IF_TRUE_OR_POP
 

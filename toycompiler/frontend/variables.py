@@ -299,10 +299,10 @@ def attribute_source(obj: Any, source: str, name: str) -> str:
     the list. Guards and the transformed code run on every call, so they read the dict the value
     lives in, as TorchDynamo's sources do: ``net._modules['fc']``, ``fc._parameters['weight']``.
     """
-    tables = ("_parameters", "_buffers", "_modules")  # Module.__getattr__'s order
-    if isinstance(obj, torch.nn.Module) and name not in vars(obj) and not hasattr(type(obj), name):
-        return next((f"{source}.{t}[{name!r}]" for t in tables if name in vars(obj)[t]), f"{source}.{name}")
-    return f"{source}.{name}"
+    # Module.__getattr__ runs only for a name neither the object nor its class has: then it looks in its tables
+    module_getattr = isinstance(obj, torch.nn.Module) and name not in vars(obj) and not hasattr(type(obj), name)
+    tables = ("_parameters", "_buffers", "_modules") if module_getattr else ()  # (in Module.__getattr__'s order)
+    return next((f"{source}.{t}[{name!r}]" for t in tables if name in vars(obj)[t]), f"{source}.{name}")
 
 
 @dataclass(eq=False)

@@ -48,11 +48,10 @@ def _foldable(node: torch.fx.Node) -> bool:
     conv = node.args[0]
     if not (isinstance(conv, torch.fx.Node) and conv.target is aten.convolution.default and len(conv.users) == 1):
         return False
-    # a transposed convolution, or weights, biases and statistics (None: left out) that are graph inputs rather
-    # than its own constants
-    if conv.args[6] or any(t is not None and t.op != "get_attr" for t in conv.args[1:3] + node.args[1:5]):
-        return False
-    return all(u.target is operator.getitem for u in node.users)
+    # not a transposed convolution; weights, biases and statistics (None: left out) its own constants, not graph
+    # inputs; the batch norm's results read only through getitem
+    return not conv.args[6] and all(t is None or t.op == "get_attr" for t in conv.args[1:3] + node.args[1:5]) \
+        and all(u.target is operator.getitem for u in node.users)
 
 
 def _fold(gm: torch.fx.GraphModule, bn: torch.fx.Node) -> str:
@@ -63,7 +62,6 @@ def _fold(gm: torch.fx.GraphModule, bn: torch.fx.Node) -> str:
     attrs = [constant_node(gm, f"_folded_{conv.name}_{what}", value.detach(), before=conv)
              for value, what in zip(new, ("weight", "bias"))]
     conv.args = (conv.args[0], *attrs, *conv.args[3:])
-    for user in list(bn.users):
-        if user.args[1] == 0:
-            user.replace_all_uses_with(conv)
+    for user in [u for u in bn.users if u.args[1] == 0]:  # its normalised output (the others: statistics)
+        user.replace_all_uses_with(conv)
     return f"{bn.name} folded into {conv.name}: new weights and bias, one op fewer"

@@ -64,9 +64,8 @@ def _identity(node: torch.fx.Node):
 
 def _double_negation(node: torch.fx.Node):
     inner = node.args[0] if node.target is aten.neg.default else None
-    if isinstance(inner, torch.fx.Node) and inner.target is aten.neg.default and _same_kind(inner.args[0], node):
-        return inner.args[0], "-(-x) is x"
-    return None
+    ok = isinstance(inner, torch.fx.Node) and inner.target is aten.neg.default and _same_kind(inner.args[0], node)
+    return (inner.args[0], "-(-x) is x") if ok else None
 
 
 def _affine(node: torch.fx.Node) -> tuple[torch.fx.Node, object, float] | None:
