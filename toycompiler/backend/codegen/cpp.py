@@ -79,9 +79,14 @@ PRELUDE = """\
 template <typename T> static inline T toy_maximum(T a, T b) { return b > a || b != b ? b : a; }
 template <typename T> static inline T toy_minimum(T a, T b) { return b < a || b != b ? b : a; }
 template <typename T> static inline T toy_relu(T a) { return a != a ? a : (a > T(0) ? a : T(0)); }
+template <typename T, int N> struct toy_vector { typedef T type __attribute__((vector_size(N * sizeof(T)))); };
+template <typename T, int N> using toy_lanes = typename toy_vector<T, N>::type;  // N values in vector registers
 template <int N, typename T> static inline T toy_sum_lanes(T* a) {  // the halves added lane by lane, then theirs
     _Pragma("omp simd") for (int l = 0; l < N / 2; ++l) a[l] += a[l + N / 2];
     if constexpr (N > 2) return toy_sum_lanes<N / 2>(a); else return a[0];
+}
+template <int N, typename V> static inline auto toy_sum_lanes(V v) {  // a vector's lanes, as an array's
+    decltype(v[0] + v[0]) a[N]; __builtin_memcpy(a, &v, sizeof a); return toy_sum_lanes<N>(a);
 }
 static inline float toy_from_bfloat16(uint16_t h) { union { uint32_t u; float f; } v{uint32_t(h) << 16}; return v.f; }
 static inline uint16_t toy_to_bfloat16(float f) {
@@ -475,11 +480,14 @@ class CppRenderer(KernelRenderer):
         what reads them stays, as does the loop variables' and the loop's own temporaries' readers."""
         loop, scope = self.scopes[-1].get("@FOR@", 0), self.scopes[-1]  # the ``for``, its pragma on the line before
         # the kernel's local names in it: temporaries and loop variables (tmp3, x1, r0), and what loops change
-        # (accumulators, arrays, outputs, block bounds: acc0, acc0_part, row2, rows0, tile0, out_ptr0, xb, r0s, x1t)
-        names = set(re.findall(r"\b(?:(?:tmp|acc|rows?|tile|out_ptr|[xr])\d+\w*|x[be])\b", code))
+        # (accumulators, arrays, outputs, block bounds: acc0, acc0_part, row2, rows0, tile0, out_ptr0, xb, r0s, x1t),
+        # and a tree sum's lane (l: see row_loops)
+        names = set(re.findall(r"\b(?:(?:tmp|acc|rows?|tile|out_ptr|[xr])\d+\w*|x[be]|l)\b", code))
+        # what the loop defines: its variable, in its ``for`` or on the line after (a tree sum's r0 = r0s + l)
+        defined = re.findall(r"int64_t (\w+) =", " ".join(line for line, _ in self.lines[loop:loop + 2]))
         if not loop or not re.match(r"\s*#pragma omp (parallel for )?simd", self.lines[loop - 1][0]) \
                 or any(code in s for s in self.scopes) or any(not re.fullmatch(r"(tmp|x|r)\d+", n) for n in names) \
-                or names & {*scope.values(), *re.findall(r"for \(int64_t (\w+)", self.lines[loop][0])}:
+                or names & {*scope.values(), *defined}:
             return super().tmp(code, dtype)
         name = self.scopes[-2][code] = self.fresh("tmp")
         self.lines.insert(loop - 1, ("    " * (len(self.scopes) - 1) + self.assign(name, code, dtype), self.owner))
@@ -527,15 +535,16 @@ class CppRenderer(KernelRenderer):
         lanes, held = self.lanes(folds)
         staged, tree = held == "staged", lanes == "tree"
         where = f"[{self.xlast} - xb]" if self.column else "_lanes[r0 - r0s]" if tree else ""
-        lanes_of = f"_lanes[{self.width}] = {{}}"  # (a tree's)
         declare = (lambda t, a, init: [f"{t} {a}[{self.xblock}];", f"std::fill_n({a}, {self.xblock}, {init});"]) \
-            if self.column else (lambda t, a, init: [f"{t} {a}{lanes_of if tree else f' = {init}'};"])
+            if self.column else (lambda t, a, init: [f"{t} {a} = {init};"])
         start = 0 if self.column else "INT64_MAX"  # an argmax's index before its loop (see above)
         wide = [acc for n, op, acc in zip(nodes, ops, accs) if self.wide(op, self.expr_dtype(n.body))]  # (see wide)
         for n, op, acc in zip(nodes, ops, accs):
             dtype = self.compute_dtype(self.expr_dtype(n.body))  # (bfloat16: float)
+            self.emit(*[f"toy_lanes<{self.type_name(dtype)}, {self.width}> {acc}_lanes{{}};" if acc in wide else
+                        f"{self.type_name(dtype)} {acc}_lanes[{self.width}] = {{}};"] * (tree and alias[acc] == acc))
             self.emit(*declare("double" if acc in wide else self.type_name(dtype), acc, self.init(op, dtype))
-                      if alias[acc] == acc else [])
+                      if alias[acc] == acc and (acc in wide or not tree) else [])
             self.emit(*[f"int {acc}_nan = 0;"] if acc in nans else [])
             self.emit(*[f"{self.type_name(dtype)} {acc}_row[{self.printer(self.rr[0])}];"] if held else [])
             self.emit(*declare("int64_t", f"{acc}_index", start) if op != n.reduction.op else [])
@@ -563,7 +572,8 @@ class CppRenderer(KernelRenderer):
                     self.emit(*index, line, *kept_line, *[f"{acc}_nan |= {value} != {value};"] * (acc in nans))
             self.spill(kept)
             self.emit(*close)
-        self.emit(*[f"auto {acc} = toy_sum_lanes<{self.width}>({acc}_lanes);" for _, _, acc in folds if tree])
+        self.emit(*[f"{acc} += toy_sum_lanes<{self.width}>({acc}_lanes);" if acc in wide else
+                    f"auto {acc} = toy_sum_lanes<{self.width}>({acc}_lanes);" for _, _, acc in folds if tree])
         if staged:  # the staged values, folded in a loop of their own (see lanes)
             self.emit(*self.r_loop_open(pragma + lanes))
             self.emit(*[f"{acc} = {self.ops[COMBINE[op]].format(acc, f'{acc}_row[{flat}]')};" for _, op, acc in folds])
@@ -584,13 +594,15 @@ class CppRenderer(KernelRenderer):
                         # found no index for an element at 1028, and returned INT64_MAX
                         self.emit(f"if ({v} == {m} || {v} != {v}) {i} = std::min<int64_t>({i}, {flat});")
                     self.emit(*close)
-        return [f"{acc}_index{where}" if op != n.reduction.op else self.cast(alias[acc] + where, torch.float32)
-                if acc in wide else alias[acc] + ("" if tree else where) for n, op, acc in zip(nodes, ops, accs)]
+        value = {acc: alias[acc] + ("" if tree else where) for acc in accs}  # (a tree's: its lanes' sum)
+        return [f"{acc}_index{where}" if op != n.reduction.op else self.cast(value[acc], torch.float32)
+                if acc in wide else value[acc] for n, op, acc in zip(nodes, ops, accs)]
 
     def wide(self, op: str, dtype: torch.dtype) -> bool:
         """Whether a float sum adds in double: a row loop's values each into a double accumulator; in column
         order, float *parts* of a step's 8 rows, each added into the double when its loop ends (``acc0[x0 - xb]
-        += acc0_part``).
+        += acc0_part``); in a sum into lanes (``lanes``: a row's length known only when running), 4096 values at
+        a time, 256 a lane, in float, then into the double.
 
         A lane adds its values one after another, each add rounded to float, so the error grows with their count.
         ``x.var()`` over 4M floats of mean 100 came out 9.4e-4 from the float64 value (eager 1.6e-8, torch.compile
@@ -662,6 +674,26 @@ class CppRenderer(KernelRenderer):
         50 and 100 (0.71-1.61 masked), or with its body and the lanes' add inside an ``if``, 4.3-6.2 ms over rows
         of 20 (0.78 in vectors of 4).
 
+        Dot products over rows of 256 to 4096 values add into the lanes too (no more than 256 adds a lane, as
+        ``wide`` allows in float): over rows of 1000 ([1024, n] against [512, n]) OpenMP's reduction in vectors of 8
+        took 40.6 ms, 25.3 so (torch.compile 23.8), over rows of 300 8.4 (8.5).
+
+        A sum over a row whose length is known only when running (a kernel compiled for any shape: ``dynamic=True``,
+        or a second call with another length) also adds into lanes, where OpenMP's reduction in double had been
+        2-3x slower than torch.compile: dot products over rows of 17, 40, 100 and 1000 took 4.25, 6.61, 9.48 and
+        55.8 ms, now 1.80, 1.93, 3.79 and 30.7 (torch.compile 2.14, 2.09, 3.51 and 25.2); a row sum over [160000,
+        40] floats 0.54 (0.65), [64, 100003] 0.71 (1.97; one thread). Three things made it so, each timed in
+        kernels written by hand over rows of 40. The lanes are a vector (``toy_lanes``, GCC's vector extension):
+        an array's lanes stayed in memory, a load and a store each step, where GCC could not unroll a loop whose
+        count it did not know (10.5 ms). The rest is an ``if`` and a loop over the lanes' numbers (``int l``),
+        masked by ``l < rest``: written as the loop over r above, GCC split it at ``r0 < rnumel`` into a loop and a
+        ``memset`` of the lanes past it (8.4-11 ms), and ``int(r0 - r0s) < rest`` built its vector of indices each
+        time (2.15 against 1.47). The values added in float, every 4096 of them (256 a lane) are added into the
+        double ``acc0`` and the lanes start again: rows of 100003 values of mean 100 came out 1e-6 from float64 in
+        float lanes alone, within 1.5e-7 so; the check costs 1.47 to 1.9 ms over rows of 40 (lanes of double, two
+        vectors of 8, took 5.0). A length known when compiling keeps the array: a vector there took 1.86 ms over
+        rows of 40 against 1.30, 32.6 over rows of 1000 against 26.7.
+
         Only sums and products: GCC's max in vectors of 4 was slower (an amax over rows of 20, 3.6 ms against
         2.2), and so was a loop that calls one of SLEEF's functions (in vectors of 4 it would call glibc's SSE
         clone instead; in vectors of 8 a softmax over rows of 33 took 8.3 ms against 6.5). glibc's own clones
@@ -692,17 +724,18 @@ class CppRenderer(KernelRenderer):
         softmax over rows of 1024 to 16000 was 10% slower kept than spilled into its output, 10-20% slower
         staged (its values folded apart), and a logsumexp reads no value back."""
         row, ops, sleef = (self.rr or (sympy.S.One,))[-1], {op for _, op, _ in folds}, bool(self.kernel_ops & SLEEF_OPS)
-        if self.column or not row.is_Integer or ops - {"sum", "prod"} or sleef and len(self.rr) != 1:
+        if self.column or ops - {"sum", "prod"} or sleef and len(self.rr) != 1:
             return "", ""
         reread = (2 * sum(self.ir.buffer(b).layout.numel for b in self.inputs) <= self.xnumel * row) is sympy.true
         self.width = 32 if min((self.dtypes[b].itemsize for b in self.inputs), default=4) == 2 else 16
-        if (row < 256 and (row % 16 == 0 or reread) or self.width == 32) and not sleef and ops == {"sum"} \
-                and len(self.rr) == 1:
+        if (not row.is_Integer or reread and row <= 4096 or row < 256 and row % 16 == 0 or self.width == 32) \
+                and not sleef and ops == {"sum"} and len(self.rr) == 1:
             return "tree", ""
-        if row >= 256:  # kept where an exp feeds a narrower output (see spill); one loop, on the stack: 64 KB at most
+        if not row.is_Integer or row >= 256:  # kept where an exp feeds a narrower output (see spill); one loop, on
+            # the stack: 64 KB at most
             narrower = len(self.rr) == 1 and any(out.layout.dtype != e.layout.dtype for e in self.kernel.nodes
                                                  if self.costly(e) for out in self.spill_outputs(e))
-            return "", "kept" if narrower and row * len(folds) <= 16384 else ""
+            return "", "kept" if narrower and row.is_Integer and row * len(folds) <= 16384 else ""
         return f" simdlen({4 if row < 48 else 8})", "staged" if sleef else ""
 
     def row_loops(self, pragma: str, split: bool, wide: list[str], tree=False) -> Iterator[tuple[list[str], list[str]]]:
@@ -734,16 +767,20 @@ class CppRenderer(KernelRenderer):
         A sum into lanes of its own (``tree``, see ``lanes``) runs as a column reduction's steps do: a loop over the
         row's vectors, and in it a ``simd`` loop over a vector's 16 values (32 bfloat16: ``width``); its rest is one
         more such step, where every load and value waits on ``r0 < rnumel`` (``masks``: the load reads nothing past
-        the row, the lanes get 0).
+        the row, the lanes get 0). Over a length known only when running, the rest is an ``if`` around a loop over
+        the lanes (``for (int l ...)``, ``r0 = r0s + l``), masked by ``l < rest``, and the loop over the row's
+        vectors adds the lanes into the double every 4096 values (see ``lanes``).
 
         A loop that would run no times (no whole vectors, no rest) is left out."""
         rr = self.rr or (sympy.S.One,)
         if not split and not self.column and not tree:
             yield self.r_loop_open(pragma), self.r_loop_close()
             return
-        decl = [f"float {a}_part = 0;" for a in wide]  # a column's float part sums
-        flush = [f"{a}[{self.xlast} - xb] += {a}_part;" for a in wide]
         r, size, step = f"r{len(rr) - 1}", self.printer(rr[-1]), 8 if self.column else self.width if tree else 16
+        decl = [f"float {a}_part = 0;" for a in wide]  # a column's float part sums
+        flush = [f"{a}[{self.xlast} - xb] += {a}_part;" for a in wide] if self.column else [  # a tree's: see lanes
+            f"if (r0s % 4096 == {4096 - step}) {a} += toy_sum_lanes<{step}>({a}_lanes), {a}_lanes = decltype({a}_lanes)"
+            "{};" for a in wide]
         end = rr[-1] - sympy.Mod(rr[-1], step)  # where the whole steps (vectors) end and the rest begins
         e = self.printer(end)
         if self.column or tree:  # a step's rows inside the vector loop; the rest a row a pass (a tree's: a step)
@@ -752,6 +789,9 @@ class CppRenderer(KernelRenderer):
                             *inside, f"for (int64_t {r} = {r}s; {r} < {r}s + {step}; ++{r}) {{", "@INDENT@"]
                            for lo, hi in ((0, end), (e, end + step)))
             rest = rest if tree else [f"for (int64_t {r} = {e}; {r} < {size}; ++{r}) {{", "@INDENT@", *inside[:-1]]
+            rest = rest if rr[-1].is_Integer or not tree else [  # a length known only when running: see lanes
+                f"if (rnumel > {e}) {{", "@INDENT@", f"const int64_t r0s = {e};", "const int rest = rnumel - r0s;",
+                pragma, f"for (int l = 0; l < {step}; ++l) {{", "@INDENT@", "const int64_t r0 = r0s + l;"]
         else:  # whole vectors; the rest as one more vector, its lanes past the row masked off
             whole = [pragma, f"for (int64_t {r} = 0; {r} < {e}; ++{r}) {{", "@INDENT@"]
             rest = [pragma, f"for (int64_t {r} = {e}; {r} < {self.printer(end + step)}; ++{r}) {{", "@INDENT@",
@@ -760,10 +800,11 @@ class CppRenderer(KernelRenderer):
         outer, spilled = self.loops("r", rr[:-1], [""] * (len(rr) - 1)), dict(self.spilled)
         for k, lines in enumerate(loops):
             self.spilled = dict(spilled)  # each loop spills its own elements (KernelRenderer.spill)
-            self.masks = [f"{r} < rnumel"] * (tree and lines is rest)  # (a tree sum's rest: see lanes)
+            self.masks = [f"{r} < rnumel" if rr[-1].is_Integer else "l < rest"] * (tree and lines is rest)  # see lanes
             levels = lines.count("@INDENT@") + (len(rr) - 1) * (k == len(loops) - 1)  # the last closes the outer loops
             inner = ["@DEDENT@", "}"] * (lines is whole)  # the parts end with a step's loop, or in the block loop
-            yield (outer if k == 0 else []) + lines, inner + flush + ["@DEDENT@", "}"] * (levels - len(inner) // 2)
+            flushed = flush if self.column or lines is whole else []
+            yield (outer if k == 0 else []) + lines, inner + flushed + ["@DEDENT@", "}"] * (levels - len(inner) // 2)
         self.masks = []
 
     def init(self, op: str, dtype: torch.dtype) -> str:
