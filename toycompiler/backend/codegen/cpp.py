@@ -674,9 +674,9 @@ class CppRenderer(KernelRenderer):
         50 and 100 (0.71-1.61 masked), or with its body and the lanes' add inside an ``if``, 4.3-6.2 ms over rows
         of 20 (0.78 in vectors of 4).
 
-        Dot products over rows of 256 to 4096 values add into the lanes too (no more than 256 adds a lane, as
-        ``wide`` allows in float): over rows of 1000 ([1024, n] against [512, n]) OpenMP's reduction in vectors of 8
-        took 40.6 ms, 25.3 so (torch.compile 23.8), over rows of 300 8.4 (8.5).
+        Rows that read their inputs again and hold 256 to 4096 values add into the lanes too (no more than 256 adds
+        a lane, as ``wide`` allows in float): dot products over rows of 1000 ([1024, n] against [512, n]) took 40.6
+        ms in OpenMP's reduction in vectors of 8, 25.3 so (torch.compile 23.8), over rows of 300 12.8 and 8.4 (8.5).
 
         A sum over a row whose length is known only when running (a kernel compiled for any shape: ``dynamic=True``,
         or a second call with another length) also adds into lanes, where OpenMP's reduction in double had been
@@ -731,8 +731,9 @@ class CppRenderer(KernelRenderer):
         if (not row.is_Integer or reread and row <= 4096 or row < 256 and row % 16 == 0 or self.width == 32) \
                 and not sleef and ops == {"sum"} and len(self.rr) == 1:
             return "tree", ""
-        if not row.is_Integer or row >= 256:  # kept where an exp feeds a narrower output (see spill); one loop, on
-            # the stack: 64 KB at most
+        # a row of 256 or more, or of a length known only when running, is kept where an exp feeds a narrower output
+        # (see spill); one loop, on the stack: 64 KB at most
+        if not row.is_Integer or row >= 256:
             narrower = len(self.rr) == 1 and any(out.layout.dtype != e.layout.dtype for e in self.kernel.nodes
                                                  if self.costly(e) for out in self.spill_outputs(e))
             return "", "kept" if narrower and row.is_Integer and row * len(folds) <= 16384 else ""
