@@ -309,13 +309,31 @@ def test_a_row_sum_of_a_length_known_only_when_running_adds_into_vector_lanes_in
             args = (x, torch.randn(6)) if fn is fns[1] else (x,) if fn is fns[0] else (x, torch.randn(5, size))
             assert_same(fn, *args, compiled=compiled)
     source = toycompiler.explain(fns[1], backend="cpp", dynamic=True)(x, torch.randn(6)).kernels[-1].source
-    assert "toy_lanes<float, 16> acc0_lanes{};" in source and "const int rest = rnumel - r0s;" in source, source
+    assert "toy_lanes<float, 16> acc0_lanes{};" in source and "const int rest = s1 - r0s;" in source, source
     assert "l < rest ? in_ptr1[x0] : 0.0f" in source, source
     assert "acc0 += toy_sum_lanes<16>(acc0_lanes), acc0_lanes =" in source, source
     assert len(toycompiler.explain(fns[0], backend="cpp", dynamic=True)(x).kernels) == 1
     x = torch.randn(8, 100003, dtype=torch.float64) + 100
     out, ref = toycompiler.compile(fns[0], backend="cpp", dynamic=True)(x.float()), x.float().double().sum(-1)
     assert ((out.double() - ref).abs() / ref).max() < 1.5e-7
+
+
+def test_a_row_max_of_a_length_known_only_when_running_ends_in_a_loop_over_lanes():
+    """A row max or min compiled for any row length ends its rest in an ``if`` around a loop over the vector's lanes,
+    each lane past the row off (``if (l < rest)``; ``CppRenderer.row_loops``), where a loop over r masked by the
+    row's length was split by GCC. One kernel each, checked against eager over rows of 4 (no whole vector), 16 (no
+    rest), 18 and 34, with NaN and infinities in the rest, a row of -inf, for amax, amin, ``torch.max`` (its index
+    loop runs the same loops), argmax of an exp, and a max over two reduced dims."""
+    fns = [lambda x: x.amax(-1), lambda x: x.amin(-1), lambda x: torch.max(x, -1), lambda x: x.exp().argmax(-1),
+           lambda x: x.reshape(x.shape[0], 2, -1).amax((1, 2))]
+    for fn in fns:
+        compiled = toycompiler.compile(fn, backend="cpp", dynamic=True)
+        for size in (4, 16, 18, 34):
+            x = torch.randn(6, size) * 3
+            x[1, -1], x[2, -1], x[3, size // 2], x[4] = float("inf"), float("nan"), float("nan"), float("-inf")
+            assert_same(fn, x, compiled=compiled)
+    source = toycompiler.explain(fns[2], backend="cpp", dynamic=True)(x).kernels[-1].source
+    assert source.count("if (l < rest) {") == 2 and "const int rest = s1 - r0s;" in source, source
 
 
 @pytest.mark.parametrize("size", [1, 10, 20, 47, 100, 255])
