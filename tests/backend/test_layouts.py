@@ -115,6 +115,25 @@ def test_channels_last_gradients_match_eager():
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_a_channels_last_batch_norm_backward_is_one_kernel_that_writes_its_gradient_in_memory_order(backend):
+    """The backward of ``relu(batch_norm(x)).sum()`` over a channels-last x: the per-channel sums, then the input's
+    gradient, an element epilogue of the same kernel. The gradient is stored channels-last (eager's strides), its
+    dims n, h, w, c; the reduction's are n, c, h, w, reducing (0, 2, 3). Taken by position, the gradient's kept dim
+    was h: it did not fuse, and two intermediates went to memory row-major, written with a stride of h * w along
+    the vector loop (0.40x torch.compile over [32, 64, 28, 28], one thread). Now its kept dim is the one it reads
+    the channel values along, and a node that reads none takes the order of the element node it reads."""
+    fn = lambda x, w, b: torch.relu(torch.nn.functional.batch_norm(x, None, None, w, b, training=True)).sum()  # noqa
+    device = device_for(backend)
+    x = torch.randn(4, 16, 5, 6, device=device).to(memory_format=torch.channels_last).requires_grad_()
+    w, b = torch.randn(16, device=device, requires_grad=True), torch.randn(16, device=device, requires_grad=True)
+    assert_same(fn, x, w, b, backend=backend, backward=True, rtol=1e-4, atol=1e-4)
+    backward = toycompiler.explain(fn, backend=backend)(x, w, b).frames[0].backend.backward
+    assert len(backward.kernels) == 1
+    if backend == "cpp":  # the gradient's store: along the channels, the vector loop
+        assert re.search(r"out_ptr\d+\[\(480\*r0 \+ 16\*r1 \+ x0\)\] = ", backward.kernels[0].source)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_a_kernel_writes_over_a_buffer_it_reads_only_with_its_last_store(backend):
     """A channels-last ResNet's head, trained: the backward of ``flatten`` zeroes a buffer and copies the
     gradient into it in one kernel. The zeroed buffer took the memory of the gradient it was about to copy

@@ -467,6 +467,25 @@ def test_a_costly_value_broadcast_into_a_reduction_is_computed_once_an_element_o
                                              if args[0].device.type == "cpu" else ["triton_relu_sigmoid_mul_sum_0"])
 
 
+def test_a_costly_value_that_several_ops_read_is_computed_once_on_a_cpu():
+    """The backward of ``gelu(rms_norm(x, w)).sum()``: GELU's derivative (an erf and an exp an element) is read by
+    the row sum of the input's gradient, by that gradient itself and by the column sum of the weight's. Inlined
+    into each reduction, it was computed three times an element. On a CPU a value with a ``COSTLY`` op that two
+    or more ops read is read from memory by the reductions (Inductor's ``should_realize_on_reuse``, its CPU's):
+    computed once, stored, read back. Rows of 70 (a rest past the vectors) and a neighbour: the row and column
+    sums of one ``exp``."""
+    fn = lambda x, w: F.gelu(F.rms_norm(x, (70,), w)).sum()  # noqa: E731
+    x, w = torch.randn(33, 70, requires_grad=True), torch.randn(70, requires_grad=True)
+    assert_same(fn, x, w, backend="cpp", backward=True, rtol=1e-4, atol=1e-4)
+    backward = toycompiler.explain(fn, backend="cpp")(x, w).frames[0].backend.backward
+    bodies = "".join(k.source.split('extern "C" void')[-1] for k in backward.kernels)
+    assert bodies.count("toy_erf(") == 1 and bodies.count("std::exp(") == 1, bodies
+    sums = lambda x: (lambda e: (e.sum(0), e.sum(1)))(x.exp())  # noqa: E731
+    assert_same(sums, torch.randn(37, 70), backend="cpp", rtol=1e-4, atol=1e-4)
+    kernels = toycompiler.explain(sums, backend="cpp")(torch.randn(37, 70)).frames[0].backend.kernels
+    assert "".join(k.source.split('extern "C" void')[-1] for k in kernels).count("std::exp(") == 1
+
+
 MEMORY_ORDER = {  # reductions over several dims of a channels-last [4, 6, 5, 7] tensor; the load read contiguously
     "sum_of_everything": (lambda x: x.sum(), "in_ptr0[r0]"),
     "sum_a_sample": (lambda x: x.relu().sum((1, 2, 3)), "in_ptr0[(r0 + 210*x0)]"),

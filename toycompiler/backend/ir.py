@@ -254,7 +254,7 @@ COSTLY = {"exp", "log", "sigmoid", "tanh", "erf", "sin", "cos", *MATH_OPS}
 
 
 def inline_pointwise(e: Expr, ranges: dict[sympy.Symbol, sympy.Expr], buffers: dict[str, ComputedBuffer],
-                     done: dict) -> Expr:
+                     done: dict, reused: set[str] = frozenset()) -> Expr:
     """``e`` with every load of a pointwise buffer replaced by the buffer's expression at that element.
 
     A reduction's body built this way reads its inputs straight from memory: ``sum(x.double() ** 2)``
@@ -270,10 +270,11 @@ def inline_pointwise(e: Expr, ranges: dict[sympy.Symbol, sympy.Expr], buffers: d
     ``b, c = a.sin(), a.cos(); a = b * c + b - c``, doubles the tree at each step, and the compile time
     with it: 6 s for 6 steps before a softmax, minutes for 8. ``done`` holds each load already inlined
     (``{}`` at the start), so each is worked out once (Inductor: ``realize_opcount_threshold``, a buffer
-    read twice is computed once when its inlined body is large).
+    read twice is computed once when its inlined body is large). On a CPU, a buffer in ``reused`` whose inlined
+    body holds a ``COSTLY`` op is read from memory too (see ``GraphLowering.read``).
     """
     if isinstance(e, Op):
-        return Op(e.op, tuple(inline_pointwise(a, ranges, buffers, done) for a in e.args), e.dtype)
+        return Op(e.op, tuple(inline_pointwise(a, ranges, buffers, done, reused) for a in e.args), e.dtype)
     p = buffers.get(e.buf) if isinstance(e, Load) else None
     # (a pointwise buffer that writes into no input is stored contiguous, as _element reads it: see verify)
     if not isinstance(p, ComputedBuffer) or p.reduction or p.store_into \
@@ -282,8 +283,10 @@ def inline_pointwise(e: Expr, ranges: dict[sympy.Symbol, sympy.Expr], buffers: d
             and (sympy.Mul(*ranges.values()) - p.layout.numel).is_positive:
         return e  # left as a load
     if e not in done:
-        body = inline_pointwise(substitute(p.body, dict(zip(index_vars(len(element)), element))), ranges, buffers, done)
-        done[e] = e if len(op_names(body)) > MAX_INLINED_OPS else body
+        body = inline_pointwise(substitute(p.body, dict(zip(index_vars(len(element)), element))), ranges, buffers, done,
+                                reused)
+        shared = e.buf in reused and p.layout.device == "cpu" and set(op_names(body)) & COSTLY
+        done[e] = e if len(op_names(body)) > MAX_INLINED_OPS or shared else body
     return done[e]
 
 
