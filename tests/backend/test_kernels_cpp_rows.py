@@ -58,6 +58,19 @@ def test_softmax_computes_exp_once_per_element(size):
     assert body.count("out_ptr0[") == (3 if size == 1037 else 1)  # (written, read back, written; or written once)
 
 
+@pytest.mark.parametrize("size", [20, 40, 128, 1037])
+def test_a_softmax_whose_exp_is_saved_for_the_backward_computes_it_once(size):
+    """Training ``(s.softmax(-1) * v).sum()``: the forward stores ``exp(s - max)`` for the backward. The loop that
+    sums it writes it where it computes it (``KernelRenderer.spill``); computed again in the last loop, it was two
+    exps an element. Rows of 20 (a block of rows at a time), 40 and 128 (staged), 1037; gradients as eager's."""
+    fn = lambda s, v: (s.softmax(-1) * v).sum()  # noqa: E731
+    s, v = torch.randn(37, size, requires_grad=True), torch.randn(37, size, requires_grad=True)
+    assert_same(fn, s, v, backend="cpp", backward=True, rtol=1e-4, atol=1e-4)
+    forward = toycompiler.explain(fn, backend="cpp")(s, v).frames[0].backend
+    counts = [k.source.split('extern "C" void')[-1].count("std::exp(") for k in forward.kernels]
+    assert counts == [2 if size == 20 else 1, 0], counts  # (rows of 20: the copied rows' max loop needs its own)
+
+
 def test_a_softmax_over_channels_last_channels_reads_its_staged_values_back():
     """Rows along C of a channels-last input, an NCHW output (written with a stride along the row): the last loop
     reads the ``exp`` values from the staged array, and the output is written once. NaN, +inf, a row of -inf."""
