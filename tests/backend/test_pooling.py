@@ -148,3 +148,29 @@ def test_sizes_known_only_when_running():
         code = compiled.compiled_frames[-1].backend.output_code.source
         assert ("torch.ops.aten.max_pool2d_with_indices.default(" not in code) == generated, code
         assert "Max(" not in code and "FloorDiv" not in code, code  # Python's spelling, which the call runs
+
+
+TILING = {  # (input size, kernel_size, stride, padding, ceil_mode, channels-last): windows that tile the input
+    "2x2": ((2, 3, 8, 8), 2, None, 0, False, False),
+    "rows_past_the_last_window": ((2, 3, 9, 7), 2, None, 0, False, False),
+    "3x3_channels_last": ((2, 3, 9, 9), 3, None, 0, False, True),
+    "2x4": ((2, 3, 8, 8), (2, 4), None, 0, False, False),
+    "overlapping": ((2, 3, 9, 9), 3, 2, 1, False, False),  # these three keep torch's kernel
+    "ceil_mode": ((2, 3, 9, 9), 2, None, 0, True, False),
+    "stride_1": ((2, 3, 8, 8), 2, 1, 0, False, False),
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", list(TILING))
+def test_an_average_pool_whose_windows_tile_the_input_has_a_generated_backward(backend, case):
+    """``passes.decompose.avg_pool2d_backward``: the gradient of windows that tile the input is an expand and a
+    reshape of the output's gradient, kernels of the toy's own; other windows keep torch's backward kernel."""
+    size, k, s, p, ceil, channels_last = TILING[case]
+    x = torch.randn(*size, device=device_for(backend))
+    x = (x.to(memory_format=torch.channels_last) if channels_last else x).requires_grad_()
+    fn = lambda x: F.avg_pool2d(x, k, s, p, ceil).square().sum()  # noqa: E731
+    assert_same(fn, x, backend=backend, backward=True, rtol=1e-5, atol=1e-5)
+    backward = toycompiler.explain(fn, backend=backend)(x).frames[0].backend.backward
+    tiled = case not in ("overlapping", "ceil_mode", "stride_1")
+    assert ("avg_pool2d_backward" in backward.output_code.source) != tiled
