@@ -48,8 +48,8 @@ def assert_same(fn: Callable, *args: Any, backend: str | Callable = "cpp", rtol:
             grads = [[getattr(a, "grad", None) for a in inputs] for inputs in (args, eager_args)]  # None: not a tensor
             assert_close_tree(*grads, rtol, atol)
     except AssertionError as e:  # show every stage of what ran: each compiled frame, or a backend's artifacts
-        target = getattr(compiled, "_compiled_forward", compiled)  # toycompiler.compile(module)
-        frames = getattr(target, "compiled_frames", None)
+        # ``_compiled_forward``: toycompiler.compile(module)
+        frames = getattr(getattr(compiled, "_compiled_forward", compiled), "compiled_frames", None)
         report = "\n".join(map(str, frames)) if frames else str(getattr(compiled, "artifacts", "(no artifacts)"))
         raise AssertionError(f"{e}\n\n---- compilation report ----\n{report}") from None
     reasons = fallback_reasons(compiled)

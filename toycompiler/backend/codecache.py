@@ -138,8 +138,7 @@ def python_module_at(path: str) -> types.ModuleType:
 _CONSTANT_HASH_LIMIT = 1 << 20  # bytes of constant tensors hashed into the key; larger ones bypass
 
 
-def graph_key(gm: Any, example_inputs: list, target: str, config: Config,
-              source: Any = None) -> tuple[str | None, str]:
+def graph_key(gm: Any, example_inputs: list, target: str, config: Config, source: Any = None) -> tuple[str | None, str]:
     """The cache key of compiling ``gm`` for these inputs, or None and why the cache is bypassed."""
     # (C++ column reductions size their blocks by the thread count: CppRenderer.setup; Triton kernels do not)
     parts = [gm.code, target, toycompiler_version(), f"{torch.get_num_threads() if target == 'cpp' else '-'} threads"]

@@ -36,7 +36,7 @@ from typing import Any
 import sympy
 import torch
 import torch.fx
-from torch._prims_common import canonicalize_dim
+from torch._prims_common import canonicalize_dim, reduction_dims
 
 from .. import provenance
 from ..artifacts import BufferRow, IRArtifact, StageResult
@@ -104,9 +104,8 @@ def reduced_dims(node: torch.fx.Node, depth: int = 4) -> set[tuple[int, ...]]:
     for user in list(node.users)[:5]:
         tags = getattr(user.target, "tags", ())
         if torch.Tag.reduction in tags and isinstance(val := user.args[0].meta.get("val"), torch.Tensor):
-            d = user.args[1] if len(user.args) > 1 and isinstance(user.args[1], (int, list, tuple)) else ()
-            dims.add(tuple(sorted({k % max(val.dim(), 1) for k in ([d] if isinstance(d, int) else d)}))
-                     or tuple(range(val.dim())))  # (no dims: all of them)
+            d = user.args[1] if len(user.args) > 1 and isinstance(user.args[1], (int, list, tuple)) else None
+            dims.add(tuple(sorted(reduction_dims(val.shape, [d] if isinstance(d, int) else d or None))))  # ([]: all)
         elif torch.Tag.pointwise in tags and depth:
             dims |= reduced_dims(user, depth - 1)
     return dims

@@ -75,8 +75,7 @@ def compile_training(gm: torch.fx.GraphModule, example_inputs: list, compile_gra
     eager_backward = functorch_config.patch(force_non_lazy_backward_lowering=True)
     # The inference path's decompositions; attention takes its math form (matmuls and a softmax) before
     # autograd differentiates it, so that the backward is made of ops the backend lowers too.
-    math_attention = torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH)
-    with eager_backward, TRACING, math_attention:
+    with eager_backward, TRACING, torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH):
         run = aot_autograd(fw_compiler=partial(compile_one, "forward"), bw_compiler=partial(compile_one, "backward"),
                            decompositions=decomposition_table(), partition_fn=min_cut_rematerialization_partition)(
             gm, example_inputs)

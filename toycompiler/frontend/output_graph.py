@@ -144,9 +144,9 @@ class OutputGraph:
         for obj, attr, value in reversed(self.journal[n_journal:]):
             setattr(obj, attr, value)
         del self.journal[n_journal:], self.side_effect_nodes[n_effects:]
-        for node in reversed(list(self.graph.nodes)[n_nodes:]):
-            if node.op != "placeholder":  # inputs stay: harmless, and their guards were added
-                self.graph.erase_node(node)
+        # inputs stay: harmless, and their guards were added
+        for node in [n for n in reversed(list(self.graph.nodes)[n_nodes:]) if n.op != "placeholder"]:
+            self.graph.erase_node(node)
 
     def remove_dead_nodes(self) -> None:
         """Dead-code elimination that keeps in-place operations (their effect is the point): FX's, told which

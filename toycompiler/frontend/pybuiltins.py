@@ -43,6 +43,7 @@ from .variables import (
 # A handler has the builtin's own signature, with the translator first and variables for values, so Python
 # binds the call's arguments: ``def _sum(tx, iterable, /, start=ZERO)`` for ``sum(iterable, /, start=0)``.
 # One that serves several builtins takes the one called before the translator (``handles(..., pass_fn=True)``).
+# A handler that is one expression goes straight into the table, as a lambda with that signature.
 Handler = Callable[..., Variable]
 HANDLERS: dict[Any, Handler] = {}
 NONE, ZERO, EMPTY = ConstantVariable(None), ConstantVariable(0), TupleVariable([])  # the builtins' defaults
@@ -86,14 +87,11 @@ def _len(tx, obj, /):
     return ConstantVariable(len(obj.items)) if container else NotImplemented
 
 
-@handles(isinstance)
-def _isinstance(tx, obj, cls, /):
-    return ConstantVariable(issubclass(obj.python_type(), cls.as_python()))
+HANDLERS[isinstance] = lambda tx, obj, cls, /: ConstantVariable(issubclass(obj.python_type(), cls.as_python()))
 
 
-@handles(type)
-def _type(tx, obj, /, *rest):
-    return ObjectVariable(obj.python_type()) if not rest and not obj.is_python_constant() else NotImplemented
+HANDLERS[type] = lambda tx, obj, /, *rest: ObjectVariable(obj.python_type()) \
+    if not rest and not obj.is_python_constant() else NotImplemented
 
 
 @handles(callable)
@@ -129,19 +127,17 @@ def _scalar(tx, /, *args, **kwargs):
     return NotImplemented
 
 
-@handles(abs)
-def _abs(tx, x, /):
-    # a tensor's: an ``operator.abs`` node (call_python records operator functions); anything else: folded
-    return tx.call_python(operator.abs, [x], {}) if isinstance(x, TensorVariable) else NotImplemented
+# a tensor's: an ``operator.abs`` node (call_python records operator functions); anything else: folded
+HANDLERS[abs] = lambda tx, x, /: tx.call_python(operator.abs, [x], {}) if isinstance(x, TensorVariable) \
+    else NotImplemented
 
 
 # -- building containers and iterators -------------------------------------------
 
 
-@handles(list, tuple, pass_fn=True)
-def _building(kind: type, tx, iterable=EMPTY, /):
-    """``list(xs)``, ``tuple(xs)``: the items, in a new list or tuple of variables."""
-    return (ListVariable if kind is list else TupleVariable)(iterable.unpack(tx))
+# ``list(xs)``, ``tuple(xs)``: the items, in a new list or tuple of variables
+HANDLERS[list] = lambda tx, iterable=EMPTY, /: ListVariable(iterable.unpack(tx))
+HANDLERS[tuple] = lambda tx, iterable=EMPTY, /: TupleVariable(iterable.unpack(tx))
 
 
 @handles(dict)
@@ -151,14 +147,10 @@ def _dict(tx, /, *args, **kwargs):
     return d
 
 
-@handles(set)
-def _set(tx, iterable=EMPTY, /):
-    return SetVariable({v.identity_key(): v for v in iterable.unpack(tx)})
+HANDLERS[set] = lambda tx, iterable=EMPTY, /: SetVariable({v.identity_key(): v for v in iterable.unpack(tx)})
 
 
-@handles(iter)
-def _iter(tx, obj, /):
-    return obj if isinstance(obj, IteratorVariable) else IteratorVariable(obj.unpack(tx))
+HANDLERS[iter] = lambda tx, obj, /: obj if isinstance(obj, IteratorVariable) else IteratorVariable(obj.unpack(tx))
 
 
 @handles(next)
@@ -205,9 +197,7 @@ def _shortest(tx, fn: Any, iterables: tuple[Variable, ...]) -> list:
     return [_items(tx, a) for a in iterables]
 
 
-@handles(zip)
-def _zip(tx, /, *iterables, **kwargs):
-    return _rearrange(tx, zip, _shortest(tx, zip, iterables), kwargs)
+HANDLERS[zip] = lambda tx, /, *iterables, **kwargs: _rearrange(tx, zip, _shortest(tx, zip, iterables), kwargs)
 
 
 @handles(itertools.islice)
@@ -265,10 +255,9 @@ def _sum(tx, iterable, /, start=ZERO):
     return functools.reduce(_as_function(tx, ObjectVariable(operator.add)), items, start)
 
 
-@handles(any, all, pass_fn=True)
-def _truth_of_items(fn: Any, tx, iterable, /):
-    """``any(xs)``, ``all(xs)``: each item's truth is known now (a tensor's is not: a break)."""
-    return ConstantVariable(fn(v.truth() for v in iterable.unpack(tx)))
+# ``any(xs)``, ``all(xs)``: each item's truth is known now (a tensor's is not: a break)
+HANDLERS[any] = lambda tx, iterable, /: ConstantVariable(any(v.truth() for v in iterable.unpack(tx)))
+HANDLERS[all] = lambda tx, iterable, /: ConstantVariable(all(v.truth() for v in iterable.unpack(tx)))
 
 
 @handles(functools.reduce)
@@ -277,9 +266,7 @@ def _reduce(tx, fn, iterable, /, *initial):
     return Unsupported.if_raises("functools.reduce()", lambda: functools.reduce(_as_function(tx, fn), items, *initial))
 
 
-@handles(functools.partial)
-def _partial(tx, fn, /, *args, **kwargs):
-    return PartialVariable(fn, list(args), kwargs)
+HANDLERS[functools.partial] = lambda tx, fn, /, *args, **kwargs: PartialVariable(fn, list(args), kwargs)
 
 
 class CountVariable(IteratorVariable):
@@ -310,10 +297,9 @@ def _count(tx, start=ZERO, step=ConstantVariable(1)):
     return CountVariable(start.as_python(), step.as_python())
 
 
-@handles(operator.getitem)
-def _getitem(tx, obj, index, /):
-    # a tuple's or a dict's item; a tensor's is a node, recorded as for any operator function
-    return obj.getitem(tx, index) if isinstance(obj, TupleVariable | DictVariable) else NotImplemented
+# a tuple's or a dict's item; a tensor's is a node, recorded as for any operator function
+HANDLERS[operator.getitem] = lambda tx, obj, index, /: obj.getitem(tx, index) \
+    if isinstance(obj, TupleVariable | DictVariable) else NotImplemented
 
 
 @handles(operator.contains)

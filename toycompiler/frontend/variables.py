@@ -284,8 +284,8 @@ class ObjectVariable(KnownVariable):
         return super().getitem(tx, index)
 
     def enter(self, tx):
-        grad_mode = grad_mode_of(self.value)  # a torch.no_grad() made outside the trace (e.g. by a decorator)
-        return grad_mode.enter(tx) if grad_mode else super().enter(tx)
+        # a torch.no_grad() made outside the trace (e.g. by a decorator) enters as one; anything else: a break
+        return (grad_mode_of(self.value) or super()).enter(tx)
 
     def reconstruct(self, cg):
         cg.load_source(self.source) if simple_source(self.source) else cg.load_const(self.value)

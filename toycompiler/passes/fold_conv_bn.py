@@ -58,9 +58,8 @@ def _fold(gm: torch.fx.GraphModule, bn: torch.fx.Node) -> str:
     """New weights and bias for the convolution; the batch norm's output becomes the convolution's."""
     conv = bn.args[0]
     w, b, bn_w, bn_b, mean, var = (None if n is None else getattr(gm, n.target) for n in conv.args[1:3] + bn.args[1:5])
-    new = fuse_conv_bn_weights(w, b, mean, var, bn.args[-1], bn_w, bn_b)
     attrs = [constant_node(gm, f"_folded_{conv.name}_{what}", value.detach(), before=conv)
-             for value, what in zip(new, ("weight", "bias"))]
+             for value, what in zip(fuse_conv_bn_weights(w, b, mean, var, bn.args[-1], bn_w, bn_b), ("weight", "bias"))]
     conv.args = (conv.args[0], *attrs, *conv.args[3:])
     for user in [u for u in bn.users if u.args[1] == 0]:  # its normalised output (the others: statistics)
         user.replace_all_uses_with(conv)

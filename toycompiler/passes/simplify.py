@@ -59,7 +59,6 @@ def _identity(node: torch.fx.Node):
         return x, f"{node.target.overloadpacket.__name__}(x, {c}) is x"
     if node.target in (ADD, MUL) and _scalar(x) and x == IDENTITY_OPERAND[node.target] and _same_kind(c, node):
         return c, f"{node.target.overloadpacket.__name__}({x}, x) is x"
-    return None
 
 
 def _double_negation(node: torch.fx.Node):

@@ -83,14 +83,12 @@ class IndexPrinter:
             return str(e)
         # a product after // or % is bracketed: ``x // (s1*s2)``, not ``(x // s1)*s2``
         right = lambda a: f"({self(a)})" if isinstance(a, (sympy.Mul, sympy.Pow)) else self(a)  # noqa: E731
-        if isinstance(e, ir.FloorDiv):
-            return f"({self(e.args[0])} {self.floordiv} {right(e.args[1])})"
+        if isinstance(e, (ir.FloorDiv, sympy.Mod)):  # ``a // b``, ``a % b``
+            return f"({self(e.args[0])} {'%' if isinstance(e, sympy.Mod) else self.floordiv} {right(e.args[1])})"
         if isinstance(e, ir.ModularIndexing):
             a, b, c = e.args
             inner = self(a) if b == 1 else f"({self(a)} {self.floordiv} {right(b)})"
             return f"({inner} % {right(c)})"
-        if isinstance(e, sympy.Mod):
-            return f"({self(e.args[0])} % {right(e.args[1])})"
         if isinstance(e, (sympy.Min, sympy.Max)):
             return self.minmax.format(which=type(e).__name__.lower(), args=", ".join(self(a) for a in e.args))
         if isinstance(e, sympy.Add):
@@ -171,8 +169,7 @@ class KernelRenderer:
         self.outputs = list(kernel.stores)
         self.ptr = {b: f"in_ptr{i}" for i, b in enumerate(self.inputs)} | \
                    {b: f"out_ptr{i}" for i, b in enumerate(self.outputs)}
-        self.xnumel = sympy.Mul(*kernel.xranges) if kernel.xranges else sympy.Integer(1)
-        self.rnumel = sympy.Mul(*kernel.rranges) if kernel.rranges else sympy.Integer(1)
+        self.xnumel, self.rnumel = sympy.Mul(*kernel.xranges), sympy.Mul(*kernel.rranges)  # (no loops: 1)
         self.lines: list[tuple[str, ComputedBuffer | None]] = []  # each line, and the IR buffer it was written for
         self.owner: ComputedBuffer | None = None
         # one scope of temporaries per level of indentation (code -> its tmp, see tmp); the first: the kernel function.
@@ -220,9 +217,8 @@ class KernelRenderer:
         return [name for name, _ in args], [value for _, value in args]
 
     def body_pointwise(self) -> None:
-        for n in self.kernel.nodes:
-            if n.name in self.kernel.stores:
-                self.store_element(n)
+        for n in [n for n in self.kernel.nodes if n.name in self.kernel.stores]:
+            self.store_element(n)
 
     def store_element(self, n: ComputedBuffer) -> None:
         """A value cast from float to half precision is stored uncast: the store rounds it (once, not twice)."""
