@@ -178,8 +178,7 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, target: str, c
         arts, constants, module = built
         cache = "off (config.graph_cache=False)" if not config.graph_cache else f"bypassed: {bypass}"
         if key and config.graph_cache:
-            stored, why_not = codecache.save_graph(key, arts, constants, config)
-            cache = f"miss, stored as {key}" if stored else f"miss, not stored: {why_not}"
+            cache = "miss, " + codecache.save_graph(key, arts, constants, config)
         cache = f"{cache} ({note})" if note else cache
         return runtime_graph(arts, constants, module, example_inputs, config, clock, cache)
     except Exception as e:  # a backend failure must never be the user's problem

@@ -65,3 +65,19 @@ def test_generated_code_matches_golden(name, target):
     assert path.exists(), f"no golden file {path}; run with TOYCOMPILER_UPDATE_GOLDEN=1 to create it"
     assert text == path.read_text(), f"generated code for {name} on {target} changed; " \
         "if intended, refresh with TOYCOMPILER_UPDATE_GOLDEN=1"
+
+
+def test_kernel_text_is_the_same_whatever_the_hash_seed(tmp_path):
+    """A load clamped in two dims (a padded pool's window) lists its conditions in one order in every process:
+    the kernel's text, and so its cache key, does not depend on the order of a set of sympy terms (whose hashes
+    follow Python's hash seed; among seeds 0 to 7, two gave the other order)."""
+    import subprocess
+    import sys
+    code = ("import torch, toycompiler; f = lambda x: torch.nn.functional.max_pool2d(x, 3, 1, 1) + 1; "
+            "art = toycompiler.explain(f, backend='cpp')(torch.randn(1, 2, 5, 5)).frames[0].backend; "
+            "print(*(k.source for k in art.output_code.kernels))")
+    runs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env={
+        **os.environ, "PYTHONHASHSEED": str(seed), "TOYCOMPILER_CACHE_DIR": str(tmp_path / str(seed))})
+        for seed in range(8)]
+    texts = {run.communicate()[0] for run in runs}
+    assert len(texts) == 1 and "== " in texts.pop()

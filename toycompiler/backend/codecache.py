@@ -177,19 +177,20 @@ def toycompiler_version() -> str:
     return f"{source[:16]} torch {torch.__version__} triton {triton_version} python {sys.version.split()[0]}"
 
 
-def save_graph(key: str, artifacts: Any, constants: list, config: Config) -> tuple[bool, str]:
-    """Store a compiled graph's artifacts (which name its output code and kernels on disk) and constants.
+def save_graph(key: str, artifacts: Any, constants: list, config: Config) -> str:
+    """Store a compiled graph's artifacts (which name its output code and kernels on disk) and constants;
+    say what was done, for the report: ``stored as <key>``, or ``not stored: <why>``.
 
     The entry starts with a checksum of itself and records one of each file it names, so that a
     truncated or corrupted entry, or a file changed under it, is noticed at load time.
     """
     if (size := sum(t.numel() * t.element_size() for t in constants)) > _CONSTANT_HASH_LIMIT:
-        return False, f"its constant tensors take {size} bytes (more than {_CONSTANT_HASH_LIMIT})"
+        return f"not stored: its constant tensors take {size} bytes (more than {_CONSTANT_HASH_LIMIT})"
     named = sorted({artifacts.output_code.path, *(k.path for k in artifacts.kernels)})  # the files it names
     files = {p: _digest(Path(p).read_bytes()) for p in named}
     payload = pickle.dumps((artifacts, [t.detach() for t in constants], files))
     _write(_cache_path(config, "graphs", f"{key}.pkl"), _digest(payload).encode() + b"\n" + payload)
-    return True, ""
+    return f"stored as {key}"
 
 
 def load_graph(key: str, config: Config) -> tuple[tuple[Any, list, types.ModuleType] | None, str]:

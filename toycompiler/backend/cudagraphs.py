@@ -68,7 +68,6 @@ class _Recording:
             self.static_outputs = call(*self.static_inputs)
 
     def replay(self, args: tuple) -> tuple:
-        for static, arg in zip(self.static_inputs, args):
-            static.copy_(arg)
+        torch._foreach_copy_(self.static_inputs, args)  # each input into its static copy, in one call
         self.graph.replay()
         return tuple(out.clone() for out in self.static_outputs)

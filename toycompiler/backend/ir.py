@@ -470,10 +470,9 @@ def verify(ir: GraphIR) -> None:
             for ld in loads(b.body):
                 free = {s.name for s in ld.index.free_symbols} - {s.name for s, _, _ in ld.indirect}
                 assert free <= allowed, f"{b.name}: index {ld.index} uses {free - allowed}"
-            if b.store_into is not None:
-                assert b.store_into in {i.name for i in ir.inputs}, f"{b.name} stores into unknown {b.store_into}"
-            elif not b.reduction:
-                assert b.layout.is_contiguous, f"{b.name}: computed buffers are contiguous"
+            assert b.store_into in (None, *(i.name for i in ir.inputs)), f"{b.name} stores into unknown {b.store_into}"
+            # (a pointwise buffer is contiguous unless it writes into an input)
+            assert b.store_into or b.reduction or b.layout.is_contiguous, f"{b.name}: computed buffers are contiguous"
         seen.add(b.name)
     assert set(ir.outputs) <= seen, f"outputs {sorted(set(ir.outputs) - seen)} are not buffers"
     for ref in ir.output_refs:

@@ -242,11 +242,10 @@ def _why_fused(kernel: Kernel, node: Node, where: str, producers: list[str]) -> 
 
 def schedule(ir: GraphIR, config: Config, target: str = "cpp") -> StageResult[Schedule]:
     """Loop IR -> kernels in order (fused where :func:`can_fuse` allows), every decision in the artifact."""
-    kernels: list[Kernel] = []
     # Triton only (a GPU starves on a few long rows): see ir.split_reductions
     ir, splits = split_reductions(ir) if target == "triton" else (ir, [])
     decisions = [FusionDecision(name, partial, False, reason) for name, partial, reason in splits]
-    home: dict[str, int] = {}  # buffer -> index of its kernel
+    kernels, home = [], {}  # the kernels in order; buffer -> index of its kernel (as _hoist returns them)
     live = ir.live_buffers()
     for node in ir.buffers:
         if node.name not in live:
@@ -266,7 +265,11 @@ def schedule(ir: GraphIR, config: Config, target: str = "cpp") -> StageResult[Sc
         home[node.name] = k
         if node.store_into:  # later readers of that input must run after this write
             home[node.store_into] = k
-    _plan_stores(ir, kernels)
+    # to memory: outputs, library calls' results, what another kernel reads, what is written into an input
+    for kernel in kernels:
+        read_elsewhere = set().union(*(other.reads() for other in kernels if other is not kernel))
+        kernel.stores += [n.name for n in kernel.nodes if n.name in ir.outputs or n.name in read_elsewhere
+                          or isinstance(n, ExternKernel) or n.store_into]
     if config.verify_ir:
         verify(ir, kernels)
     reuses, plan = plan_memory(ir, kernels) if config.reuse_buffers else ({}, [])
@@ -322,14 +325,6 @@ class Schedule:
     reuses: tuple[tuple[str, str], ...] = ()  # (new buffer, dead buffer whose memory it takes)
 
 
-def _plan_stores(ir: GraphIR, kernels: list[Kernel]) -> None:
-    """A buffer goes to memory if it is an output, read by another kernel, or written into an input."""
-    for k in kernels:
-        read_elsewhere = set().union(*(other.reads() for other in kernels if other is not k))
-        k.stores += [n.name for n in k.nodes if n.name in ir.outputs or n.name in read_elsewhere
-                     or isinstance(n, ExternKernel) or n.store_into]
-
-
 def plan_memory(ir: GraphIR, kernels: list[Kernel]) -> tuple[dict[str, str], list[str]]:
     """Give a new buffer the memory of a dead one of the same dtype and element count.
 
@@ -343,8 +338,7 @@ def plan_memory(ir: GraphIR, kernels: list[Kernel]) -> tuple[dict[str, str], lis
     last_use = written | {b: i for i, k in enumerate(kernels) for b in k.reads()}
     keep = set(ir.outputs) | {b.name for b in ir.inputs}
     pool: list[str] = []  # dead buffers whose memory is free
-    reuses: dict[str, str] = {}
-    plan: list[str] = []
+    reuses, plan = {}, []  # what it returns: new buffer -> dead buffer whose memory it takes; the plan's lines
     for i, k in enumerate(kernels):
         in_place = [b for b in sorted(k.reads() - k.names(), key=lambda name: (len(name), name))  # buf3 before buf10
                     if last_use[b] == i and b not in keep and _in_place(ir, k, b)]

@@ -144,7 +144,6 @@ def instructions_of(code: types.CodeType) -> tuple[list[Inst], dict[int, int]]:
 # Instructions after which control never falls through to the next one (raw opnames).
 NO_FALLTHROUGH = {"RETURN_VALUE", "RETURN_CONST", "JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT",
                   "RAISE_VARARGS", "RERAISE", "JUMP", "JUMP_NO_INTERRUPT"}
-JUMPS = set(dis.hasjrel) | set(dis.hasjabs)
 
 
 @functools.lru_cache(maxsize=256)
@@ -158,7 +157,7 @@ def liveness(code: types.CodeType) -> dict[int, frozenset[str]]:
         uses[ins.offset] = {ins.argval} if ins.opname.startswith(("LOAD_FAST", "DELETE_FAST")) else set()
         defs[ins.offset] = {ins.argval} if ins.opname.startswith("STORE_FAST") else set()
         nxt = [insts[k + 1].offset] if ins.opname not in NO_FALLTHROUGH and k + 1 < len(insts) else []
-        jump = [ins.argval] if ins.opcode in JUMPS else []
+        jump = [ins.argval] if ins.opcode in dis.hasjrel or ins.opcode in dis.hasjabs else []
         succ[ins.offset] = nxt + jump + [t for start, end, t in handlers if start <= ins.offset < end]
     live: dict[int, frozenset[str]] = {i.offset: frozenset() for i in insts}
     while True:  # until a pass changes nothing

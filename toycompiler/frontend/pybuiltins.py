@@ -94,11 +94,9 @@ HANDLERS[type] = lambda tx, obj, /, *rest: ObjectVariable(obj.python_type()) \
     if not rest and not obj.is_python_constant() else NotImplemented
 
 
-@handles(callable)
-def _callable(tx, obj, /):
-    # a variable with no value now answers by its kind: a tensor, a list: no; a function made here: yes
-    answer = callable(obj.as_python()) if obj.is_python_constant() else type(obj).call is not Variable.call
-    return ConstantVariable(answer)
+# a variable with no value now answers by its kind: a tensor, a list: no; a function made here: yes
+HANDLERS[callable] = lambda tx, obj, /: ConstantVariable(
+    callable(obj.as_python()) if obj.is_python_constant() else type(obj).call is not Variable.call)
 
 
 @handles(getattr)
@@ -111,10 +109,9 @@ def _getattr(tx, obj, name, /, *default):
         raise
 
 
-@handles(hasattr)
-def _hasattr(tx, obj, name, /):
-    owner = obj.as_python() if obj.is_python_constant() else obj.python_type()  # a tensor: asked of its class
-    return ConstantVariable(hasattr(owner, name.as_python()))
+# asked of the value, or of a tensor's class
+HANDLERS[hasattr] = lambda tx, obj, name, /: ConstantVariable(
+    hasattr(obj.as_python() if obj.is_python_constant() else obj.python_type(), name.as_python()))
 
 
 # -- conversions that need a tensor's data ---------------------------------------
@@ -213,14 +210,12 @@ def _as_function(tx, fn: Variable) -> Callable[..., Variable]:
     return lambda *args: fn.call(tx, list(args), {})
 
 
-@handles(map)
-def _map(tx, fn, /, *iterables):
-    return _rearrange(tx, map, [_as_function(tx, fn), *_shortest(tx, map, iterables)], {})
+HANDLERS[map] = lambda tx, fn, /, *iterables: \
+    _rearrange(tx, map, [_as_function(tx, fn), *_shortest(tx, map, iterables)], {})
 
 
-@handles(filter)
-def _filter(tx, fn, iterable, /):
-    return IteratorVariable([v for v in iterable.unpack(tx) if (v if fn.is_none() else fn.call(tx, [v], {})).truth()])
+HANDLERS[filter] = lambda tx, fn, iterable, /: \
+    IteratorVariable([v for v in iterable.unpack(tx) if (v if fn.is_none() else fn.call(tx, [v], {})).truth()])
 
 
 @handles(itertools.accumulate)
@@ -292,9 +287,8 @@ class CountVariable(IteratorVariable):
         cg.build_once(self, lambda: cg.call_function(itertools.count, now))
 
 
-@handles(itertools.count)
-def _count(tx, start=ZERO, step=ConstantVariable(1)):
-    return CountVariable(start.as_python(), step.as_python())
+HANDLERS[itertools.count] = lambda tx, start=ZERO, step=ConstantVariable(1): \
+    CountVariable(start.as_python(), step.as_python())
 
 
 # a tuple's or a dict's item; a tensor's is a node, recorded as for any operator function

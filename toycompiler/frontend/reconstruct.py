@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import dis
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -153,7 +152,7 @@ ORIGINS: dict[types.CodeType, tuple[types.CodeType, dict[int, int]]] = {}
 
 def origin_of(code: types.CodeType) -> tuple[types.CodeType, dict[int, int]]:
     """The user's code a (resume) code object was copied from, and its offsets -> the original's."""
-    return ORIGINS.get(code) or (code, {i.offset: i.offset for i in dis.get_instructions(code)})
+    return ORIGINS.get(code) or (code, {offset: offset for offset in bc.instructions_of(code)[1]})
 
 
 # -- emitting instructions -----------------------------------------------------------

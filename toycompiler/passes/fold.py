@@ -30,8 +30,7 @@ def constant_fold(gm: torch.fx.GraphModule) -> list[str]:
         if not (small and node.all_input_nodes and all(i in constant for i in node.all_input_nodes)):
             continue
         attr = constant_node(gm, f"_folded_{node.name}", _evaluate(gm, node), before=node)  # a get_attr node
-        attr.meta.update(node.meta)
-        node.replace_all_uses_with(attr)
+        node.replace_all_uses_with(attr, propagate_meta=True)  # attr takes node's meta (its fake value...)
         gm.graph.erase_node(node)
         constant.add(attr)
         changes.append(f"{node.name} computed at compile time -> {attr.target}")

@@ -46,11 +46,10 @@ def _foldable(node: torch.fx.Node) -> bool:
     if node.target not in (BATCH_NORM, BATCH_NORM_EVAL) or (node.target is BATCH_NORM and node.args[5]):
         return False  # not a batch norm, or one in training mode
     conv = node.args[0]
-    if not (isinstance(conv, torch.fx.Node) and conv.target is aten.convolution.default and len(conv.users) == 1):
-        return False
-    # not a transposed convolution; weights, biases and statistics (None: left out) its own constants, not graph
-    # inputs; the batch norm's results read only through getitem
-    return not conv.args[6] and all(t is None or t.op == "get_attr" for t in conv.args[1:3] + node.args[1:5]) \
+    # a convolution read by nothing else, not transposed; weights, biases and statistics (None: left out) its own
+    # constants, not graph inputs; the batch norm's results read only through getitem
+    return isinstance(conv, torch.fx.Node) and conv.target is aten.convolution.default and len(conv.users) == 1 \
+        and not conv.args[6] and all(t is None or t.op == "get_attr" for t in conv.args[1:3] + node.args[1:5]) \
         and all(u.target is operator.getitem for u in node.users)
 
 

@@ -433,13 +433,10 @@ class CppRenderer(KernelRenderer):
 
     def row_loop_open(self):
         """Column reductions: the innermost loop, over the block of columns (vectorised), opened on its own
-        (for a row value or a row's store; ``r_loop_open`` opens it inside the loops over r)."""
-        return self.block_loop() if self.column else []
-
-    def block_loop(self) -> list[str]:
-        """The loop over the block of columns (closed by ``row_loop_close``, or with the loops over r)."""
+        (for a row value or a row's store; ``r_loop_open`` and ``row_loops`` open it inside the loops over r).
+        Closed by ``row_loop_close``, or with the loops over r. Row reductions: none."""
         return ["#pragma omp simd", f"for (int64_t {self.xlast} = xb; {self.xlast} < xe; ++{self.xlast}) {{",
-                "@INDENT@"]
+                "@INDENT@"] if self.column else []
 
     def r_loop_open(self, purpose):
         """Row reductions: one loop per reduced dimension, the innermost vectorised (``purpose`` is its
@@ -448,10 +445,9 @@ class CppRenderer(KernelRenderer):
         rr = self.rr or (1,)
         if self.rows and purpose == "store":  # short rows: the elements a row at a time (see short_rows)
             self.rowwise = True
-            return self.block_loop()[1:] + self.loops("r", rr, ["#pragma omp simd"])  # (the block loop, not simd)
+            return self.row_loop_open()[1:] + self.loops("r", rr, ["#pragma omp simd"])  # (the block loop, not simd)
         inner = "" if self.column else "#pragma omp simd" if purpose == "store" else purpose
-        lines = self.loops("r", rr, [""] * (len(rr) - 1) + [inner])
-        return lines + self.block_loop() if self.column else lines
+        return self.loops("r", rr, [""] * (len(rr) - 1) + [inner]) + self.row_loop_open()  # (column order: the block)
 
     def r_loop_close(self):
         return ["@DEDENT@", "}"] * (len(self.rr or (1,)) + self.column)  # r_loop_open's loops (and the block loop)
@@ -578,22 +574,20 @@ class CppRenderer(KernelRenderer):
             self.emit(*self.r_loop_open(pragma + lanes))
             self.emit(*[f"{acc} = {self.ops[COMBINE[op]].format(acc, f'{acc}_row[{flat}]')};" for _, op, acc in folds])
             self.emit(*self.r_loop_close())
-        for n, op, acc in folds:
-            if acc in nans:
+        for n, acc in [(n, acc) for n, _, acc in folds if acc in nans]:
+            with self.owning(n):
+                self.emit(f"{acc} = {acc}_nan ? {self.constant(math.nan, self.expr_dtype(n.body))} : {acc};")
+        # an argmax's index in a row: loops as the max's, over the same values (in column order: in the max's loop)
+        for n, acc in [(n, acc) for n, op, acc in zip(nodes, ops, accs) if op != n.reduction.op and not self.column]:
+            for open_, close in self.row_loops(f"#pragma omp simd reduction(min:{acc}_index)", split, []):
+                self.emit(*open_)
                 with self.owning(n):
-                    self.emit(f"{acc} = {acc}_nan ? {self.constant(math.nan, self.expr_dtype(n.body))} : {acc};")
-        for n, op, acc in zip(nodes, ops, accs):
-            if op != n.reduction.op and not self.column:
-                # loops as the max's, over the same values
-                for open_, close in self.row_loops(f"#pragma omp simd reduction(min:{acc}_index)", split, []):
-                    self.emit(*open_)
-                    with self.owning(n):
-                        v, i, m = self.expr(n.body, self.vars(n), n), f"{acc}_index{where}", alias[acc] + where
-                        # an ``if``: GCC 12 miscompiles the same update written as a select in a masked rest
-                        # loop for AVX2 (no int64 vector min), losing lanes: argmax over rows of 1037 floats
-                        # found no index for an element at 1028, and returned INT64_MAX
-                        self.emit(f"if ({v} == {m} || {v} != {v}) {i} = std::min<int64_t>({i}, {flat});")
-                    self.emit(*close)
+                    v, i, m = self.expr(n.body, self.vars(n), n), f"{acc}_index{where}", alias[acc] + where
+                    # an ``if``: GCC 12 miscompiles the same update written as a select in a masked rest
+                    # loop for AVX2 (no int64 vector min), losing lanes: argmax over rows of 1037 floats
+                    # found no index for an element at 1028, and returned INT64_MAX
+                    self.emit(f"if ({v} == {m} || {v} != {v}) {i} = std::min<int64_t>({i}, {flat});")
+                self.emit(*close)
         value = {acc: alias[acc] + ("" if tree else where) for acc in accs}  # (a tree's: its lanes' sum)
         return [f"{acc}_index{where}" if op != n.reduction.op else self.cast(value[acc], torch.float32)
                 if acc in wide else value[acc] for n, op, acc in zip(nodes, ops, accs)]
@@ -794,7 +788,7 @@ class CppRenderer(KernelRenderer):
             f"if ({size} > {e}) {{", "@INDENT@", f"const int64_t {r}s = {e};", f"const int rest = {size} - {r}s;",
             pragma, f"for (int l = 0; l < {step}; ++l) {{", "@INDENT@", f"const int64_t {r} = {r}s + l;"]
         if self.column or tree:  # a step's rows inside the vector loop; the rest a row a pass (a tree's: a step)
-            inside = [pragma] if tree else [*self.block_loop(), *decl, "#pragma GCC unroll 8"]
+            inside = [pragma] if tree else [*self.row_loop_open(), *decl, "#pragma GCC unroll 8"]
             whole, rest = ([f"for (int64_t {r}s = {lo}; {r}s < {self.printer(hi)}; {r}s += {step}) {{", "@INDENT@",
                             *inside, f"for (int64_t {r} = {r}s; {r} < {r}s + {step}; ++{r}) {{", "@INDENT@"]
                            for lo, hi in ((0, end), (e, end + step)))
@@ -833,7 +827,7 @@ class CppRenderer(KernelRenderer):
         if (ptr, index) in self.tiles:  # read in memory order by tile_loops, transposed
             a, b = index_vars(len(self.xr), "x")[-2:]
             return f"{self.tiles[ptr, index]}[{self.tile} * ({a} - {a}s) + {b} - {b}s]"
-        clamps = {g: unclamped(g) for g in index.atoms(sympy.Min, sympy.Max)}
+        clamps = {g: unclamped(g) for g in sorted(index.atoms(sympy.Min, sympy.Max), key=sympy.default_sort_key)}
         clamps = {g: u for g, u in clamps.items() if u is not None and not any(g in h.args for h in clamps)}
         if not clamps and not self.masks:
             return f"{ptr}[{self.printer(index)}]"
