@@ -156,8 +156,9 @@ def test_triton_launch_fits_the_tile():
     rows up to 16384 elements, 16 past that), a warp per 2 KB if it finds an index (1 to 8); a row too long to hold
     (looped) steps 8192 elements with 32 warps (4096 where max_block is 4096), 2048 with 16 warps if it compares (a max,
     a min, or their index); a column tile of up to half of max_block is held whole (but one of 64 columns by more than 8
-    rows read in one pass steps [32, 8]), a looped one steps 512 elements ([8 columns, 64 rows] for few columns), or
-    1024 with 8 warps for 16 or 32 columns a program (not for 4); a pointwise kernel gives each thread 8 elements, but 4
+    rows read in one pass steps [32, 8], or [64, 8] looped where a load walks the rows alone), a looped one steps 512
+    elements ([8 columns, 64 rows] for few columns), or 1024 with 8 warps for 16 or 32 columns a program (not for 4); a
+    pointwise kernel gives each thread 8 elements, but 4
     of 2-byte data unless Triton can load them together (an even count, or an odd one whose full blocks are unmasked),
     2-D blocks for a transposed read, and one element a thread in blocks of 256 for a read with a stride along x (a
     pooling window's, ``x[:, ::2]``). These choices were timed on an H100 or an H200. Each still gives eager's answer
@@ -196,6 +197,8 @@ def test_triton_launch_fits_the_tile():
              # [32, 8] steps; read in several passes (a softmax's max, sum and output), it is held whole
              (lambda x: x.sum(1), (2048, 16, 16), torch.float16, {}, "XBLOCK=32, RBLOCK=8)"),
              (lambda x: x.sum(1), (4096, 8, 8), torch.float16, {}, "XBLOCK=64, RBLOCK=8)"),  # a step: held whole
+             # but with a load along the rows alone (a factor per row, here x[0, r, 0]), it is looped in [64, 8] steps
+             (lambda x: (x * x[0, :, :1]).sum(1), (2048, 16, 16), torch.float32, {}, "XBLOCK=64, RBLOCK=8)"),
              *[(lambda x: torch.log_softmax(x, 1), (2048, 16, 16), torch.float32, {}, "XBLOCK=64, RBLOCK=16)")]
              * (dev == "cuda"),  # (12 s in the interpreter)
              (gelu, (4096,), torch.bfloat16, {}, "XBLOCK=1024, num_warps=4)"),  # 8 a thread, in 16-byte loads
