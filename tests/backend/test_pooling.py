@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 
 import toycompiler
+from toycompiler.passes.decompose import TORCH_NEAREST
 from toycompiler.testing import assert_same, device_for
 
 BACKENDS = ["cpp", "triton"]
@@ -174,3 +175,47 @@ def test_an_average_pool_whose_windows_tile_the_input_has_a_generated_backward(b
     backward = toycompiler.explain(fn, backend=backend)(x).frames[0].backend.backward
     tiled = case not in ("overlapping", "ceil_mode", "stride_1")
     assert ("avg_pool2d_backward" in backward.output_code.source) != tiled
+
+
+NEAREST = {  # (input size, interpolate's arguments, channels-last, whole factors with eager's index j // k)
+    "2x": ((2, 3, 8, 8), {"scale_factor": 2}, False, True),
+    "3x_channels_last": ((2, 3, 7, 5), {"scale_factor": 3}, True, True),
+    "sizes_of_whole_factors": ((2, 3, 7, 5), {"size": (14, 15)}, False, True),
+    "2x3": ((2, 3, 8, 8), {"scale_factor": (2, 3)}, False, True),
+    "1d_4x": ((2, 3, 9), {"scale_factor": 4}, False, True),
+    "3d_2x_channels_last": ((1, 2, 3, 4, 5), {"scale_factor": 2}, True, True),
+    "1.5x": ((2, 3, 8, 8), {"scale_factor": 1.5}, False, False),  # these three keep torch's decomposition
+    "41x": ((1, 2, 8), {"scale_factor": 41}, False, False),  # float32's 1/41 makes eager's index 0 at j = 41
+    "nearest_exact": ((2, 3, 8, 8), {"scale_factor": 2, "mode": "nearest-exact"}, False, False),
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", list(NEAREST))
+def test_nearest_upsampling_by_whole_factors_is_an_expand_whose_gradient_is_a_generated_sum(backend, case):
+    """``passes.decompose.upsample_nearest``: repeated elements as an expand, in inference and in training (where
+    torch's decomposition runs above autograd, ``nearest_as_expand``), so the backward has no ``index_put``."""
+    size, kwargs, channels_last, whole = NEAREST[case]
+    x = torch.randn(*size, device=device_for(backend))
+    x = x.to(memory_format=torch.channels_last if x.dim() == 4 else torch.channels_last_3d) if channels_last else x
+    fn = lambda x: F.interpolate(x, **{"mode": "nearest", **kwargs}).square().sum()  # noqa: E731
+    out = assert_same(lambda x: F.interpolate(x, **{"mode": "nearest", **kwargs}) * 2, x, backend=backend)
+    assert out.stride() == F.interpolate(x, **{"mode": "nearest", **kwargs}).stride()
+    if case != "41x" or x.device.type == "cpu":  # eager's CUDA backward sends output 41's gradient to element 1
+        assert_same(fn, x.requires_grad_(), backend=backend, backward=True, rtol=1e-5, atol=1e-5)
+    backward = toycompiler.explain(fn, backend=backend)(x.requires_grad_()).frames[0].backend.backward
+    assert ("index_put" in backward.output_code.source) != whole
+    # torch's own decompositions are back in place: torch.compile's graph still indexes
+    assert torch._decomp.decompositions._upsample_nearest is TORCH_NEAREST
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("scales", [(None, 3.0), (2.0, 3.0000002)])
+def test_nearest_upsampling_checks_the_scale_given_for_each_dim(backend, scales):
+    """The op called with its scales (``scales_h``, ``scales_w``): eager's index of the last dim is ``floor(j /
+    3.0000002)`` in float32, not ``j // 3`` (output 3 reads element 0), so that one keeps torch's decomposition."""
+    x = torch.randn(2, 3, 8, 8, device=device_for(backend))
+    fn = lambda x: torch.ops.aten.upsample_nearest2d.default(x, [16, 24], *scales) * 2  # noqa: E731
+    assert_same(fn, x, backend=backend)
+    passes = str(toycompiler.explain(fn, backend=backend)(x).frames[0].backend.passes)
+    assert ("aten.index.Tensor" in passes) == (scales[1] != 3.0) != ("aten.expand.default" in passes)

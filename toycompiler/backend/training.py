@@ -37,7 +37,7 @@ import torch
 import torch.fx
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 
-from ..passes.decompose import TRACING, decomposition_table
+from ..passes.decompose import TRACING, decomposition_table, nearest_as_expand
 from . import CompiledGraph
 
 CompileFn = Callable[[torch.fx.GraphModule, list], CompiledGraph]  # one graph -> kernels (never raises)
@@ -74,8 +74,10 @@ def compile_training(gm: torch.fx.GraphModule, example_inputs: list, compile_gra
     # Compile the backward now rather than at the first .backward(), so the report shows it.
     eager_backward = functorch_config.patch(force_non_lazy_backward_lowering=True)
     # The inference path's decompositions; attention takes its math form (matmuls and a softmax) before
-    # autograd differentiates it, so that the backward is made of ops the backend lowers too.
-    with eager_backward, TRACING, torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH):
+    # autograd differentiates it, so that the backward is made of ops the backend lowers too; so does nearest
+    # upsampling by whole factors (an expand: passes/decompose.py's upsample_nearest).
+    math_attention = torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH)
+    with eager_backward, TRACING, nearest_as_expand(), math_attention:
         run = aot_autograd(fw_compiler=partial(compile_one, "forward"), bw_compiler=partial(compile_one, "backward"),
                            decompositions=decomposition_table(), partition_fn=min_cut_rematerialization_partition)(
             gm, example_inputs)

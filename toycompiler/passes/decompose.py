@@ -20,7 +20,9 @@ from __future__ import annotations
 import contextlib
 import math
 import threading
+import unittest.mock
 
+import numpy
 import torch
 from torch._decomp import core_aten_decompositions, get_decompositions, register_decomposition
 from torch._dispatch.python import enable_python_dispatcher
@@ -117,19 +119,57 @@ def embedding_dense_backward(grad, indices, num_weights, padding_idx, by_freq):
 @register(aten.avg_pool2d_backward.default)
 def avg_pool2d_backward(grad, x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
     """The input gradient of an average pool whose windows tile the input (stride the window, no padding): each
-    output's gradient over its window, divided by the window's size, as an expand and a reshape, generated kernels
-    instead of torch's (the division is a kernel of its own: an expand's reader reads each value many times, see
-    ``lowering.inlined_reads``); the rows and columns past the last window get 0. With torch's kernel a training
-    step of ``avg_pool2d(x, 2).square().sum()`` over [16, 32, 64, 64] floats took 4.5 ms, torch.compile 2.2; so
-    0.96 (2.3; one thread). Other windows (overlapping, padded, ``ceil_mode``) keep torch's kernel: the
-    decomposition returns ``NotImplemented``."""
+    output's gradient over its window, divided by the window's size: a nearest upsampling of ``grad / (kh * kw)``
+    (:func:`upsample_nearest`, an expand and a reshape), generated kernels instead of torch's (the division is a
+    kernel of its own: an expand's reader reads each value many times, see ``lowering.inlined_reads``); the rows
+    and columns past the last window get 0. With torch's kernel a training step of ``avg_pool2d(x, 2).square()
+    .sum()`` over [16, 32, 64, 64] floats took 4.5 ms, torch.compile 2.2; so 0.96 (2.3; one thread). Other windows
+    (overlapping, padded, ``ceil_mode``) keep torch's kernel: the decomposition returns ``NotImplemented``."""
     (kh, kw), (oh, ow) = (kernel_size[0], kernel_size[-1]), grad.shape[-2:]
     if list(stride or kernel_size) != list(kernel_size) or any(padding) or ceil_mode or divisor_override:
         return NotImplemented
-    tiles = (grad / (kh * kw))[..., None, :, None].expand(*grad.shape[:-1], kh, ow, kw)
-    tiles = tiles.reshape(*grad.shape[:-2], oh * kh, ow * kw)
+    tiles = upsample_nearest(grad / (kh * kw), [oh * kh, ow * kw], [None, None])
     rest = [0, x.shape[-1] - ow * kw, 0, x.shape[-2] - oh * kh]  # the rows and columns past the last window
     return aten.constant_pad_nd(tiles, rest) if any(rest) else tiles
+
+
+def upsample_nearest(x, output_size, scales, exact=False):
+    """Nearest upsampling by whole factors: each element repeated ``k`` times along each dim, as an expand and a
+    reshape, where each output size is ``k`` times the input's and eager's index is ``j // k`` (``_floor_division``).
+    The gradient of an expand is a sum over each element's copies, a reduction the backend generates; torch's
+    decomposition (an index whose gradient is an ``index_put`` with ``accumulate``, torch's kernel) made the training
+    step of ``interpolate(x, scale_factor=2).square().sum()`` over [32, 64, 64, 64] floats take 5.5 ms on an H200,
+    torch.compile 0.19. Other sizes, sizes known only when running, and ``nearest-exact``: torch's decomposition.
+
+    It takes the place of torch's ``_upsample_nearest`` while the toy traces (:func:`nearest_as_expand`): every
+    nearest upsampling op's decomposition calls that one, ``F.interpolate``'s in AOTAutograd's trace too, where
+    torch's Python dispatcher runs it above autograd, which then differentiates what it makes."""
+    ins = x.shape[x.dim() - len(output_size):]
+    factors = [o // i if isinstance(o, int) and isinstance(i, int) and i and o % i == 0 else 0
+               for i, o in zip(ins, output_size)]
+    if exact or not all(factors) or not all(map(_floor_division, ins, factors, scales)):
+        return TORCH_NEAREST(x, output_size, scales, exact)
+    lead = x.shape[:x.dim() - len(ins)]
+    tiles = x.reshape(*lead, *(d for i in ins for d in (i, 1)))  # [..., H, 1, W, 1] -> [..., H, k, W, k]
+    tiles = tiles.expand(*lead, *(d for pair in zip(ins, factors) for d in pair))
+    return tiles.reshape(*lead, *output_size).contiguous(memory_format=torch._prims_common.suggest_memory_format(x))
+
+
+TORCH_NEAREST = torch._decomp.decompositions._upsample_nearest
+
+
+def _floor_division(size: int, k: int, scale_factor: float | None) -> bool:
+    """Whether eager's source index of output ``j``, ``floor(j * scale)`` in float32 with ``scale`` the float32 of
+    ``1 / scale_factor`` (without one: of the input size over the output's, ``1 / k``), is ``j // k`` for every
+    ``j``. Not always so: float32's ``1 / 41`` is below it, and eager's index of output 41 is 0."""
+    j = numpy.arange(size * k)
+    return bool((numpy.floor(j.astype(numpy.float32) * numpy.float32(1 / (scale_factor or k))) == j // k).all())
+
+
+def nearest_as_expand() -> contextlib.AbstractContextManager:
+    """:func:`upsample_nearest` in place of torch's ``_upsample_nearest`` (put back at the end; a new patch each
+    time, so that a trace inside a trace, AOTAutograd compiling each graph it made, puts back what it found)."""
+    return unittest.mock.patch.object(torch._decomp.decompositions, "_upsample_nearest", upsample_nearest)
 
 
 # ``torch.max(x, dim)`` is two reductions over the same rows, the max and where it is (the first, as eager's);
@@ -396,7 +436,7 @@ def decompose(gm: torch.fx.GraphModule, example_inputs: list,
         # graph ran eagerly). Not with static sizes: it also decomposes ops that are torch's kernels here
         # (bicubic upsampling became 5 kernels, 0.71x torch.compile's speed on a CPU, 0.64x eager's).
         symbolic = enable_python_dispatcher() if any(map(_is_symbolic, fakes)) else contextlib.nullcontext()
-        with fake_mode, TRACING, symbolic, contextlib.nullcontext() if cuda else math_attention:
+        with fake_mode, TRACING, symbolic, nearest_as_expand(), contextlib.nullcontext() if cuda else math_attention:
             new = make_fx(interpret, decomposition_table=decomposition_table(matmul_template))(*fakes)
             mutating = [n for n in new.graph.nodes if hasattr(n.target, "_schema") and n.target._schema.is_mutable]
             if any(getattr(n.args[0], "op", None) != "placeholder" for n in mutating):
