@@ -201,6 +201,9 @@ def test_nearest_upsampling_by_whole_factors_is_an_expand_whose_gradient_is_a_ge
     fn = lambda x: F.interpolate(x, **{"mode": "nearest", **kwargs}).square().sum()  # noqa: E731
     out = assert_same(lambda x: F.interpolate(x, **{"mode": "nearest", **kwargs}) * 2, x, backend=backend)
     assert out.stride() == F.interpolate(x, **{"mode": "nearest", **kwargs}).stride()
+    if whole:  # one kernel writes the output, in its memory order (channels last: no NCHW copy first)
+        forward = toycompiler.explain(lambda x: F.interpolate(x, **{"mode": "nearest", **kwargs}) * 2, backend=backend)
+        assert len(forward(x).frames[0].backend.output_code.kernels) == 1
     if case != "41x" or x.device.type == "cpu":  # eager's CUDA backward sends output 41's gradient to element 1
         assert_same(fn, x.requires_grad_(), backend=backend, backward=True, rtol=1e-5, atol=1e-5)
     backward = toycompiler.explain(fn, backend=backend)(x.requires_grad_()).frames[0].backend.backward

