@@ -217,7 +217,8 @@ def explain(fn: Callable, *args: Any, **compile_options: Any) -> Callable[..., A
     # Given compile(fn) or compile(module) (its compiled forward), compile afresh with the options it was given.
     if isinstance(target := getattr(fn, "_compiled_forward", fn), CompiledFunction):
         compile_options = target.compile_options | compile_options
-        fn = getattr(fn, "_orig_mod", target.fn)
+        bound = types.MethodType(target.fn, *target._bound_args) if target._bound_args else target.fn  # (its self)
+        fn = getattr(fn, "_orig_mod", bound)
 
     def run(*args: Any, **kwargs: Any) -> A.Report:
         compiled = compile(fn, **compile_options)

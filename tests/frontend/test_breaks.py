@@ -319,6 +319,20 @@ def test_explain_reports_counts_reasons_guards_and_stage_times():
     assert {"translate", "guards", "resume"} <= set(report.stage_times)
 
 
+class _Scaler:
+    k = 3.0
+
+    def scale(self, x):
+        return x.sin() * self.k
+
+
+def test_explain_of_a_compiled_method_calls_it_with_its_self():
+    """``explain(compile(obj.method))`` compiles the method afresh, still bound: ``self`` is passed."""
+    compiled = toycompiler.compile(_Scaler().scale, backend="eager")
+    report = toycompiler.explain(compiled)(torch.ones(2))
+    assert report.graph_count == 1 and "sin" in str(report.frames[0].graph)
+
+
 def doubling_loop(x):
     n = 0
     while x.sum() < 10:
