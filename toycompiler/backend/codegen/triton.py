@@ -157,7 +157,8 @@ class TritonRenderer(KernelRenderer):
         one_pass = rows is not None and rows > 8 and not few and self.column \
             and all(n.reduction for n in self.kernel.nodes) and not self.kernel.reads() & self.kernel.names()
         r = set(index_vars(len(self.rr), "r"))  # (the loops as rendered, as load_indices gives them)
-        along_r = [(ld.buf, i) for ld, i in self.load_indices(self.inputs) if i.free_symbols & r]
+        indices = self.load_indices(self.inputs)  # (once: the pointwise blocks below read them too)
+        along_r = [(ld.buf, i) for ld, i in indices if i.free_symbols & r]
         # a load that reads one element for neighbouring columns (the last x) but walks the rows: a factor per row,
         # ``s`` of ``(x * s).sum(0)``; in a split sum's partials ``s[x // 1024 * 32 + r]``
         column = index_vars(len(self.xr), "x")[-1:]
@@ -182,7 +183,7 @@ class TritonRenderer(KernelRenderer):
             # flip reads backwards, one element apart: 8 a thread (x.flip(-1) + x.roll(3, 0) over [8192, 4096]
             # floats 73 us, 113 with 1 a thread; torch.compile 73).
             strided = column and any(i.xreplace({g: unclamped(g) or g for g in i.atoms(sympy.Min, sympy.Max)}).coeff(
-                column[0]) not in (-1, 0, 1) for _, i in self.load_indices(self.inputs))  # (column: the last x)
+                column[0]) not in (-1, 0, 1) for _, i in indices)  # (column: the last x)
             x = min(x, 16) if strided else x
             self.full = self.xnumel.is_Integer and self.xnumel % 16 and self.xnumel > 16 * x  # see finish
             per_thread = 2 if strided else 16 if self.loads_together() else 8  # (twice the elements a thread takes)
