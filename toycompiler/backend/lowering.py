@@ -77,7 +77,11 @@ def inlined_reads(node: torch.fx.Node, depth: int = 4, moved: bool = False) -> i
       ``* weight + bias``. Stored, that was the statistics kernel's output, read back by a second kernel: 4
       passes over the data where 3 will do (H200, [32, 256, 56, 56] floats: 108 us, torch.compile 87). A
       reshape into coarser dims (``softmax(x).view(-1) + 1``) or one that adds a size-1 dim is walked by the
-      value's loops: the reader joins the kernel that computes the value,
+      value's loops: the reader joins the kernel that computes the value;
+    - an expand, read as many times as it repeats each value: the gradient of a 2x2 average pool, ``grad / 4``
+      expanded over each window, is computed where the window's elements are written (H200, [32, 64, 128, 128]
+      floats: a kernel of its own, 13.5 us before the 41 us of the copy). A broadcast over more (a bias added to
+      every row) is stored, and read so many times,
 
     through views and pointwise ops that are read so too. Looked for at most ``depth`` ops away, through 5 users
     a node at most (5 users are 5 reads or more, too many): a chain of a thousand ops is no thousand-deep
@@ -87,7 +91,10 @@ def inlined_reads(node: torch.fx.Node, depth: int = 4, moved: bool = False) -> i
         pointwise = torch.Tag.pointwise in getattr(user.target, "tags", ())
         if packet is aten.cat or moved and pointwise:
             return 1
-        if not depth or packet is aten.expand or not (pointwise or packet in VIEW_OPS):  # (an expand: many reads)
+        if packet is aten.expand and depth:  # each value read as many times as the expand repeats it
+            copies = user.meta["val"].numel() // max(node.meta["val"].numel(), 1)
+            return inlined_reads(user, depth - 1, True) * copies if isinstance(copies, int) else 0
+        if not depth or not (pointwise or packet in VIEW_OPS):
             return 0
         # (the sizes of a view and what it views, only where they decide: sympy's arithmetic is slow)
         dims = not moved and packet in VIEW_OPS and [scheduler.squeeze(tuple(map(ir.sym, n.meta["val"].shape)))
@@ -375,7 +382,9 @@ def fallback_kernel(graph: GraphLowering, node: torch.fx.Node, *args: Any, **kwa
         if isinstance(a, (list, tuple)):
             return "[" + ", ".join(map(text, a)) + "]"
         return repr(str(a)) if isinstance(a, torch.device) else str(a) if isinstance(a, sympy.Expr) else repr(a)
-    why = FALLBACKS.get(str(node.target).rsplit(".", 1)[0], "no lowering: torch's kernel (implicit fallback)")
+    packet, overload = str(node.target).rsplit(".", 1)  # aten.index_add, default
+    why = FALLBACKS.get(packet, "no lowering: torch's kernel (implicit fallback)")
+    twin = f"torch.ops.{packet}_.{overload}" if why == INDIRECT else ""  # each INDIRECT op has one
     named = {**{arg.name: a for arg, a in zip(node.target._schema.arguments, args)}, **kwargs}
     texts = [(name, text(a)) for name, a in named.items()]
     vals, multiple = node.meta["val"], isinstance(node.meta["val"], (tuple, list))
@@ -383,7 +392,7 @@ def fallback_kernel(graph: GraphLowering, node: torch.fx.Node, *args: Any, **kwa
     def call(i: int, val: torch.Tensor) -> TensorValue:  # the call that gives the op's result i
         mine = [(k, str([j == i for j in range(len(vals))]) if k == "output_mask" else v) for k, v in texts]
         return graph.add_buffer(ir.ExternKernel, layout_of(val), f"torch.ops.{node.target}", tuple(refs), tuple(mine),
-                                node=node, item=i if multiple else None, why=why)
+                                node=node, item=i if multiple else None, why=why, in_place=twin)
     used = {u.args[1] for u in node.users} if multiple else {0}  # the indices of the graph's getitems
     outs = [call(i, val) if i in used and isinstance(val, torch.Tensor) else None
             for i, val in enumerate(vals if multiple else [vals])]

@@ -344,6 +344,10 @@ def plan_memory(ir: GraphIR, kernels: list[Kernel]) -> tuple[dict[str, str], lis
                     if last_use[b] == i and b not in keep and _in_place(ir, k, b)]
         for name in k.stores:
             node = ir.buffer(name)
+            if _overwrites(ir, node, last_use, i, keep):  # its first input, read by nothing after it
+                reuses[name] = own = node.args[0].buf
+                keep.add(own)
+                plan.append(f"{name} is {own}, written over by {node.in_place} ({own} is read last by kernel{i})")
             if node.store_into or (isinstance(node, ExternKernel) and ("out", name) not in node.kwargs):
                 continue  # it lives in an input, or torch allocates it
             # in place: only the kernel's last store, which every read of the element comes before. An earlier one
@@ -362,6 +366,15 @@ def plan_memory(ir: GraphIR, kernels: list[Kernel]) -> tuple[dict[str, str], lis
         pool += [name for name in written if last_use[name] == i and name not in keep
                  and not ir.buffer(name).store_into and ir.buffer(name).layout.numel != 0]
     return reuses, plan
+
+
+def _overwrites(ir: GraphIR, node: Node, last_use: dict[str, int], i: int, keep: set[str]) -> bool:
+    """Whether library call ``node`` (kernel ``i``) may write its result over its first input: a whole buffer,
+    laid out as the result, that no other argument and nothing after it reads, and no graph input's memory."""
+    own = node.args[0] if isinstance(node, ExternKernel) and node.in_place else None
+    return own is not None and last_use[own.buf] == i and own.buf not in keep | {a.buf for a in node.args[1:]} \
+        and not (b := ir.buffer(own.buf)).store_into and b.layout == node.layout \
+        and (own.size, own.stride, own.offset) == (b.layout.size, b.layout.stride, 0)
 
 
 def _in_place(ir: GraphIR, k: Kernel, dead: str) -> bool:

@@ -111,7 +111,9 @@ def embedding_dense_backward(grad, indices, num_weights, padding_idx, by_freq):
     (deterministic algorithms, which forbid index_add's atomics) and with ``scale_grad_by_freq``."""
     if by_freq or torch.are_deterministic_algorithms_enabled():
         return torch._decomp.decompositions.embedding_dense_backward(grad, indices, num_weights, padding_idx, by_freq)
-    rows = torch.where((indices != padding_idx)[..., None], grad, 0).reshape(-1, grad.shape[-1])
+    # padding_idx -1: none (F.embedding makes a negative one positive, and an index is never negative)
+    rows = (torch.where((indices != padding_idx)[..., None], grad, 0) if padding_idx >= 0 else grad)
+    rows = rows.reshape(-1, grad.shape[-1])
     total = grad.new_zeros(num_weights, grad.shape[-1], dtype=torch.promote_types(grad.dtype, torch.float32))
     return aten.index_add(total, 0, indices.reshape(-1), rows.to(total.dtype)).to(grad.dtype)
 
