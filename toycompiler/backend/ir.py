@@ -551,8 +551,12 @@ def split_count(b: ComputedBuffer) -> int:
                 most)
     # within a factor of two of the outermost reduced loop (a batch of images), split between its steps:
     # split_reductions then finds each element with no division and needs no mask
+    # Or at each of its steps where a value per step is read (a row's rstd in the sum of an RMS norm's outputs) and
+    # a step is long: each partial is a row, which the row reduction computing that value computes too
     outer, *inner = b.reduction.ranges
-    if inner and SPLIT_MIN_COUNT <= count // 2 <= outer <= min(2 * count, most):
+    per_row = any(i.free_symbols == {rs[0]} for i in index_exprs(b.body)) and sympy.Mul(*inner) >= SPLIT_MIN_CHUNK
+    near = SPLIT_MIN_COUNT <= count // 2 <= outer <= min(2 * count, most)
+    if inner and (near or per_row and SPLIT_MIN_COUNT <= outer <= most):
         return int(outer)
     return 1 << (count.bit_length() - 1) if count >= SPLIT_MIN_COUNT else 1
 
@@ -586,7 +590,13 @@ def split_reductions(ir: GraphIR) -> tuple[GraphIR, list[tuple[str, str, str]]]:
         d, r = index_vars(n + 1), index_vars(len(ranges), "r")  # d0: the chunk; d1...: the buffer's own indices
         # q: where the chunks split the outer loop, each takes q of its steps and all of the inner loops,
         # so no division finds an element and no mask is needed past the end
-        if q := (ranges[0] // count if ranges[0] % count == 0 else 0):
+        dims = ()  # (the dims of the input each partial reduces: the last ones, unless a row a chunk)
+        if (q := (ranges[0] // count if ranges[0] % count == 0 else 0)) == 1 and len(ranges) > 1:
+            # a row a chunk: the row's own loops and dims (those merged into ranges[0] are the chunks)
+            whole = b.reduction.ranges
+            k = next(k for k in range(len(whole) + 1) if sympy.Mul(*whole[:k]) == ranges[0])
+            rranges, digits, inside, dims = ranges[1:], (d[0], *r[:-1]), None, b.reduction.dims[k:]
+        elif q:
             rranges, digits, inside = (q, *ranges[1:]), (d[0] * q + r[0], *r[1:]), None
         else:  # chunk s is elements s*C ... s*C + C - 1 of the (merged) row, masked past its end
             rranges, flat = (chunk,), d[0] * chunk + r[0]
@@ -598,7 +608,7 @@ def split_reductions(ir: GraphIR) -> tuple[GraphIR, list[tuple[str, str, str]]]:
         size = (sympy.Integer(count), *b.layout.size)
         partial = ComputedBuffer(f"{b.name}_partial", Layout(size, contiguous_strides(size), dtype, b.layout.device),
                                  body if inside is None else Op("where", (inside, body, identity), dtype),
-                                 Reduction(b.reduction.op, rranges), b.origins, b.lines)
+                                 Reduction(b.reduction.op, rranges, dims), b.origins, b.lines)
         final = Load(partial.name, store_index(size).xreplace({d[0]: r[0], **dict(zip(d[1:], index_vars(n)))}))
         if b.reduction.op == "sum" and (m := next((m for m in maxes if _sums_exp_under(b, *m, size)), None)):
             partial, final = _online_softmax(partial, final, *m, b)
