@@ -551,12 +551,11 @@ def split_count(b: ComputedBuffer) -> int:
                 most)
     # within a factor of two of the outermost reduced loop (a batch of images), split between its steps:
     # split_reductions then finds each element with no division and needs no mask
-    # Or at each of its steps where a value per step is read (a row's rstd in the sum of an RMS norm's outputs) and
-    # a step is long: each partial is a row, which the row reduction computing that value computes too
+    # Or at each of its steps, if more, where a value per step is read (a row's rstd in the sum of an RMS norm's
+    # outputs) and a step is long: each partial is a row, which the row reduction computing that value computes too
     outer, *inner = b.reduction.ranges
     per_row = any(i.free_symbols == {rs[0]} for i in index_exprs(b.body)) and sympy.Mul(*inner) >= SPLIT_MIN_CHUNK
-    near = SPLIT_MIN_COUNT <= count // 2 <= outer <= min(2 * count, most)
-    if inner and (near or per_row and SPLIT_MIN_COUNT <= outer <= most):
+    if inner and SPLIT_MIN_COUNT <= count // 2 <= outer <= (most if per_row else min(2 * count, most)):
         return int(outer)
     return 1 << (count.bit_length() - 1) if count >= SPLIT_MIN_COUNT else 1
 
