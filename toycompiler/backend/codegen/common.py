@@ -408,9 +408,8 @@ class KernelRenderer:
             local = {n.name: n for n in self.kernel.nodes}
             if e.buf in self.row_values:
                 return self.row_values[e.buf]
-            if e.buf in self.spilled:  # written to an output by an earlier loop over r: read back
-                out = local[self.spilled[e.buf]]
-                return self.load_tmp(out.name, self.store_index(out))
+            if out := self.spilled.get(e.buf):  # written to an output by an earlier loop over r: read back
+                return self.load_tmp(out, self.store_index(local[out]))
             # Computed in this kernel, element by element: inlined, once for each loop and each where branch's
             # mask (self.guard) it is read in, so a value read many times (a diamond) is walked once: codegen's
             # work is linear in the kernel's ops.

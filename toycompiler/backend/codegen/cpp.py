@@ -227,8 +227,8 @@ class CppRenderer(KernelRenderer):
         """Bool tensors are passed as bytes (``uint8_t*``; a load converts to bool): GCC vectorises no loop that
         loads a C++ ``bool`` ("no vectype"). A causal softmax's mask held its kernel to scalar code so."""
         ctype = {b: "uint8_t" if self.dtypes[b] == torch.bool else self.type_name(self.dtypes[b]) for b in self.ptr}
-        params = [f"const {ctype[b]}* {self.ptr[b]}" for b in self.inputs]
-        params += [f"{ctype[b]}* {self.ptr[b]}" for b in self.outputs]
+        # the pointers (inputs, then outputs: ``self.ptr``'s order), then the sizes
+        params = [f"{'const ' * (b in self.inputs)}{ctype[b]}* {p}" for b, p in self.ptr.items()]
         params += [f"int64_t {s}" for s in sizes]
         return [f'extern "C" void {self.name}({", ".join(params)}) {{', self.vector_note()]
 

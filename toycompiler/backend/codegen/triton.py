@@ -156,9 +156,9 @@ class TritonRenderer(KernelRenderer):
         # weight, [8192, 2048] floats 114.1 / 105.6 / 79.4, bfloat16 [8192, 4096] 133.0 / 114.5 / 255.9
         one_pass = rows is not None and rows > 8 and not few and self.column \
             and all(n.reduction for n in self.kernel.nodes) and not self.kernel.reads() & self.kernel.names()
-        r = set(index_vars(len(self.rr), "r"))  # (the loops as rendered, as load_indices gives them)
         indices = self.load_indices(self.inputs)  # (once: the pointwise blocks below read them too)
-        along_r = [(ld.buf, i) for ld, i in indices if i.free_symbols & r]
+        # the loads along r, in the loops as rendered (as load_indices gives them)
+        along_r = [(ld.buf, i) for ld, i in indices if i.free_symbols & set(index_vars(len(self.rr), "r"))]
         # a load that reads one element for neighbouring columns (the last x) but walks the rows: a factor per row,
         # ``s`` of ``(x * s).sum(0)``; in a split sum's partials ``s[x // 1024 * 32 + r]``
         column = index_vars(len(self.xr), "x")[-1:]
