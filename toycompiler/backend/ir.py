@@ -589,16 +589,13 @@ def split_reductions(ir: GraphIR) -> tuple[GraphIR, list[tuple[str, str, str]]]:
         d, r = index_vars(n + 1), index_vars(len(ranges), "r")  # d0: the chunk; d1...: the buffer's own indices
         # q: where the chunks split the outer loop, each takes q of its steps and all of the inner loops,
         # so no division finds an element and no mask is needed past the end
-        dims = ()  # (the dims of the input each partial reduces: the last ones, unless a row a chunk)
-        if (q := (ranges[0] // count if ranges[0] % count == 0 else 0)) == 1 and len(ranges) > 1:
-            # a row a chunk: the row's own loops and dims (those merged into ranges[0] are the chunks)
-            whole = b.reduction.ranges
-            k = next(k for k in range(len(whole) + 1) if sympy.Mul(*whole[:k]) == ranges[0])
-            rranges, digits, inside, dims = ranges[1:], (d[0], *r[:-1]), None, b.reduction.dims[k:]
-        elif q:
-            rranges, digits, inside = (q, *ranges[1:]), (d[0] * q + r[0], *r[1:]), None
+        # (dims: those of the input each partial reduces; (): the last ones)
+        if count == ranges[0] == b.reduction.ranges[0] and len(ranges) > 1:  # a row a chunk: the row's loops, dims
+            rranges, digits, inside, dims = ranges[1:], (d[0], *r[:-1]), None, b.reduction.dims[1:]
+        elif q := (ranges[0] // count if ranges[0] % count == 0 else 0):
+            rranges, digits, inside, dims = (q, *ranges[1:]), (d[0] * q + r[0], *r[1:]), None, ()
         else:  # chunk s is elements s*C ... s*C + C - 1 of the (merged) row, masked past its end
-            rranges, flat = (chunk,), d[0] * chunk + r[0]
+            rranges, flat, dims = (chunk,), d[0] * chunk + r[0], ()
             digits = unravel(sympy.Min(flat, rnumel - 1), ranges)
             inside = Op("lt", (IndexValue(flat, torch.int64), Const(rnumel, torch.int64)), torch.bool)
         body = substitute(substitute(b.body, merge), {**dict(zip(r, digits)), **dict(zip(index_vars(n), d[1:]))})
