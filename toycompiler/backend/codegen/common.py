@@ -293,7 +293,8 @@ class KernelRenderer:
         step of ``(s.softmax(-1) * v).sum()`` over [8, 8, 128, 128] took 2.02 ms so, torch.compile 1.77; then 1.59
         (1.66; one thread)."""
         for e in self.kernel.nodes:
-            if e.name in self.spilled or not self.costly(e) or not self.row_inputs[e.name] <= self.row_values.keys():
+            if e.reduction or e.name in self.spilled or not (self.costly(e) or e.name in self.kernel.stores) \
+                    or not self.row_inputs[e.name] <= self.row_values.keys():
                 continue
             for out in [e] if e.name in self.kernel.stores else self.spill_outputs(e):
                 if out.name not in self.spilled.values() and (kept or out.layout.dtype == e.layout.dtype):
