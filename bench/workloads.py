@@ -240,6 +240,21 @@ def bn_relu_loss(x, w, b):
     return F.relu(F.batch_norm(x, None, None, w, b, training=True)).square().mean()
 
 
+def rms_norm_loss(x, w):
+    """LLaMA's RMS norm, written out, trained: the weight's gradient is a column sum, the input's a row sum."""
+    return (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w).square().mean()
+
+
+def embedding_loss(idx, wte, wpe):
+    """GPT-2's embeddings, trained: the table's gradient adds each token's row into the row its id names."""
+    return (F.embedding(idx, wte) + wpe).square().mean()
+
+
+def avg_pool_loss(x):
+    """A 2x2 average pool, trained: its input gradient spreads each window's gradient over the window."""
+    return F.avg_pool2d(x, 2).square().mean()
+
+
 def transformer_block(x, ln1_w, ln1_b, w_qkv, w_out, ln2_w, ln2_b, w_up, w_down):
     """Pre-norm block: causal self-attention (4 heads) then a GELU MLP; x is [batch, seq, dim].
 
@@ -484,6 +499,12 @@ WORKLOADS = [
              describe="layer norm + GELU forward + backward"),
     Workload("bn_relu_train_step", bn_relu_loss, _with_grad(_nchw_affine), False, training=True,
              describe="batch norm + ReLU forward + backward, NCHW"),
+    Workload("rms_norm_train_step", rms_norm_loss, _with_grad(lambda d, q: _layer_norm_inputs(d, q)[:2]), False,
+             training=True, describe="RMS norm (hand-written) forward + backward"),
+    Workload("embedding_train_step", embedding_loss, _with_grad(_tokens), False, training=True,
+             describe="token + position embeddings forward + backward"),
+    Workload("avg_pool_train_step", avg_pool_loss, _with_grad(_nchw), False, training=True,
+             describe="2x2 average pool forward + backward, NCHW"),
     Workload("cross_entropy_train_step", cross_entropy, _with_grad(_logits), False, training=True,
              describe="F.cross_entropy over rows of 50257, forward + backward"),
 ]

@@ -10,6 +10,7 @@ import re
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 import toycompiler
 from toycompiler.testing import assert_same, device_for
@@ -69,6 +70,22 @@ def test_a_softmax_whose_exp_is_saved_for_the_backward_computes_it_once(size):
     forward = toycompiler.explain(fn, backend="cpp")(s, v).frames[0].backend
     counts = [k.source.split('extern "C" void')[-1].count("std::exp(") for k in forward.kernels]
     assert counts == [2 if size == 20 else 1, 0], counts  # (rows of 20: the copied rows' max loop needs its own)
+
+
+@pytest.mark.parametrize("size", [7, 20, 128, 1037])
+@pytest.mark.parametrize("fn, backward", [
+    (lambda x, w: (x.square().sum(-1), x * w), False),  # (x * w needs no row value)
+    (lambda x, w: F.embedding(torch.arange(x.shape[0]).flip(0), x).square().sum() * w.sum(), True)])
+def test_an_output_that_needs_no_row_value_is_written_in_the_first_loop_over_the_row(fn, backward, size):
+    """``x * w`` beside ``x.square().sum(-1)``, and a looked-up row's derivative saved for the backward: written
+    where the sum's loop reads the row, not in a second pass over it (an embedding's training step read its gathered
+    rows twice). Odd lengths (vector tails), NaN and infinities; gradients as eager's."""
+    x, w = torch.randn(37, size, requires_grad=backward), torch.randn(size, requires_grad=backward)
+    x.data[3, :3] = torch.tensor([float("nan"), float("inf"), -float("inf")])
+    assert_same(fn, x, w, backend="cpp", backward=backward, rtol=1e-4, atol=1e-4)
+    forward = toycompiler.explain(fn, backend="cpp")(x, w).frames[0].backend
+    body = forward.kernels[-1].source.split('extern "C" void')[-1]
+    assert body.count("in_ptr0[") == 1, body  # x, read in one place
 
 
 def test_a_softmax_over_channels_last_channels_reads_its_staged_values_back():
