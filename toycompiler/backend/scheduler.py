@@ -292,10 +292,9 @@ def verify(ir: GraphIR, kernels: list[Kernel]) -> None:
 
 def _candidates(node: Node, kernels: list[Kernel], home: dict[str, int]) -> list[int]:
     """Kernels ``node`` could join without running before its inputs: producers first, newest first."""
-    deps = [home[b] for b in node.reads if b in home]
-    first = max(deps, default=0)  # the newest producer: nothing earlier may run the node
-    newest_first = range(len(kernels) - 1, first - 1, -1)
-    return ([first, *(k for k in newest_first if k != first)] if deps else list(newest_first))[:4]
+    # the newest producer (-1: none), as nothing earlier may run the node; then the kernels after it, newest first
+    first = max((home[b] for b in node.reads if b in home), default=-1)
+    return [k for k in (first, *range(len(kernels) - 1, first, -1)) if k >= 0][:4]
 
 
 def _hoist(node: Node, kernels: list[Kernel], home: dict[str, int], config: Config) -> tuple[list[Kernel], dict]:
