@@ -335,7 +335,7 @@ def plan_memory(ir: GraphIR, kernels: list[Kernel]) -> tuple[dict[str, str], lis
     written = {name: j for j, k in enumerate(kernels) for name in k.stores}  # stored buffer -> its kernel, in order
     # the last kernel reading each buffer (never read: dead right after the kernel writing it)
     last_use = written | {b: i for i, k in enumerate(kernels) for b in k.reads()}
-    keep = set(ir.outputs) | {b.name for b in ir.inputs}
+    keep = set(ir.outputs) | {b.name for b in ir.inputs} | {b.name for b in ir.buffers if b.store_into}
     pool: list[str] = []  # dead buffers whose memory is free
     reuses, plan = {}, []  # what it returns: new buffer -> dead buffer whose memory it takes; the plan's lines
     for i, k in enumerate(kernels):
@@ -343,44 +343,38 @@ def plan_memory(ir: GraphIR, kernels: list[Kernel]) -> tuple[dict[str, str], lis
                     if last_use[b] == i and b not in keep and _in_place(ir, k, b)]
         for name in k.stores:
             node = ir.buffer(name)
-            if _overwrites(ir, node, last_use, i, keep):  # its first input, read by nothing after it
-                reuses[name] = own = node.args[0].buf
-                keep.add(own)
-                plan.append(f"{name} is {own}, written over by {node.in_place} ({own} is read last by kernel{i})")
-            if node.store_into or (isinstance(node, ExternKernel) and ("out", name) not in node.kwargs):
-                continue  # it lives in an input, or torch allocates it
+            library = isinstance(node, ExternKernel) and ("out", name) not in node.kwargs  # torch allocates it
+            if node.store_into or library and not in_place:
+                continue  # it lives in an input, or torch allocates it (a scatter may write over its first input)
             # in place: only the kernel's last store, which every read of the element comes before. An earlier one
             # wrote over an element a later node still read (a flatten's backward zeroed a gradient it then copied:
             # every gradient of a channels-last ResNet-18 before its last layer was 0)
-            for dead in pool + (in_place if name == k.stores[-1] else []):
+            for dead in in_place if library else pool + (in_place if name == k.stores[-1] else []):
                 if (d := ir.buffer(dead).layout).dtype == node.layout.dtype and d.device == node.layout.device \
                         and d.is_contiguous and sympy.expand(d.numel - node.layout.numel) == 0:
                     (pool if dead in pool else in_place).remove(dead)
                     reuses[name] = dead
                     keep.add(dead)  # its memory is name's now
-                    how = ("is dead after", "") if last_use[dead] < i else ("is read last by", ", by element: in place")
+                    how = ("is dead after", "") if last_use[dead] < i else \
+                        ("is read last by", ", in place" if library else ", by element: in place")
                     plan.append(f"{name} reuses {dead} ({dead} {how[0]} kernel{last_use[dead]}{how[1]})")
                     break
         # the buffers dead after this kernel, in the order they were written (none of no memory: a check's result)
-        pool += [name for name in written if last_use[name] == i and name not in keep
-                 and not ir.buffer(name).store_into and ir.buffer(name).layout.numel != 0]
+        pool += [name for name in written if last_use[name] == i and name not in keep and ir.buffer(name).layout.numel]
     return reuses, plan
-
-
-def _overwrites(ir: GraphIR, node: Node, last_use: dict[str, int], i: int, keep: set[str]) -> bool:
-    """Whether library call ``node`` (kernel ``i``) may write its result over its first input: a whole buffer,
-    laid out as the result, that no other argument and nothing after it reads, and no graph input's memory."""
-    own = node.args[0] if isinstance(node, ExternKernel) and node.in_place else None
-    return own is not None and last_use[own.buf] == i and own.buf not in keep | {a.buf for a in node.args[1:]} \
-        and not (b := ir.buffer(own.buf)).store_into and b.layout == node.layout \
-        and (own.size, own.stride, own.offset) == (b.layout.size, b.layout.stride, 0)
 
 
 def _in_place(ir: GraphIR, k: Kernel, dead: str) -> bool:
     """Whether kernel ``k`` may write over ``dead`` as it runs: it is pointwise and reads ``dead``, and each value
-    it computes, only at the element being written, so each element is read before it is overwritten."""
-    inside = k.names() | {dead}
-    return k.kind == "pointwise" and not ir.buffer(dead).store_into and all(
+    it computes, only at the element being written, so each element is read before it is overwritten. Or it is a
+    library call with a twin that writes over its first input (a scatter: ``index_add_``; torch's functional op
+    copies it first), and ``dead`` is that input, whole, laid out as the result, and read by no other argument."""
+    inside, n = k.names() | {dead}, k.nodes[0]
+    if k.kind == "extern":
+        first = n.args[0]
+        return bool(n.in_place) and [a.buf for a in n.args].count(dead) == 1 and first.buf == dead \
+            and (first.size, first.stride, first.offset) == (n.layout.size, n.layout.stride, 0)
+    return k.kind == "pointwise" and all(
         ld.index == store_index(n.layout.size) for n in k.nodes for ld in loads(n.body) if ld.buf in inside)
 
 
