@@ -418,9 +418,6 @@ class ExternKernel:
     kind: str = "extern"
     item: int | None = None  # the op returns several tensors: this buffer is ``result[item]``
     why: str = ""  # a fallback to torch's kernel: why the loop IR cannot express the op
-    # the op's twin that writes the result over its first input (index_add_): called when nothing reads that input
-    # after it (scheduler.plan_memory), so a scatter into new zeros does not copy them first; Inductor's mutation
-    in_place: str = ""
     store_into = None  # not a field: a library call never writes into a graph input (see ComputedBuffer)
 
     @property

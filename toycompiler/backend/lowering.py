@@ -382,9 +382,7 @@ def fallback_kernel(graph: GraphLowering, node: torch.fx.Node, *args: Any, **kwa
         if isinstance(a, (list, tuple)):
             return "[" + ", ".join(map(text, a)) + "]"
         return repr(str(a)) if isinstance(a, torch.device) else str(a) if isinstance(a, sympy.Expr) else repr(a)
-    packet, overload = str(node.target).rsplit(".", 1)  # aten.index_add, default
-    why = FALLBACKS.get(packet, "no lowering: torch's kernel (implicit fallback)")
-    twin = f"torch.ops.{packet}_.{overload}" if why == INDIRECT else ""  # each INDIRECT op has one
+    why = FALLBACKS.get(str(node.target).rsplit(".", 1)[0], "no lowering: torch's kernel (implicit fallback)")
     named = {**{arg.name: a for arg, a in zip(node.target._schema.arguments, args)}, **kwargs}
     texts = [(name, text(a)) for name, a in named.items()]
     vals, multiple = node.meta["val"], isinstance(node.meta["val"], (tuple, list))
@@ -392,7 +390,7 @@ def fallback_kernel(graph: GraphLowering, node: torch.fx.Node, *args: Any, **kwa
     def call(i: int, val: torch.Tensor) -> TensorValue:  # the call that gives the op's result i
         mine = [(k, str([j == i for j in range(len(vals))]) if k == "output_mask" else v) for k, v in texts]
         return graph.add_buffer(ir.ExternKernel, layout_of(val), f"torch.ops.{node.target}", tuple(refs), tuple(mine),
-                                node=node, item=i if multiple else None, why=why, in_place=twin)
+                                node=node, item=i if multiple else None, why=why)
     used = {u.args[1] for u in node.users} if multiple else {0}  # the indices of the graph's getitems
     outs = [call(i, val) if i in used and isinstance(val, torch.Tensor) else None
             for i, val in enumerate(vals if multiple else [vals])]

@@ -343,20 +343,18 @@ def plan_memory(ir: GraphIR, kernels: list[Kernel]) -> tuple[dict[str, str], lis
                     if last_use[b] == i and b not in keep and _in_place(ir, k, b)]
         for name in k.stores:
             node = ir.buffer(name)
-            library = isinstance(node, ExternKernel) and ("out", name) not in node.kwargs  # torch allocates it
-            if node.store_into or library and not in_place:
-                continue  # it lives in an input, or torch allocates it (a scatter may write over its first input)
+            if node.store_into or (isinstance(node, ExternKernel) and ("out", name) not in node.kwargs):
+                continue  # it lives in an input, or torch allocates it
             # in place: only the kernel's last store, which every read of the element comes before. An earlier one
             # wrote over an element a later node still read (a flatten's backward zeroed a gradient it then copied:
             # every gradient of a channels-last ResNet-18 before its last layer was 0)
-            for dead in in_place if library else pool + (in_place if name == k.stores[-1] else []):
+            for dead in pool + (in_place if name == k.stores[-1] else []):
                 if (d := ir.buffer(dead).layout).dtype == node.layout.dtype and d.device == node.layout.device \
                         and d.is_contiguous and sympy.expand(d.numel - node.layout.numel) == 0:
                     (pool if dead in pool else in_place).remove(dead)
                     reuses[name] = dead
                     keep.add(dead)  # its memory is name's now
-                    how = ("is dead after", "") if last_use[dead] < i else \
-                        ("is read last by", ", in place" if library else ", by element: in place")
+                    how = ("is dead after", "") if last_use[dead] < i else ("is read last by", ", by element: in place")
                     plan.append(f"{name} reuses {dead} ({dead} {how[0]} kernel{last_use[dead]}{how[1]})")
                     break
         # the buffers dead after this kernel, in the order they were written (none of no memory: a check's result)
@@ -366,14 +364,8 @@ def plan_memory(ir: GraphIR, kernels: list[Kernel]) -> tuple[dict[str, str], lis
 
 def _in_place(ir: GraphIR, k: Kernel, dead: str) -> bool:
     """Whether kernel ``k`` may write over ``dead`` as it runs: it is pointwise and reads ``dead``, and each value
-    it computes, only at the element being written, so each element is read before it is overwritten. Or it is a
-    library call with a twin that writes over its first input (a scatter: ``index_add_``; torch's functional op
-    copies it first), and ``dead`` is that input, whole, laid out as the result, and read by no other argument."""
-    inside, n = k.names() | {dead}, k.nodes[0]
-    if k.kind == "extern":
-        first = n.args[0]
-        return bool(n.in_place) and [a.buf for a in n.args].count(dead) == 1 and first.buf == dead \
-            and (first.size, first.stride, first.offset) == (n.layout.size, n.layout.stride, 0)
+    it computes, only at the element being written, so each element is read before it is overwritten."""
+    inside = k.names() | {dead}
     return k.kind == "pointwise" and all(
         ld.index == store_index(n.layout.size) for n in k.nodes for ld in loads(n.body) if ld.buf in inside)
 

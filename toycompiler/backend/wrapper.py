@@ -89,7 +89,7 @@ def wrapper_source(ir: GraphIR, kernels: list[RenderedKernel], loads: list[str],
     for i, k in enumerate(kernels):  # each buffer is stored by one kernel: allocated just before it
         lines += ["    " + allocation(ir, out, reuse.get(out)) for out in k.outputs]
         lines.append(f"    # kernel{i} computes {', '.join(k.nodes)}{_where(k.lines, source)}")
-        lines.append("    " + launch(ir, k, language, in_place=k.outputs[0] in reuse))
+        lines.append("    " + launch(ir, k, language))
         line_map += [(len(lines) - 1, f"kernel{i}"), (len(lines), f"kernel{i}")]
     lines.append(f"    return ({''.join(tensor_arg(ir, r) + ', ' for r in ir.output_refs)})")
     return "\n".join(lines) + "\n", tuple(line_map)
@@ -100,7 +100,7 @@ def allocation(ir: GraphIR, name: str, reused: str | None) -> str:
     if b.store_into:
         return f"{name} = {b.store_into}  # written in place (the graph mutates its input)"
     if isinstance(b, ExternKernel) and not any(k == "out" for k, _ in b.kwargs):
-        return f"# {name} is {reused}, written over by {b.in_place}" if reused else f"# {name} is allocated by {b.op}"
+        return f"# {name} is allocated by {b.op}"
     if reused is not None:  # the same shape needs no view (a view costs a microsecond or two per call)
         view = "" if ir.buffer(reused).layout.size == b.layout.size else f".view({shape(b.layout.size)})"
         return f"{name} = {reused}{view}  # reuses {reused}'s memory"
@@ -110,9 +110,9 @@ def allocation(ir: GraphIR, name: str, reused: str | None) -> str:
     return f"{name} = torch.empty({shape(b.layout.size)}, dtype={b.layout.dtype}, device={b.layout.device!r})"
 
 
-def launch(ir: GraphIR, k: RenderedKernel, language: str, in_place: bool = False) -> str:
+def launch(ir: GraphIR, k: RenderedKernel, language: str) -> str:
     if k.name.startswith("extern:"):
-        return extern_call(ir, ir.buffer(k.nodes[0]), in_place)
+        return extern_call(ir, ir.buffer(k.nodes[0]))
     sizes = [pexpr(v) for v in k.size_values]
     if language == "cpp":
         ptrs = [f"{b}.data_ptr()" for b in (*k.inputs, *k.outputs)]
@@ -132,7 +132,7 @@ def _if_nonempty(sizes: list[str], call: str) -> str:
     return f"pass  # no elements: {call}" if sizes[0] == "0" else f"if {sizes[0]} > 0: {call}"
 
 
-def extern_call(ir: GraphIR, node: ExternKernel, in_place: bool = False) -> str:
+def extern_call(ir: GraphIR, node: ExternKernel) -> str:
     """``torch.mm(buf0, arg2, out=buf1)``: tensor inputs first, then keywords.
 
     A keyword's text may name the inputs as ``{0}``, ``{1}``, ...: a fallback op passes every argument
@@ -142,7 +142,7 @@ def extern_call(ir: GraphIR, node: ExternKernel, in_place: bool = False) -> str:
     args = [tensor_arg(ir, a) for a in node.args]
     kwargs = [f"{k}={v.format(*args)}" for k, v in node.kwargs]
     named = any("{" in v for _, v in node.kwargs)
-    call = f"{in_place and node.in_place or node.op}({', '.join(([] if named else args) + kwargs)})"
+    call = f"{node.op}({', '.join(([] if named else args) + kwargs)})"
     if any(k == "out" for k, _ in node.kwargs):
         return call
     item = f"{call}[{node.item}]" if node.item is not None else call
