@@ -291,7 +291,9 @@ class KernelRenderer:
         A costly value that is itself an output (a softmax's ``exp``, saved for the backward) is written where this
         loop computes it, and read back: written in the last loop, it was computed there again. The training
         step of ``(s.softmax(-1) * v).sum()`` over [8, 8, 128, 128] took 2.02 ms so, torch.compile 1.77; then 1.59
-        (1.66; one thread)."""
+        (1.66; one thread). So is any output that needs no row value, cheap or not: an embedding's forward saved
+        ``2 * row`` for the backward in a pass of its own over the gathered rows after the sum of their squares, and
+        a residual sum beside a layer norm's statistics is read back where the norm needs it."""
         for e in self.kernel.nodes:
             if e.reduction or e.name in self.spilled or not (self.costly(e) or e.name in self.kernel.stores) \
                     or not self.row_inputs[e.name] <= self.row_values.keys():
