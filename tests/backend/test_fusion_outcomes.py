@@ -148,6 +148,16 @@ def test_pointwise_kernel_writes_over_what_it_reads_last_element_by_element(targ
         assert not any("in place" in p for p in arts.schedule.memory_plan), arts.schedule.memory_plan
 
 
+@pytest.mark.parametrize("target", ["cpp", "triton"])
+def test_a_value_read_through_an_expand_of_up_to_4_copies_is_computed_where_it_is_read(target):
+    """A 2x2 average pool's gradient: ``grad / 4`` expanded over each window is computed where the copy writes
+    (one kernel); expanded over 3x3 windows, each value read 9 times, it is stored first (two kernels)."""
+    g = torch.randn(2, 3, 5, 6)
+    for k, kernels in ((2, 1), (3, 2)):
+        fn = lambda g: (g / 4)[:, :, :, None, :, None].expand(2, 3, 5, k, 6, k).reshape(2, 3, 5 * k, 6 * k)  # noqa: E731
+        assert len(check(fn, g, target=target).kernels) == kernels
+
+
 def test_kernel_comments_point_at_fx_nodes():
     arts = check(lambda x: torch.softmax(x, -1), torch.randn(3, 4))
     assert "// buf" in arts.kernels[0].source and "amax" in arts.kernels[0].source
