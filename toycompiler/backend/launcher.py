@@ -120,23 +120,25 @@ class _Launch:
                 return self.jit(args, meta)
             return self.run(*self.launch_grid, torch._C._cuda_getCurrentRawStream(self.device), self.function,
                             self.metadata, None, self.enter, self.exit, *args, *self.tail)
-        # The first call: benchmark the candidates if autotuning, compile through the JIT, bind the binary.
+        # The first call: benchmark the candidates if autotuning, compile through the JIT (which binds the binary).
         if self.owner.tune and self.owner.choice is None:
             self.owner.choice = self.owner.benchmark(self.grid, args, meta)
-        binary = self.jit(args, meta)
-        if self.owner.direct:
+        return self.jit(args, meta)
+
+    def jit(self, args: tuple, meta: dict) -> Any:
+        """A call through Triton's JIT, with the tuned meta-parameters; while no launcher is bound (the first call,
+        or a grid that keeps the JIT path), the binary it returns is bound (:meth:`prepare`)."""
+        meta = meta | (self.owner.choice.meta if self.owner.choice else {})
+        binary = self.owner.kernel[self.owner.grid_for(meta, args, self.grid)](*args, **meta)
+        if self.run is None and self.owner.direct:
             self.prepare(binary, args, meta)
         return binary
 
-    def jit(self, args: tuple, meta: dict) -> Any:
-        meta = meta | (self.owner.choice.meta if self.owner.choice else {})
-        return self.owner.kernel[self.owner.grid_for(meta, args, self.grid)](*args, **meta)
-
     def prepare(self, binary: Any, args: tuple, meta: dict) -> None:
-        """Remember what the binary was specialized for, and bind its launcher."""
+        """Remember what the binary was specialized for (``meta``: the tuned one, as the JIT ran it), and bind its
+        launcher."""
         from triton import knobs
 
-        meta = meta | (self.owner.choice.meta if self.owner.choice else {})
         try:
             run, self.function, self.metadata = binary.run, binary.function, binary.packed_metadata
         except AttributeError as e:  # a Triton whose CompiledKernel differs: keep the JIT path

@@ -25,20 +25,9 @@ from typing import Any
 
 import torch
 
+from . import higher_order, variables
 from .containers import DictVariable, IteratorVariable, ListVariable, SetVariable, TupleVariable, wrap_constant_result
-from .higher_order import trace_cond
-from .variables import (
-    Compared,
-    ConstantVariable,
-    GradModeVariable,
-    NullContextVariable,
-    ObjectVariable,
-    PartialVariable,
-    SuperVariable,
-    TensorVariable,
-    Unsupported,
-    Variable,
-)
+from .variables import ConstantVariable, GradModeVariable, ObjectVariable, TensorVariable, Unsupported, Variable
 
 # A handler has the builtin's own signature, with the translator first and variables for values, so Python
 # binds the call's arguments: ``def _sum(tx, iterable, /, start=ZERO)`` for ``sum(iterable, /, start=0)``.
@@ -261,7 +250,7 @@ def _reduce(tx, fn, iterable, /, *initial):
     return Unsupported.if_raises("functools.reduce()", lambda: functools.reduce(_as_function(tx, fn), items, *initial))
 
 
-HANDLERS[functools.partial] = lambda tx, fn, /, *args, **kwargs: PartialVariable(fn, list(args), kwargs)
+HANDLERS[functools.partial] = lambda tx, fn, /, *args, **kwargs: variables.PartialVariable(fn, list(args), kwargs)
 
 
 class CountVariable(IteratorVariable):
@@ -306,7 +295,7 @@ def _contains(tx, container, item, /):
     if isinstance(container, DictVariable | SetVariable):
         return ConstantVariable(item.identity_key() in [i.identity_key() for i in container.unpack(tx)])
     if isinstance(container, TupleVariable | IteratorVariable):  # (_items: an iterator's drawn one at a time)
-        return ConstantVariable(Compared(item) in map(Compared, _items(tx, container)))
+        return ConstantVariable(variables.Compared(item) in map(variables.Compared, _items(tx, container)))
     return NotImplemented
 
 
@@ -318,11 +307,11 @@ def _super(tx, *args):
         cls = tx.read_cell(tx.state.cells["__class__"])
         name = tx.code.co_varnames[0]  # the first argument: a local, or a cell when a closure reads it
         args = [cls, tx.load_local(name) if name in tx.state.locals else tx.read_cell(tx.state.cells[name])]
-    return SuperVariable(args[0].as_python(), args[1])
+    return variables.SuperVariable(args[0].as_python(), args[1])
 
 
 HANDLERS[torch.is_tensor] = lambda tx, obj, /: ConstantVariable(isinstance(obj, TensorVariable))
-HANDLERS[torch.cond] = trace_cond
+HANDLERS[torch.cond] = higher_order.trace_cond
 
 
 @handles(torch.is_grad_enabled, torch.get_default_dtype, pass_fn=True)
@@ -338,7 +327,7 @@ def _global_state(fn: Any, tx) -> Variable:
 def _null_context(fn: Any, tx, /, *args, **kwargs) -> Variable:
     """``record_function("name")`` (a profiler range) or ``contextlib.nullcontext()``: nothing the graph computes,
     so a no-op ``with`` (TorchDynamo does the same for profiler ranges)."""
-    return NullContextVariable(callable_name(fn))
+    return variables.NullContextVariable(callable_name(fn))
 
 
 HANDLERS[torch.no_grad] = lambda tx: GradModeVariable(False)

@@ -45,24 +45,14 @@ import torch.fx
 
 from ..artifacts import GraphBreak, Guard, SourceArtifact, TranslationArtifact, TranslationStep
 from ..config import Config
-from . import builder, calls
+from . import builder, calls, variables
 from . import bytecode as bc
 from .containers import DictVariable, IteratorVariable, ListVariable, TupleVariable, wrap_constant_result
 from .guards import GuardBuilder, TensorCheck
 from .output_graph import OutputGraph
 from .reconstruct import CannotResume, TransformPlan, plan_break, plan_return
 from .shapes import ShapePolicy
-from .variables import (
-    CellVariable,
-    ConstantVariable,
-    NullVariable,
-    ObjectVariable,
-    TensorVariable,
-    UnboundVariable,
-    Unsupported,
-    UserFunctionVariable,
-    Variable,
-)
+from .variables import CellVariable, ConstantVariable, NullVariable, ObjectVariable, Unsupported, Variable
 
 
 @dataclass
@@ -304,7 +294,7 @@ class InstructionTranslator:
 
     def STORE_FAST(self, inst):
         """``STORE_FAST y`` -- (also restores what 3.12's LOAD_FAST_AND_CLEAR saved)."""
-        if isinstance(value := self.pop(), UnboundVariable):
+        if isinstance(value := self.pop(), variables.UnboundVariable):
             # the local had no value before the comprehension: none again
             return self.DELETE_FAST(inst)
         self.state.locals[inst.argval] = value
@@ -314,7 +304,7 @@ class InstructionTranslator:
 
     def LOAD_FAST_AND_CLEAR(self, inst):
         """3.12 inlined comprehension: ``LOAD_FAST_AND_CLEAR a`` saves the outer ``a``."""
-        self.push(self.load_local(inst.argval) if inst.argval in self.state.locals else UnboundVariable())
+        self.push(self.load_local(inst.argval) if inst.argval in self.state.locals else variables.UnboundVariable())
         self.state.locals.pop(inst.argval, None)
 
     # -- globals and builtins ------------------------------------------------------------
@@ -425,7 +415,7 @@ class InstructionTranslator:
         _annotations = self.pop() if inst.arg & 0x04 else None  # not needed to run the function
         kwdefaults = dict(self.pop().items) if inst.arg & 0x02 else {}
         defaults = self.pop().unpack(self) if inst.arg & 0x01 else []
-        self.push(UserFunctionVariable(code, self.globals, defaults, kwdefaults, closure))
+        self.push(variables.UserFunctionVariable(code, self.globals, defaults, kwdefaults, closure))
 
     # -- operators: tensors make nodes, constants fold ------------------------------------
 
@@ -583,7 +573,7 @@ class InstructionTranslator:
     def FORMAT_VALUE(self, inst):
         """``f"{x!r:>4}"`` -- arg & 3: conversion, arg & 4: a format spec is on the stack."""
         spec = self.pop().as_python() if inst.arg & 0x04 else ""
-        if isinstance(value := self.pop(), TensorVariable):
+        if isinstance(value := self.pop(), variables.TensorVariable):
             raise Unsupported("formatting a tensor into a string needs its values", "print")
         # arg & 3: no conversion, !s, !r or !a
         self.push(ConstantVariable(format(FORMAT_CONVERSIONS[inst.arg & 0x03](value.as_python()), spec)))
