@@ -47,6 +47,7 @@ from ..ir import ComputedBuffer, Const, Expr, GraphIR, IndexValue, Load, Op, ind
 from ..scheduler import Kernel, node_vars, placement
 
 HALF = (torch.float16, torch.bfloat16)
+SCALAR_FMOD = "fmod of doubles"  # how a C++ kernel computes a double's fmod: one element at a time (cpp.FMOD_PRELUDE)
 # The binary ops that C and Triton both write as an operator between the operands (a target's ops: ``{0} + {1}``)
 INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "gt": ">", "lt": "<", "ge": ">=", "le": "<=", "eq": "==",
          "ne": "!=", "bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^"}
@@ -466,7 +467,7 @@ class KernelRenderer:
             return args[0]
         if e.op not in self.ops:
             raise NotImplementedError(f"{self.language} codegen has no rendering for op {e.op!r}")
-        self.used_ops.add(e.op)
+        self.used_ops.add(SCALAR_FMOD if e.op == "fmod" and e.dtype == torch.float64 else e.op)
         text = self.ops[e.op].format(*args, dtype=self.type_name(self.compute_dtype(e.dtype)))
         return self.tmp(text, self.compute_dtype(e.dtype))
 

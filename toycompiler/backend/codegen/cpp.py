@@ -41,7 +41,7 @@ import sympy
 import torch
 
 from ..ir import IDENTITY, MATH_OPS, MATH_OPS2, contiguous_strides, index_exprs, index_vars, linear_index, loads
-from .common import INFIX, IndexPrinter, KernelRenderer, unclamped
+from .common import INFIX, SCALAR_FMOD, IndexPrinter, KernelRenderer, unclamped
 
 CTYPES = {
     torch.float32: "float", torch.float64: "double", torch.int64: "int64_t", torch.int32: "int32_t",
@@ -144,13 +144,28 @@ LIBMVEC = {"sin", "cos", "exp", "log", "erf", "sigmoid", *MATH_OPS, *MATH_OPS2} 
 # 1.32, 0.41; a pow of two tensors 2.0, 2.6, 2.7) and slow only on NaN, infinite or extreme inputs. (A float's erf
 # has since become a polynomial around SLEEF's exp, ERF_PRELUDE, which timed faster than libmvec's on AVX-512.)
 SLEEF = {"sin": "u35", "cos": "u35"} | dict.fromkeys(("exp", "exp2", "log", "log2", "log10", "log1p"), "u10")
-SLEEF_OPS = {*SLEEF, "sigmoid", "erf"}  # (sigmoid's exp; toy_erf's, in float)
+SLEEF_OPS = {*SLEEF, "sigmoid", "erf", "fmod"}  # (sigmoid's exp; toy_erf's, in float; FMOD_PRELUDE)
 # The float vectors of the vector ABI's AVX2 (d) and AVX-512 (e) clones, and a clone (``_ZGVdN8v_expf``) defined as
 # a call of SLEEF's function (``Sleef_expf8_u10``): hidden, so that the kernel's calls bind to it, not to libmvec.
 SLEEF_PRELUDE = """typedef float toy_vec8 __attribute__((vector_size(32)));
 typedef float toy_vec16 __attribute__((vector_size(64)));
 #define TOY_SLEEF(isa, n, f, s) toy_vec##n Sleef_##s(toy_vec##n); \\
     __attribute__((visibility("hidden"))) toy_vec##n _ZGV##isa##N##n##v_##f(toy_vec##n a) { return Sleef_##s(a); }"""
+# A float's fmod (and so Python's %, passes/decompose.py) is SLEEF's too, as torch's at::vec::fmod: std::fmod's
+# scalar call held its whole loop to one element at a time (a triangle wave through %, ``|(10x + 1) % 2 - 1|``
+# over 4M floats, ran at 0.09x torch.compile, one thread; 1.03x so). glibc has no fmod clone to fall back on, so
+# the declaration promises clones of 8 floats only (``simdlen(8)``), and they are defined for each ISA whose code
+# can call SLEEF's ``fmodf8`` (AVX: c, AVX2: d, AVX-512: e); a loop's last few elements are scalar calls. SLEEF's
+# fmodf is exact, as C's, but NaN where the quotient passes about 2^126 (3e38 % 0.3): so are eager's, whose
+# vector loop calls it (its scalar tail does not). A double's fmod stays the scalar call (SCALAR_FMOD).
+FMOD_PRELUDE = """#pragma omp declare simd notinbranch simdlen(8)
+float fmodf(float, float) noexcept;
+#ifdef __AVX__
+toy_vec8 Sleef_fmodf8(toy_vec8, toy_vec8);
+#define TOY_FMOD(isa) __attribute__((visibility("hidden"))) \\
+    toy_vec8 _ZGV##isa##N8vv_fmodf(toy_vec8 a, toy_vec8 b) { return Sleef_fmodf8(a, b); }
+TOY_FMOD(c) TOY_FMOD(d) TOY_FMOD(e)
+#endif"""
 VECTOR_BYTES = 64 if torch.backends.cpu.get_cpu_capability() == "AVX512" else 32  # a vector register (see setup)
 # Columns per block of a column reduction: its accumulators stay in L1, its reads are 1 KiB runs. The threads
 # share out the blocks, so where there are fewer than 4 a thread, blocks of 64 columns instead (CppRenderer.setup).
@@ -170,18 +185,18 @@ def vector_math(used: set[str]) -> list[str]:
     ``at::vec`` kernels (and so Inductor's) call, which computes every lane alike. The kernel's library is
     then linked with libtorch_cpu (``codecache.cpp_library``). The preprocessor picks what this machine has,
     so the kernel text is the same everywhere. ``used``: the kernel's ops (a sigmoid calls exp)."""
-    used = used | ({"exp"} if used & (SLEEF_OPS - SLEEF.keys()) else set())  # (sigmoid's and toy_erf's exp)
+    used = used | ({"exp"} if used & {"sigmoid", "erf"} else set())  # (sigmoid's and toy_erf's exp)
 
     def clones(isa, n):  # TOY_SLEEF(d, 8, expf, expf8_u10): in AVX2 code, expf of 8 floats is SLEEF's expf8_u10
         return [f"TOY_SLEEF({isa}, {n}, {op}f, {op}f{n}_{SLEEF[op]})" for op in sorted(used & SLEEF.keys())]
-    if not used & LIBMVEC:
+    if not used & (LIBMVEC | SLEEF_OPS):
         return []
     declarations = [f'__attribute__((simd("notinbranch"))) {t} {name}{suffix}({t}{f", {t}" * (name in MATH_OPS2)})'
                     " noexcept;" for name in sorted(used & LIBMVEC) for t, suffix in (("float", "f"), ("double", ""))]
     sleef = [*SLEEF_PRELUDE.splitlines(), "#ifdef __AVX2__", *clones("d", 8), "#endif", "#ifdef __AVX512F__",
-             *clones("e", 16), "#endif"]
+             *clones("e", 16), "#endif", *FMOD_PRELUDE.splitlines() * ("fmod" in used)]
     return ["#include <features.h>", "#if defined(__x86_64__) && defined(__GLIBC__) && __GLIBC_PREREQ(2, 35)",
-            'extern "C" {', *declarations, *sleef * bool(used & SLEEF.keys()), "}", "#endif"]
+            'extern "C" {', *declarations, *sleef * bool(used & SLEEF_OPS), "}", "#endif"]
 
 
 def header(used: set[str], tiles: bool) -> list[str]:
@@ -235,7 +250,7 @@ class CppRenderer(KernelRenderer):
     def vector_note(self) -> str:
         """Which vector path each op took: SLEEF, glibc's libmvec, multiplications, or vector instructions."""
         parts = {"sleef": self.used_ops & SLEEF_OPS, "libmvec": self.used_ops & LIBMVEC - SLEEF_OPS,
-                 "instructions": self.used_ops - LIBMVEC,
+                 "scalar calls": self.used_ops & {SCALAR_FMOD}, "instructions": self.used_ops - LIBMVEC - SLEEF_OPS,
                  "simd reductions": {n.reduction.op for n in self.kernel.nodes if n.reduction}}
         notes = [f"{what}: {', '.join(sorted(ops))}" for what, ops in parts.items() if ops]
         notes += ["short rows: 64 at a time, copied transposed, a row a lane"] if self.rows else \
