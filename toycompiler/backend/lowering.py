@@ -493,11 +493,13 @@ class GraphLowering:
             value = lower(self, node, *args, **kwargs) if lower.needs_graph else lower(node, *args, **kwargs)
         if not isinstance(value, TensorValue) or target in VIEW_OPS or packet in VIEW_OPS:
             return value
-        # Constants and index ramps (``full``, ``arange``) load nothing: consumers recompute them inline. So is a
-        # pointwise value read only by a cat (``torch.cat((-x2, x1), -1)``), through views (a ``torch.stack`` is a cat
-        # of unsqueezed values) or pointwise ops that are read so too: the cat's kernel computes it where it takes
-        # it, where a buffer of its own (another iteration space, which no kernel fuses) was written and read; so is
-        # a value a pointwise op reads through a permute or a slice (splitting attention's heads). See inlined_reads.
+        # Constants and index ramps (``full``, ``arange``) load nothing, and in a value of many elements whose every
+        # load reads one element (a mean's gradient, ``expand(g) / N``) all are alike: consumers recompute them inline
+        # (a buffer of its own was a kernel writing the gradient full-size, which others read back). So is a pointwise
+        # value read only by a cat (``torch.cat((-x2, x1), -1)``), through views (a ``torch.stack`` is a cat of
+        # unsqueezed values) or pointwise ops that are read so too: the cat's kernel computes it where it takes it,
+        # where a buffer of its own (another iteration space, which no kernel fuses) was written and read; so is a
+        # value a pointwise op reads through a permute or a slice (splitting attention's heads). See inlined_reads.
         # A lookup (one load through an index: a position embedding [T, C] added to [B, T, C]) is read the same way.
         # And a cast of stored data: a reader in another kernel reads the source where a stored copy would be
         # written and read (a bfloat16 layer norm's backward read x and the gradient cast to float32 from copies).
@@ -505,7 +507,8 @@ class GraphLowering:
         element = value.loader(ir.index_vars(len(value.size)))
         read = ir.loads(element)  # (a cast's one load: ``identity(to_dtype(load))``, an op's own: ``identity(load)``)
         # (Such reads: at most 4, so that a chain of such values stays small.)
-        inline = value.ref is None and (not read or isinstance(element, ir.Load) and bool(element.indirect)
+        broadcast = all(ld.index.is_number for ld in read) and sympy.Mul(*value.size) != 1  # (of one element: as any)
+        inline = value.ref is None and (not read or broadcast or isinstance(element, ir.Load) and bool(element.indirect)
                                         or ir.op_names(element) == ["to_dtype", "identity"]
                                         or target is aten._to_copy.default and ir.op_names(element) == ["identity"]
                                         or 0 < inlined_reads(node) <= 4)

@@ -88,13 +88,19 @@ class Kernel:
 
     def add(self, node: Node) -> None:
         """Put ``node`` in the kernel. The first node sets the loops; a reduction joining pointwise work
-        (a prologue) sets them to its own rows and reduced range."""
+        (a prologue) sets them to its own rows and reduced range, in the prologue's loops where those are finer."""
+        loops = None
         if isinstance(node, ExternKernel):
             self.xranges = tuple(node.layout.size)
         elif not self.nodes or (node.reduction and self.kind == "pointwise"):
-            self.xranges = squeeze(node.layout.size)
+            prologue, self.xranges = self.xranges, squeeze(node.layout.size)
             self.rranges = squeeze(node.reduction.ranges) if node.reduction else ()
-        elif loops := element_order(node, self)[1]:
+            # (the work it reduces may take finer loops: a group norm's gradient over [N, C, H, W], summed over
+            # [N, C] x [H * W], is computed in loops over [N, C] x [H, W], as below)
+            loops = self.nodes and refine(self.xranges + self.rranges, prologue)
+        else:
+            loops = element_order(node, self)[1]
+        if loops:
             # a reshape of the kernel's elements: loops fine enough for both; in a reduction kernel, rows and
             # reduced range apart (loops finer than both never cross between them)
             k = next(k for k in range(len(loops) + 1) if sympy.Mul(*loops[:k]) == sympy.Mul(*self.xranges))
