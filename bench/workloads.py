@@ -59,6 +59,13 @@ def transcendental_chain(x, y):
     return torch.where(a > 0, torch.erf(a) * x**3, torch.rsqrt(torch.abs(a) + 1.0) ** y)
 
 
+def triangle_wave(x):
+    """A triangle wave of period 2, through Python's %: a float remainder (C's fmod, then the divisor added where
+    the signs differ), whose C++ vector path is SLEEF's fmod. (Continuous where the remainder jumps, so a rounding
+    apart in ``x * 10 + 1`` stays a rounding apart: an angle wrapped to [-pi, pi) by % jumps by 2 pi there.)"""
+    return ((x * 10 + 1) % 2 - 1).abs()
+
+
 def chain8(x, y):
     a = x * y
     b = a + 1.5
@@ -238,6 +245,12 @@ def norm_gelu_loss(x, w, b):
 def bn_relu_loss(x, w, b):
     """Batch norm (batch statistics) and ReLU, trained: the backward selects the gradient where the ReLU passed."""
     return F.relu(F.batch_norm(x, None, None, w, b, training=True)).square().mean()
+
+
+def group_norm_silu_loss(x, w, b):
+    """Group norm (8 groups) and SiLU, trained, as in a diffusion model's blocks: the backward sums the gradient
+    over each channel's pixels, then over each group's channels."""
+    return F.silu(F.group_norm(x, 8, w, b)).square().mean()
 
 
 def rms_norm_loss(x, w):
@@ -458,6 +471,7 @@ WORKLOADS = [
     Workload("transcendental", transcendental_chain, _odd_vectors(2), True,
              describe="sigmoid/abs/pow/erf/rsqrt/where chain"),
     Workload("chain8", chain8, _vectors(2), True, describe="8 pointwise ops"),
+    Workload("triangle_wave", triangle_wave, _odd_vectors(1), True, describe="|(10x + 1) % 2 - 1|, odd size"),
     Workload("rotary_cat", rotary_cat, _rotary, True, describe="rotary embedding, rotate-half by torch.cat"),
     Workload("stack_boxes", stack_boxes, _boxes, True, describe="torch.stack of 4 box corners along a new dim"),
     Workload("heads_merge", heads_merge, _heads, True, describe="r + y.transpose(1, 2).reshape(B, T, C)"),
@@ -499,6 +513,8 @@ WORKLOADS = [
              describe="layer norm + GELU forward + backward"),
     Workload("bn_relu_train_step", bn_relu_loss, _with_grad(_nchw_affine), False, training=True,
              describe="batch norm + ReLU forward + backward, NCHW"),
+    Workload("group_norm_silu_train_step", group_norm_silu_loss, _with_grad(_nchw_affine), False, training=True,
+             describe="group norm + SiLU forward + backward, NCHW"),
     Workload("rms_norm_train_step", rms_norm_loss, _with_grad(lambda d, q: _layer_norm_inputs(d, q)[:2]), False,
              training=True, describe="RMS norm (hand-written) forward + backward"),
     Workload("embedding_train_step", embedding_loss, _with_grad(_tokens), False, training=True,
