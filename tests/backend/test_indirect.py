@@ -72,10 +72,14 @@ def test_half_precision_embedding_on_triton():
 
 
 @pytest.mark.parametrize("fn, index, bad", [(lambda x, i: x[i] + 1, [0, 5], 5), (lambda x, i: x[:, i] + 1, [-8, 1], -8),
-                                            (lambda x, i: x.gather(1, i[None, :].expand(5, 2)), [0, -1], -1)])
+                                            (lambda x, i: x.gather(1, i[None, :].expand(5, 2)), [0, -1], -1),
+                                            (lambda x, i: F.embedding(i, x) * 2, [0, -1], -1),
+                                            (lambda x, i: torch.index_select(x, 1, i) + 1, [-2, 3], -2)])
 def test_an_index_out_of_range_raises_eagers_error(fn, index, bad):
-    """The kernel only clamps; the check in the output code raises eager's error: IndexError from indexing
-    (where -1 is the last element), RuntimeError from a gather (where it is out of range)."""
+    """The kernel only clamps; the check in the output code raises eager's error, an IndexError and a
+    RuntimeError at once (eager's type depends on the op, and on the dim for index_select): from indexing, where
+    -1 is the last element, and from an embedding, an index_select or a gather, where it is out of range (the
+    first two become indexing through torch's decompositions: an embedding's -1 read the table's last row)."""
     x, i = torch.randn(5, 7), torch.tensor(index)
     with pytest.raises((IndexError, RuntimeError)) as eager:
         fn(x, i)
@@ -93,7 +97,7 @@ def test_embedding_and_its_sum_are_one_vectorised_loop():
     fn, args = CASES["embedding_plus_position"][0], (torch.randn(100, 64), idx(0, 100, 4, 16), torch.randn(16, 64))
     assert_same(fn, *args, backend="cpp")
     backend = toycompiler.explain(fn, backend="cpp")(*args).frames[0].backend
-    assert len(backend.kernels) == 1 and ", size=100, dim=0, negative=True)" in backend.output_code.source
+    assert len(backend.kernels) == 1 and ", size=100, dim=0, negative=False)" in backend.output_code.source
     if "g++" in os.path.basename(toycompiler.config.cxx):
         assert gcc_vectorises(backend.kernels[0].source)
 

@@ -232,11 +232,17 @@ def conform(t: torch.Tensor, stride: tuple[int, ...]) -> torch.Tensor:
     return t if same else t.new_empty_strided(t.shape, stride).copy_(t)
 
 
+class IndexOutOfRange(IndexError, RuntimeError):
+    """An index out of range: eager raises IndexError from ``x[i]``, ``F.embedding`` and ``index_select`` along
+    dim 0, RuntimeError from ``gather`` and ``index_select`` along another dim. This is both, so that either
+    ``except`` catches it."""
+
+
 def check_index(index: torch.Tensor, size: int, dim: int, negative: bool = True) -> None:
-    """Eager's error for an index out of range: IndexError from ``x[i]`` (a negative index counts from the
-    end), RuntimeError from ``gather`` (no negative index). The kernel that reads through ``index`` clamped
-    it, so it read nothing stray; its result is dropped with this error."""
+    """Eager's error for an index out of range (a negative index counts from the end in ``x[i]``; an embedding's,
+    an index_select's or a gather's is out of range). The kernel that reads through ``index`` clamped it, so it
+    read nothing stray; its result is dropped with this error."""
     low, high = torch.aminmax(index) if index.numel() else (0, 0)  # one pass over the index
     if low < (-size if negative else 0) or high >= size:
-        raise (IndexError if negative else RuntimeError)(
+        raise IndexOutOfRange(
             f"index {int(high if high >= size else low)} is out of bounds for dimension {dim} with size {size}")

@@ -319,9 +319,12 @@ def index(graph, node, x, indices) -> TensorValue:
     ``index_select``, nearest and bilinear upsampling). The index tensors broadcast together; their dims
     take the place of the dims they index when those are neighbours, and come first when a slice parts
     them (numpy's rule). A bool mask never gets here: how many elements it keeps is data, which the passes'
-    fake tensors cannot size (the graph runs eagerly, with that reason)."""
+    fake tensors cannot size (the graph runs eagerly, with that reason). An embedding's or index_select's index
+    has no negative values (eager raises), where ``x[i]``'s counts from the end."""
     x = x if x.ref is not None else graph.realize(x, node)
-    tensors = {d: index_tensor(graph, node, t, x.size[d], d) for d, t in enumerate(indices) if t is not None}
+    lookup = getattr(node.meta.get("original_aten"), "overloadpacket", None) in (aten.embedding, aten.index_select)
+    tensors = {d: index_tensor(graph, node, t, x.size[d], d, negative=not lookup)
+               for d, t in enumerate(indices) if t is not None}
     shape = broadcast_shapes(*(t.size for t in tensors.values()))
     first = min(tensors) if max(tensors) - min(tensors) == len(tensors) - 1 else 0  # where their dims go
 
