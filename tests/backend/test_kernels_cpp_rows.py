@@ -69,7 +69,8 @@ def test_a_softmax_whose_exp_is_saved_for_the_backward_computes_it_once(size):
     assert_same(fn, s, v, backend="cpp", backward=True, rtol=1e-4, atol=1e-4)
     forward = toycompiler.explain(fn, backend="cpp")(s, v).frames[0].backend
     counts = [k.source.split('extern "C" void')[-1].count("std::exp(") for k in forward.kernels]
-    assert counts == [2 if size == 20 else 1, 0], counts  # (rows of 20: the copied rows' max loop needs its own)
+    # (rows of 20: the copied rows' max loop needs its own; the sum after: one kernel, or two where it is split)
+    assert counts[0] == (2 if size == 20 else 1) and not any(counts[1:]), counts
 
 
 @pytest.mark.parametrize("size", [7, 20, 128, 1037])

@@ -1,4 +1,4 @@
-"""Split reductions (Triton, ``ir.split_reductions``): a long reduction with few outputs runs as
+"""Split reductions (``ir.split_reductions``): a long reduction with few outputs runs as
 partial sums over chunks of each row, then a small reduction of the partials, so many programs
 share the work.
 
@@ -108,10 +108,25 @@ def test_split_with_nan_inf_half_and_strided_inputs():
     assert_same(lambda x: x.mean((0, 2, 3)), cl, backend="triton", rtol=1e-4, atol=1e-4)
 
 
-def test_cpp_never_splits():
-    report = toycompiler.explain(lambda x: x.sum(0), backend="cpp")(torch.randn(301, 37))
-    assert not any("split" in d.reason for d in report.frames[0].backend.schedule.decisions)
-    assert len(report.frames[0].backend.kernels) == 1
+@pytest.mark.parametrize("threads, fn, splits", [
+    (1, lambda x: x.sum(), False), (2, lambda x: x.sum(), True), (2, lambda x: (x.sigmoid() * x).mean(), True),
+    (2, lambda x: x.amax(), True), (2, lambda x: x.sum(0), True), (2, lambda x: x.sum(1), False)])
+def test_cpp_splits_only_a_reduction_with_too_few_outputs_for_its_threads(threads, fn, splits):
+    """C++ runs a row a thread (a block of 64 columns a thread, in column order), so a sum of everything (a loss)
+    ran on one: it splits into chunks, 8 programs a thread past the first, and so does a column sum of 37
+    columns. One thread never splits, nor does a sum with as many outputs as that (301 row sums). NaN and
+    infinities in the data; as eager's."""
+    x = torch.randn(301, 37)
+    x[3, :3] = torch.tensor([float("nan"), float("inf"), -float("inf")])
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(threads)
+        assert_same(fn, x, backend="cpp", rtol=1e-5, atol=1e-5)
+        report = toycompiler.explain(fn, backend="cpp")(x)
+    finally:
+        torch.set_num_threads(before)
+    assert any("split" in d.reason for d in report.frames[0].backend.schedule.decisions) == splits
+    assert len(report.frames[0].backend.kernels) == 1 + splits
 
 
 def test_column_split_keeps_whole_rows_per_chunk_and_leaves_wide_ones_unsplit(monkeypatch):

@@ -248,8 +248,7 @@ def _why_fused(kernel: Kernel, node: Node, where: str, producers: list[str]) -> 
 
 def schedule(ir: GraphIR, config: Config, target: str = "cpp") -> StageResult[Schedule]:
     """Loop IR -> kernels in order (fused where :func:`can_fuse` allows), every decision in the artifact."""
-    # Triton only (a GPU starves on a few long rows): see ir.split_reductions
-    ir, splits = split_reductions(ir) if target == "triton" else (ir, [])
+    ir, splits = split_reductions(ir, target)  # (a long reduction with few outputs: see ir.split_reductions)
     decisions = [FusionDecision(name, partial, False, reason) for name, partial, reason in splits]
     kernels, home = [], {}  # the kernels in order; buffer -> index of its kernel (as _hoist returns them)
     live = ir.live_buffers()
