@@ -113,7 +113,7 @@ def test_split_with_nan_inf_half_and_strided_inputs():
     (2, lambda x: x.amax(), True), (2, lambda x: x.sum(0), True), (2, lambda x: x.sum(1), False)])
 def test_cpp_splits_only_a_reduction_with_too_few_outputs_for_its_threads(threads, fn, splits):
     """C++ runs a row a thread (a block of 64 columns a thread, in column order), so a sum of everything (a loss)
-    ran on one: it splits into chunks, 8 programs a thread past the first, and so does a column sum of 37
+    ran on one: with more than one thread it splits into chunks, for 8 programs, and so does a column sum of 37
     columns. One thread never splits, nor does a sum with as many outputs as that (301 row sums). NaN and
     infinities in the data; as eager's."""
     x = torch.randn(301, 37)

@@ -573,11 +573,12 @@ def split_reductions(ir: GraphIR, target: str = "triton") -> tuple[GraphIR, list
     split reduction is recomputed where it is read rather than stored (:func:`_reinline`).
 
     Triton aims at SPLIT_PROGRAMS programs. C++ runs a row a thread (a block of columns, in column order), so a
-    sum of everything (a loss) ran on one: it aims at 8 programs a thread past the first (none with one thread).
-    With two threads, ``torch.sigmoid(x).sum()`` over [4096, 1024] floats took 3.4 ms so, 2.6 split in 8 chunks
-    (torch.compile 1.4-1.7), ``(x * x).mean()`` 0.88 and 0.54 (0.58).
+    sum of everything (a loss) ran on one: with more than one thread it aims at 8 programs. With two threads,
+    ``torch.sigmoid(x).sum()`` over [4096, 1024] floats took 3.4 ms so, 2.6 split in 8 chunks (torch.compile
+    1.4-1.7), ``(x * x).mean()`` 0.88 and 0.54 (0.58). (More programs split more: 8 a thread on 16 threads split
+    a softmax over 3 rows; 16 split ``(s.softmax(-1) * v).sum()`` a row a chunk, each computing the row's exp again.)
     """
-    programs = SPLIT_PROGRAMS if target == "triton" else 8 * (torch.get_num_threads() - 1)
+    programs = SPLIT_PROGRAMS if target == "triton" else 8 * (torch.get_num_threads() > 1)
     buffers, decisions, maxes = [], [], []  # maxes: (a split max, its partial)
     for b in ir.buffers:
         count = split_count(b, programs) if isinstance(b, ComputedBuffer) else 1
