@@ -24,13 +24,14 @@ moves, and which dead buffers' memory later buffers can reuse.
 
 Mirrors: torch/_inductor/scheduler.py (Scheduler.fuse_nodes, can_fuse,
 WhyNoFuse) and torch/_inductor/memory.py / wrapper's buffer reuse.
-Before fusing, Triton's schedule splits long reductions with few outputs
-(``ir.split_reductions``); buffers nobody reads any more (their readers inlined
+Before fusing, long reductions with too few outputs to keep a GPU (or, in C++,
+more than one thread) busy are split (``ir.split_reductions``); buffers nobody reads any more (their readers inlined
 them) are dropped, each with its reason.
 
 Leaves out: reordering kernels to create fusion opportunities (but for moving a kernel a node reads from before
-another it could join: :func:`_hoist`), and refining pointwise work's loops for a
-reduction that joins it (a sum over a reshaped copy is a kernel of its own).
+another it could join: :func:`_hoist`), and a reduction joining pointwise work whose loops cross its rows (a sum
+over [B*T, C] of a value computed over [B, T*C] is a kernel of its own; where one's loops refine the other's, as
+a sum over [N, C] x [H*W] of a value over [N, C, H, W], they share one: :meth:`Kernel.add`).
 """
 
 from __future__ import annotations
