@@ -155,12 +155,13 @@ typedef float toy_vec16 __attribute__((vector_size(64)));
 # scalar call held its whole loop to one element at a time (a triangle wave through %, ``|(10x + 1) % 2 - 1|``
 # over 4M floats, ran at 0.09x torch.compile, one thread; 1.03x so). glibc has no fmod clone to fall back on, so
 # the declaration promises clones of 8 floats only (``simdlen(8)``), and they are defined for each ISA whose code
-# can call SLEEF's ``fmodf8`` (AVX: c, AVX2: d, AVX-512: e); a loop's last few elements are scalar calls. SLEEF's
+# can call SLEEF's ``fmodf8`` (AVX: c, AVX2: d, AVX-512: e; without AVX, nothing is declared: scalar calls, where a
+# declared clone would be a symbol no library defines); a loop's last few elements are scalar calls. SLEEF's
 # fmodf is exact, as C's, but NaN where the quotient passes about 2^126 (3e38 % 0.3): so are eager's, whose
 # vector loop calls it (its scalar tail does not). A double's fmod stays the scalar call (SCALAR_FMOD).
-FMOD_PRELUDE = """#pragma omp declare simd notinbranch simdlen(8)
+FMOD_PRELUDE = """#ifdef __AVX__
+#pragma omp declare simd notinbranch simdlen(8)
 float fmodf(float, float) noexcept;
-#ifdef __AVX__
 toy_vec8 Sleef_fmodf8(toy_vec8, toy_vec8);
 #define TOY_FMOD(isa) __attribute__((visibility("hidden"))) \\
     toy_vec8 _ZGV##isa##N8vv_fmodf(toy_vec8 a, toy_vec8 b) { return Sleef_fmodf8(a, b); }
